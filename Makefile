@@ -1,0 +1,25 @@
+# The two commands the README promises on a fresh machine with Python 3.11+:
+#   make demo   load the bundled sample data and show what the toolkit reads from it
+#   make test   run the test suite (starts its own throwaway PostgreSQL)
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint venv
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+venv: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+
+demo: $(BIN)/python
+	$(BIN)/python -m pip install --quiet .
+	$(BIN)/forensics demo
+
+test: venv
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check .

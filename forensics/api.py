@@ -1,0 +1,149 @@
+"""The library API: every question the CLI asks, answered as a polars DataFrame."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from . import queries, store
+from .errors import ForensicsError
+from .sources.adk_json import AdkJsonSource
+from .sources.adk_postgres import AdkPostgresSource
+from .sources.adk_sqlite import AdkSqliteSource
+from .sources.base import Filters
+
+# Which figures are provider usage (measured) and which are sizes of stored content.
+PROVENANCE = {
+    "prompt_tokens": "measured",
+    "candidates_token_count": "measured",
+    "cached_tokens": "measured",
+    "chars": "measured",
+}
+
+
+def _frame(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pl.DataFrame:
+    query = queries.load(name)
+    relation = con.sql(query.sql, params={k: params.get(k) for k in query.params})
+    return pl.from_arrow(relation.to_arrow_table())
+
+
+def ingest_postgres(
+    db: str | Path | None,
+    dsn: str,
+    filters: Filters | None = None,
+    *,
+    incremental: bool = True,
+    statement_timeout_ms: int = 60_000,
+    progress: store.Progress | None = None,
+) -> store.IngestResult:
+    """Load ADK events from a PostgreSQL DatabaseSessionService database (V0 or V1)."""
+    filters = filters or Filters()
+    source = AdkPostgresSource(dsn, filters, statement_timeout_ms=statement_timeout_ms)
+    return _ingest(db, source, filters, incremental, progress)
+
+
+def ingest_sqlite(
+    db: str | Path | None,
+    path: str | Path,
+    filters: Filters | None = None,
+    *,
+    incremental: bool = True,
+    progress: store.Progress | None = None,
+) -> store.IngestResult:
+    """Load ADK events from a SQLite file (DatabaseSessionService V0/V1 or SqliteSessionService)."""
+    filters = filters or Filters()
+    return _ingest(db, AdkSqliteSource(Path(path), filters), filters, incremental, progress)
+
+
+def ingest_json(
+    db: str | Path | None,
+    paths: Sequence[str | Path],
+    *,
+    app: str | None = None,
+    user: str | None = None,
+    session: str | None = None,
+    progress: store.Progress | None = None,
+) -> store.IngestResult:
+    """Load ADK JSON exports: Session objects (camelCase or snake_case), event lists, NDJSON."""
+    source = AdkJsonSource([Path(p) for p in paths], app=app, user=user, session=session)
+    defaults = {k: v for k, v in (("app", app), ("user", user), ("session", session)) if v}
+    return _ingest(db, source, Filters(), False, progress, extra=defaults)
+
+
+def _ingest(db, source, filters: Filters, incremental: bool, progress, extra=None):
+    con = store.connect(db)
+    try:
+        return store.ingest(
+            con,
+            source,
+            filters={**filters.as_dict(), **(extra or {})},
+            incremental=incremental,
+            progress=progress,
+        )
+    finally:
+        con.close()
+
+
+def sessions(
+    db: str | Path | None = None, *, app: str | None = None, user: str | None = None
+) -> pl.DataFrame:
+    """One row per session: events, turns, first/last event, errors, measured prompt tokens."""
+    with store.connect(db, read_only=True) as con:
+        return _frame(con, "sessions", app=app, user=user)
+
+
+def resolve_session(
+    con: duckdb.DuckDBPyConnection, session_id: str, app: str | None = None, user: str | None = None
+) -> tuple[str, str, str]:
+    """The one (app, user, session) key a session id names; an error lists the choices."""
+    keys = con.execute(
+        queries.load("session_keys").sql, {"session": session_id, "app": app, "user": user}
+    ).fetchall()
+    if not keys:
+        known = [
+            r[0]
+            for r in con.execute(
+                "SELECT session_id FROM sessions ORDER BY session_id LIMIT 10"
+            ).fetchall()
+        ]
+        raise ForensicsError(
+            f"no session {session_id!r} in the store",
+            hint=f"known sessions include: {', '.join(known)}"
+            if known
+            else "the store holds no sessions yet; run `forensics ingest ...`",
+        )
+    if len(keys) > 1:
+        choices = "; ".join(f"--app {a} --user {u}" for a, u, _ in keys)
+        raise ForensicsError(
+            f"session id {session_id!r} exists in {len(keys)} apps/users",
+            hint=f"add one of: {choices}",
+        )
+    return keys[0]
+
+
+def events(
+    session_id: str,
+    db: str | Path | None = None,
+    *,
+    app: str | None = None,
+    user: str | None = None,
+) -> pl.DataFrame:
+    """The session's events in order: kinds, parts, characters, usage, errors, compaction."""
+    with store.connect(db, read_only=True) as con:
+        app_name, user_id, sid = resolve_session(con, session_id, app, user)
+        return _frame(con, "events", app=app_name, user=user_id, session=sid)
+
+
+def ingests(db: str | Path | None = None) -> pl.DataFrame:
+    """The ingest ledger, newest first."""
+    with store.connect(db, read_only=True) as con:
+        return _frame(con, "ingests")
+
+
+def ingest_skips(ingest_id: int, db: str | Path | None = None) -> pl.DataFrame:
+    """The rows one ingest skipped (the first few hundred), with locator and reason."""
+    with store.connect(db, read_only=True) as con:
+        return _frame(con, "ingest_skips", ingest_id=ingest_id)

@@ -1,0 +1,504 @@
+"""The `forensics` command: a thin layer over `forensics.api`.
+
+polars, duckdb and psycopg are imported inside the commands, so `forensics --help`
+starts without them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from . import __version__
+from .errors import ForensicsError
+
+if TYPE_CHECKING:
+    from .store import IngestResult
+
+app = typer.Typer(
+    help="Offline forensics for tool-calling LLM agents: load ADK sessions into a local "
+    "DuckDB store and read them back call by call.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,  # locals would print DSNs with passwords
+    add_completion=False,
+)
+ingest_app = typer.Typer(
+    help="Load ADK session events into the store (idempotent: the same event is stored once).",
+    no_args_is_help=True,
+)
+app.add_typer(ingest_app, name="ingest")
+
+_state = {"debug": False}
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--db",
+        envvar="FORENSICS_DB",
+        show_default="./forensics.duckdb",
+        help="The DuckDB store file.",
+    ),
+]
+FormatOption = Annotated[Format, typer.Option("--format", "-f", help="table, json or csv.")]
+AppOption = Annotated[str | None, typer.Option("--app", help="Only this app_name.")]
+UserOption = Annotated[str | None, typer.Option("--user", help="Only this user_id.")]
+SessionOption = Annotated[str | None, typer.Option("--session", help="Only this session id.")]
+SinceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--since", help="Events at or after this UTC time (2026-10-01 or 2026-10-01T12:00)."
+    ),
+]
+UntilOption = Annotated[str | None, typer.Option("--until", help="Events before this UTC time.")]
+FullOption = Annotated[
+    bool,
+    typer.Option("--full", help="Ignore the watermark of earlier runs and read everything again."),
+]
+
+
+def boundary(command):
+    """The one error boundary: `Error: ...` and a hint on stderr, exit 1; traceback with --debug."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except ForensicsError as e:
+            if _state["debug"]:
+                raise
+            typer.echo(f"Error: {e}", err=True)
+            if e.hint:
+                typer.echo(f"Hint: {e.hint}", err=True)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            typer.echo("Interrupted: nothing from this run was committed.", err=True)
+            raise typer.Exit(130) from None
+        except (typer.Exit, typer.Abort, SystemExit):
+            raise
+        except Exception as e:
+            if _state["debug"]:
+                raise
+            typer.echo(f"Error: unexpected {type(e).__name__}: {e}", err=True)
+            typer.echo("Hint: run again with --debug for the traceback, and report it", err=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+@app.callback()
+def _main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+) -> None:
+    _state["debug"] = debug
+    if version:
+        typer.echo(f"agent-forensics {__version__}")
+        raise typer.Exit()
+
+
+def _epoch(value: str | None, option: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ForensicsError(
+            f"{option} {value!r} is not a date or time",
+            hint="use ISO 8601 in UTC, e.g. 2026-10-01 or 2026-10-01T12:30:00",
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def _filters(app_name, user, session, since, until):
+    from .sources.base import Filters
+
+    filters = Filters(app_name, user, session, _epoch(since, "--since"), _epoch(until, "--until"))
+    if filters.since is not None and filters.until is not None and filters.since >= filters.until:
+        raise ForensicsError(f"--since {since} is not before --until {until}")
+    return filters
+
+
+class _Progress:
+    """One line on stderr, rewritten at most twice a second, only on a terminal."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, result: IngestResult) -> None:
+        now = time.monotonic()
+        if self.enabled and now - self.last >= 0.5:
+            self.last = now
+            sys.stderr.write(
+                f"\rread {result.rows_read:,} events, loaded {result.rows_loaded:,},"
+                f" skipped {result.rows_skipped:,} "
+            )
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled and self.last:
+            sys.stderr.write("\r\033[K")
+
+
+def _report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
+    from .output import _iso
+    from .store import default_db_path
+
+    if fmt is not Format.table:
+        import polars as pl
+
+        from .output import to_csv
+
+        row = {
+            "ingest_id": result.ingest_id,
+            "source": f"{result.kind}:{result.location}",
+            "rows_read": result.rows_read,
+            "rows_loaded": result.rows_loaded,
+            "rows_skipped": result.rows_skipped,
+            "rows_already_stored": result.rows_already_stored,
+            "skip_reasons": result.skip_reasons,
+            "watermark": result.watermark,
+            "seconds": round(result.seconds, 3),
+        }
+        frame = pl.DataFrame([row], schema_overrides={"skip_reasons": pl.Object})
+        if fmt is Format.json:
+            import json
+
+            typer.echo(json.dumps([row], indent=2, ensure_ascii=False))
+        else:
+            typer.echo(
+                to_csv(frame.with_columns(pl.lit(str(result.skip_reasons)).alias("skip_reasons"))),
+                nl=False,
+            )
+        return
+    target = db or default_db_path()
+    typer.echo(f"ingest {result.ingest_id}: {result.kind}:{result.location} -> {target}")
+    if result.rows_loaded == 0 and result.rows_skipped == 0:
+        typer.echo(
+            f"no new events (read {result.rows_read:,}, all already stored) "
+            f"in {result.seconds:.1f} s"
+        )
+    else:
+        typer.echo(
+            f"read {result.rows_read:,} events: loaded {result.rows_loaded:,} new, "
+            f"{result.rows_already_stored:,} already stored, "
+            f"skipped {result.rows_skipped:,} in {result.seconds:.1f} s"
+        )
+    if result.watermark is not None:
+        wm = datetime.fromtimestamp(result.watermark, UTC)
+        typer.echo(f"newest event: {_iso(wm)} (the next run of this source reads from there)")
+    for reason, count in result.skip_reasons.items():
+        typer.echo(f"  skipped {count:,}: {reason}")
+    for skip in result.skips[:10]:
+        typer.echo(f"    {skip.locator}: {skip.reason}")
+    if result.rows_skipped > 10:
+        typer.echo(f"    ... `forensics ingests --skips {result.ingest_id}` lists up to 500")
+
+
+@ingest_app.command("adk-postgres")
+@boundary
+def ingest_postgres(
+    dsn: Annotated[
+        str,
+        typer.Argument(
+            help="PostgreSQL connection string, e.g. postgresql://user@host/db. Prefer PGPASSWORD "
+            "or ~/.pgpass to a password in the string; it is never printed or stored."
+        ),
+    ],
+    app_name: AppOption = None,
+    user: UserOption = None,
+    session: SessionOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    full: FullOption = False,
+    statement_timeout: Annotated[
+        float,
+        typer.Option(
+            "--statement-timeout", help="Seconds any one statement may run on the server."
+        ),
+    ] = 60.0,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Read an ADK DatabaseSessionService database (schema V0 or V1) in PostgreSQL.
+
+    Read-only transaction, statement_timeout, rows streamed through a server-side
+    cursor; filters use ADK's (app_name, user_id, session_id, timestamp) index.
+    A second run reads only from the newest event the first one saw.
+
+    Example:
+    forensics ingest adk-postgres "postgresql://forensics@db/adk" --app store --since 2026-10-01
+    """
+    from . import api
+
+    progress = _Progress()
+    result = api.ingest_postgres(
+        db,
+        dsn,
+        _filters(app_name, user, session, since, until),
+        incremental=not full,
+        statement_timeout_ms=int(statement_timeout * 1000),
+        progress=progress,
+    )
+    progress.done()
+    _report_ingest(result, fmt, db)
+
+
+@ingest_app.command("adk-sqlite")
+@boundary
+def ingest_sqlite(
+    path: Annotated[Path, typer.Argument(help="An ADK SQLite session file.")],
+    app_name: AppOption = None,
+    user: UserOption = None,
+    session: SessionOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    full: FullOption = False,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Read an ADK SQLite file: DatabaseSessionService (V0 or V1) or SqliteSessionService.
+
+    Example: forensics ingest adk-sqlite .adk/session.db --app store
+    """
+    from . import api
+
+    progress = _Progress()
+    result = api.ingest_sqlite(
+        db,
+        path,
+        _filters(app_name, user, session, since, until),
+        incremental=not full,
+        progress=progress,
+    )
+    progress.done()
+    _report_ingest(result, fmt, db)
+
+
+@ingest_app.command("adk-json")
+@boundary
+def ingest_json(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Session exports (web API camelCase or `adk run --save_session`), event lists "
+            "or NDJSON files."
+        ),
+    ],
+    app_name: Annotated[
+        str | None,
+        typer.Option("--app", help="app_name for files that do not say (event lists, NDJSON)."),
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", help="user_id for files that do not say.")
+    ] = None,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            help="Session id for files that do not say (default: the file's name "
+            "up to its first dot).",
+        ),
+    ] = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Read ADK JSON files: a Session, a list of events, or NDJSON; one file or many.
+
+    Example: forensics ingest adk-json exports/*.json
+    """
+    from . import api
+
+    progress = _Progress()
+    result = api.ingest_json(db, paths, app=app_name, user=user, session=session, progress=progress)
+    progress.done()
+    _report_ingest(result, fmt, db)
+
+
+def _emit(df, fmt: Format, *, columns=None, totals=(), footnote=None, json_columns=()) -> None:
+    from .output import to_csv, to_json, to_table
+
+    if fmt is Format.json:
+        typer.echo(to_json(df, json_columns))
+    elif fmt is Format.csv:
+        typer.echo(to_csv(df, json_columns), nl=False)
+    else:
+        typer.echo(to_table(df, columns, totals, footnote), nl=False)
+
+
+@app.command()
+@boundary
+def sessions(
+    app_name: AppOption = None,
+    user: UserOption = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """One row per session: events, turns, first and last event, errors, source.
+
+    prompt_tokens is the sum of the provider's usage_metadata over the session (measured).
+    """
+    from . import api
+
+    df = api.sessions(db, app=app_name, user=user)
+    _emit(
+        df,
+        fmt,
+        totals=("events", "turns", "errors", "prompt_tokens"),
+        columns=[
+            "session_id",
+            "app_name",
+            "user_id",
+            "events",
+            "turns",
+            "errors",
+            "prompt_tokens",
+            "first_event_at",
+            "last_event_at",
+            "source",
+        ],
+        footnote="prompt_tokens: measured (provider usage_metadata), summed over the session",
+    )
+
+
+@app.command()
+@boundary
+def events(
+    session_id: Annotated[str, typer.Argument(help="The session id (see `forensics sessions`).")],
+    app_name: Annotated[
+        str | None, typer.Option("--app", help="The app, when the id exists in several.")
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", help="The user, when the id exists for several.")
+    ] = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """A session's events in order: author, part kinds, characters, usage, errors, compaction.
+
+    chars: characters of the stored content parts (text; function_call name + args;
+    function_response name + response, as compact JSON). Token columns are the
+    provider's usage_metadata (measured); empty where the event carried none.
+    """
+    from . import api
+
+    df = api.events(session_id, db, app=app_name, user=user)
+    _emit(
+        df,
+        fmt,
+        totals=("chars", "prompt_tokens", "candidates_token_count", "cached_tokens"),
+        columns=[
+            "timestamp",
+            "author",
+            "invocation_id",
+            "kinds",
+            "chars",
+            "prompt_tokens",
+            "candidates_token_count",
+            "cached_tokens",
+            "error_code",
+            "is_compaction",
+            "event_id",
+        ],
+        footnote="chars: measured from stored content; *_tokens: measured (usage_metadata)",
+    )
+
+
+@app.command()
+@boundary
+def ingests(
+    skips: Annotated[
+        int | None,
+        typer.Option("--skips", help="List the rows this ingest id skipped, with where and why."),
+    ] = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """The ingest ledger: what was loaded from where, skipped and why (passwords redacted)."""
+    from . import api
+
+    if skips is not None:
+        _emit(api.ingest_skips(skips, db), fmt)
+        return
+    df = api.ingests(db)
+    _emit(
+        df,
+        fmt,
+        json_columns=("filters", "skip_reasons"),
+        totals=("rows_read", "rows_loaded", "rows_skipped"),
+        columns=[
+            "ingest_id",
+            "started_at",
+            "status",
+            "source",
+            "rows_read",
+            "rows_loaded",
+            "rows_skipped",
+            "skip_reasons",
+            "error",
+        ],
+    )
+
+
+@app.command()
+@boundary
+def demo(
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", help="Keep the demo store here (default: a temporary file)."),
+    ] = None,
+) -> None:
+    """Load the bundled sample data (real ADK output) into a store and show what it holds."""
+    import tempfile
+
+    from . import api
+    from .resources import resource_dir
+
+    samples = resource_dir("sample_data")
+    target = db or Path(tempfile.mkdtemp(prefix="forensics-demo-")) / "demo.duckdb"
+    result = api.ingest_sqlite(target, samples / "adk_v1.db")
+    typer.echo(f"Loaded {result.rows_loaded:,} events from {samples / 'adk_v1.db'} into {target}\n")
+    _emit(
+        api.sessions(target),
+        Format.table,
+        totals=("events", "turns", "errors", "prompt_tokens"),
+        columns=[
+            "session_id",
+            "app_name",
+            "user_id",
+            "events",
+            "turns",
+            "errors",
+            "prompt_tokens",
+            "first_event_at",
+            "last_event_at",
+        ],
+        footnote="prompt_tokens: measured (provider usage_metadata)",
+    )
+    typer.echo(f"\nNext: forensics events incident --db {target}")
+
+
+def main() -> None:
+    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    app()
+
+
+if __name__ == "__main__":
+    main()

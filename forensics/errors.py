@@ -1,0 +1,31 @@
+"""The small error hierarchy every layer raises; the CLI turns it into `Error: ...`."""
+
+from __future__ import annotations
+
+
+class ForensicsError(Exception):
+    """A failure the user can act on; `hint` says how."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
+class SourceError(ForensicsError):
+    """A source (file, database) cannot be read as a whole."""
+
+
+class TransientSourceError(SourceError):
+    """The source may answer if asked again (server down, timeout)."""
+
+
+class MissingRelationError(SourceError):
+    """The source has no table or layout this loader knows."""
+
+
+class UnsafePickleError(ForensicsError):
+    """A stored pickle refers to something other than plain ADK/genai data."""
+
+
+class StoreError(ForensicsError):
+    """The local DuckDB store cannot be used."""

@@ -1,0 +1,121 @@
+"""Render a DataFrame for people (aligned table with totals) or programs (JSON, CSV)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import polars as pl
+
+FORMATS = ("table", "json", "csv")
+MAX_CELL = 60
+
+
+def _iso(value: datetime) -> str:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _plain(value: Any, json_columns: set[str], column: str) -> Any:
+    if isinstance(value, datetime):
+        return _iso(value)
+    if column in json_columns and isinstance(value, str):
+        return json.loads(value)
+    return value
+
+
+def records(df: pl.DataFrame, json_columns: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Rows as plain dicts: datetimes in ISO 8601 UTC, JSON columns parsed."""
+    wanted = set(json_columns)
+    return [{k: _plain(v, wanted, k) for k, v in row.items()} for row in df.to_dicts()]
+
+
+def to_json(
+    df: pl.DataFrame, json_columns: Sequence[str] = (), extra: dict[str, Any] | None = None
+) -> str:
+    rows = records(df, json_columns)
+    if extra:
+        rows = [{**row, **extra} for row in rows]
+    return json.dumps(rows, indent=2, ensure_ascii=False)
+
+
+def to_csv(df: pl.DataFrame, json_columns: Sequence[str] = ()) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(df.columns)
+    for row in records(df, json_columns):
+        writer.writerow(
+            [
+                ";".join(map(str, v))
+                if isinstance(v, list)
+                else json.dumps(v, ensure_ascii=False)
+                if isinstance(v, dict)
+                else ""
+                if v is None
+                else v
+                for v in row.values()
+            ]
+        )
+    return buffer.getvalue()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else ""
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    if isinstance(value, datetime):
+        return _iso(value).replace("T", " ")[:19]
+    if isinstance(value, list):
+        value = ",".join(map(str, value))
+    if isinstance(value, dict):
+        value = json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
+        value = value.replace('"', "")
+    text = " ".join(str(value).split())
+    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+
+
+def to_table(
+    df: pl.DataFrame,
+    columns: Sequence[str] | None = None,
+    totals: Sequence[str] = (),
+    footnote: str | None = None,
+) -> str:
+    """An aligned text table; `totals` columns are summed in code into a last row."""
+    columns = list(columns or df.columns)
+    rows = df.select(columns).to_dicts()
+    numeric = {c for c in columns if df.schema[c].is_numeric()}
+    body = [[_cell(row[c]) for c in columns] for row in rows]
+    if totals and rows:
+        sums = {c: int(df[c].fill_null(0).sum()) for c in totals}
+        total_row = [_cell(sums[c]) if c in sums else "" for c in columns]
+        total_row[0] = f"total ({len(rows):,} rows)"
+        body.append(total_row)
+    widths = [max([len(c)] + [len(r[i]) for r in body]) for i, c in enumerate(columns)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            cell.rjust(w) if col in numeric else cell.ljust(w)
+            for cell, w, col in zip(cells, widths, columns, strict=True)
+        ).rstrip()
+
+    out = [line(columns), line(["-" * w for w in widths])]
+    for i, cells in enumerate(body):
+        if totals and rows and i == len(body) - 1:
+            out.append(line(["-" * w for w in widths]))
+        out.append(line(cells))
+    if not rows:
+        out.append("(no rows)")
+    if footnote:
+        out.append(footnote)
+    return "\n".join(out) + "\n"

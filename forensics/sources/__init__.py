@@ -1,0 +1,1 @@
+"""Loaders: one module per source, each yielding `Batch`es of raw events."""
