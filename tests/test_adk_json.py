@@ -1,0 +1,182 @@
+"""ADK JSON exports: every shape ADK writes, and every way a file can be bad."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from forensics import api
+from forensics.store import connect, run
+
+REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_data" / "adk"
+
+
+def _event(i: int, *, camel: bool = False, text: str = "hello") -> dict:
+    usage_key, prompt_key = (("usageMetadata", "promptTokenCount") if camel
+                             else ("usage_metadata", "prompt_token_count"))
+    return {
+        "id": f"e{i}",
+        ("invocationId" if camel else "invocation_id"): f"inv{i // 2}",
+        "author": "user" if i % 2 == 0 else "agent",
+        "timestamp": 1_761_123_600.0 + i,
+        "content": {"role": "user" if i % 2 == 0 else "model", "parts": [{"text": text}]},
+        usage_key: {prompt_key: 100 + i},
+    }
+
+
+def _session(events: list, camel: bool = False) -> dict:
+    if camel:
+        return {"id": "s1", "appName": "store", "userId": "u1", "events": events,
+                "lastUpdateTime": 1_761_123_700.0}
+    return {"id": "s1", "app_name": "store", "user_id": "u1", "events": events,
+            "last_update_time": 1_761_123_700.0}
+
+
+def _count(db: Path, sql: str) -> int:
+    with connect(db, read_only=True) as con:
+        return run(con, sql)[0][0]
+
+
+@pytest.mark.parametrize("camel", [False, True])
+def test_session_export_loads_usage_and_sizes(tmp_path, camel):
+    path = tmp_path / "s1.json"
+    path.write_text(json.dumps(_session([_event(i, camel=camel) for i in range(4)], camel)))
+    result = api.ingest_json(tmp_path / "f.duckdb", [path])
+    assert (result.rows_read, result.rows_loaded, result.rows_skipped) == (4, 4, 0)
+    df = api.events("s1", tmp_path / "f.duckdb")
+    assert df["prompt_tokens"].to_list() == [100, 101, 102, 103]
+    assert df["chars"].to_list() == [5, 5, 5, 5]
+    assert df["invocation_id"].to_list() == ["inv0", "inv0", "inv1", "inv1"]
+    assert api.sessions(tmp_path / "f.duckdb")["app_name"].to_list() == ["store"]
+
+
+def test_list_and_ndjson_use_defaults_and_file_name(tmp_path):
+    (tmp_path / "a.events.json").write_text(json.dumps([_event(i) for i in range(3)]))
+    (tmp_path / "b.ndjson").write_text("\n".join(json.dumps(_event(i)) for i in range(5)))
+    result = api.ingest_json(tmp_path / "f.duckdb", sorted(tmp_path.glob("*.*json")),
+                             app="store", user="u9")
+    assert result.rows_loaded == 8
+    sessions = api.sessions(tmp_path / "f.duckdb").sort("session_id")
+    assert sessions["session_id"].to_list() == ["a", "b"]
+    assert sessions["events"].to_list() == [3, 5]
+    assert set(sessions["user_id"]) == {"u9"}
+
+
+def test_same_file_twice_is_stored_once(tmp_path):
+    path = tmp_path / "s1.json"
+    path.write_text(json.dumps(_session([_event(i) for i in range(4)])))
+    api.ingest_json(tmp_path / "f.duckdb", [path])
+    again = api.ingest_json(tmp_path / "f.duckdb", [path, path])
+    assert (again.rows_read, again.rows_loaded, again.rows_already_stored) == (8, 0, 8)
+    assert _count(tmp_path / "f.duckdb", "SELECT count(*) FROM events") == 4
+    assert _count(tmp_path / "f.duckdb", "SELECT count(*) FROM parts") == 4
+
+
+def test_malformed_ndjson_line_is_skipped_and_the_rest_loaded(tmp_path):
+    lines = [json.dumps(_event(i)) for i in range(5)]
+    lines[2] = lines[2][:-7]  # cut inside the object
+    (tmp_path / "bad.ndjson").write_text("\n".join(lines))
+    result = api.ingest_json(tmp_path / "f.duckdb", [tmp_path / "bad.ndjson"])
+    assert result.rows_loaded == 4
+    assert [s.locator for s in result.skips] == [f"{tmp_path / 'bad.ndjson'}:3"]
+    assert result.skips[0].reason.startswith("not valid JSON")
+    ledger = api.ingests(tmp_path / "f.duckdb")
+    assert ledger["rows_skipped"].to_list() == [1]
+    assert json.loads(ledger["skip_reasons"][0]) == {result.skips[0].reason: 1}
+
+
+def test_truncated_session_keeps_the_complete_events_before_the_cut(tmp_path):
+    text = json.dumps(_session([_event(i) for i in range(6)]), indent=1)
+    cut = text.index('"e4"')  # inside the fifth event
+    (tmp_path / "cut.json").write_text(text[:cut])
+    result = api.ingest_json(tmp_path / "f.duckdb", [tmp_path / "cut.json"])
+    assert result.rows_loaded == 4
+    assert len(result.skips) == 1
+    assert "truncated or malformed JSON" in result.skips[0].reason
+    assert "4 complete events before it were read" in result.skips[0].reason
+    assert api.sessions(tmp_path / "f.duckdb")["app_name"].to_list() == ["store"]
+
+
+def test_wrong_shape_and_bad_events_name_the_file_and_event(tmp_path):
+    (tmp_path / "shape.json").write_text(json.dumps({"hello": "world"}))
+    events = [_event(0), "not an event", {"id": "x"}, {"timestamp": 1.0}, _event(4)]
+    (tmp_path / "mixed.json").write_text(json.dumps(events))
+    (tmp_path / "empty.json").write_text("  \n")
+    (tmp_path / "latin1.json").write_bytes(b'[{"id": "\xe9"}]')
+    paths = [tmp_path / n for n in ("shape.json", "mixed.json", "empty.json", "latin1.json")]
+    result = api.ingest_json(tmp_path / "f.duckdb", paths)
+    assert result.rows_loaded == 2
+    reasons = {s.locator: s.reason for s in result.skips}
+    assert reasons[str(tmp_path / "shape.json")].startswith(
+        "wrong shape: expected an ADK Session (an object with 'events'), a list of events, "
+        "or NDJSON; found an object with keys ['hello']")
+    assert reasons[f"{tmp_path / 'mixed.json'}: event 1"] == "event is a JSON str, not an object"
+    assert reasons[f"{tmp_path / 'mixed.json'}: event 2"] == "event x has no numeric 'timestamp'"
+    assert reasons[f"{tmp_path / 'mixed.json'}: event 3"] == "event has no 'id'"
+    assert reasons[str(tmp_path / "empty.json")] == "empty file"
+    assert reasons[str(tmp_path / "latin1.json")].startswith("cannot read file")
+
+
+def test_a_50_mb_event_is_loaded_and_sized(tmp_path):
+    rows = [{"order": i, "notes": "x" * 990} for i in range(50_000)]
+    big = _event(1)
+    big["content"] = {"role": "user", "parts": [{"function_response": {
+        "id": "adk-1", "name": "get_order_history", "response": {"status": "ok", "data": rows}}}]}
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(_session([_event(0), big, _event(2)])))
+    assert path.stat().st_size > 50_000_000
+    result = api.ingest_json(tmp_path / "f.duckdb", [path])
+    assert result.rows_loaded == 3
+    payload = json.dumps({"status": "ok", "data": rows}, separators=(",", ":"))
+    with connect(tmp_path / "f.duckdb", read_only=True) as con:
+        chars, row_count, kind = run(
+            con, "SELECT chars, row_count, kind FROM parts WHERE event_id = 'e1'")[0]
+    assert kind == "function_response"
+    assert chars == len("get_order_history") + len(payload)
+    assert row_count == 50_000
+
+
+def test_part_kinds_tool_names_and_row_counts(tmp_path):
+    event = _event(1)
+    event["content"] = {"role": "model", "parts": [
+        {"text": "thinking", "thought": True},
+        {"text": "ok"},
+        {"function_call": {"id": "c1", "name": "lookup", "args": {"q": "é"}}},
+        {"function_response": {"id": "c1", "name": "lookup", "response": [{"a": 1}, {"a": 2}]}},
+        {"functionResponse": {"id": "c2", "name": "wrap", "response": {"result": {"rows": [[1]]}}}},
+        {"inline_data": {"mime_type": "image/png", "data": "AAAA"}},
+    ]}
+    (tmp_path / "k.json").write_text(json.dumps([event]))
+    api.ingest_json(tmp_path / "f.duckdb", [tmp_path / "k.json"])
+    with connect(tmp_path / "f.duckdb", read_only=True) as con:
+        rows = run(con, "SELECT kind, tool_name, function_call_id, chars, row_count FROM parts "
+                        "ORDER BY part_index")
+    assert rows == [
+        ("thought", None, None, 8, None),
+        ("text", None, None, 2, None),
+        ("function_call", "lookup", "c1", len("lookup") + len('{"q":"é"}'), None),
+        ("function_response", "lookup", "c1", len("lookup") + len('[{"a":1},{"a":2}]'), 2),
+        ("function_response", "wrap", "c2", len("wrap") + len('{"result":{"rows":[[1]]}}'), 1),
+        ("other", None, None, len('{"inline_data":{"mime_type":"image/png","data":"AAAA"}}'),
+         None),
+    ]
+    kinds = api.events("k", tmp_path / "f.duckdb", app="unknown")["kinds"].to_list()
+    assert kinds == [["text", "thought", "function_call", "function_response", "other"]]
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_data is absent")
+@pytest.mark.parametrize("name,events", [
+    ("adk-samples_customer-service_123.session.json", 34),
+    ("workshop_customer_service_session.camel.json", 29),
+])
+def test_real_exports_load_every_event(tmp_path, name, events):
+    source = json.loads((REAL / name).read_text())
+    assert len(source["events"]) == events
+    result = api.ingest_json(tmp_path / "f.duckdb", [REAL / name])
+    assert (result.rows_loaded, result.rows_skipped) == (events, 0)
+    calls = sum(1 for e in source["events"] for p in (e.get("content") or {}).get("parts", [])
+                if "function_call" in p or "functionCall" in p)
+    assert _count(tmp_path / "f.duckdb",
+                  "SELECT count(*) FROM parts WHERE kind = 'function_call'") == calls

@@ -1,0 +1,152 @@
+"""The CLI: exact messages, the JSON contract, help everywhere, a light start-up."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from forensics.cli import app
+from forensics.dsn import Secret, redact
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+@pytest.fixture
+def store(tmp_path):
+    from test_store import make_sqlite_service_db
+
+    db = tmp_path / "f.duckdb"
+    src = make_sqlite_service_db(tmp_path / "adk.db")
+    result = runner.invoke(app, ["ingest", "adk-sqlite", str(src), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    return db
+
+
+def _json(args: list[str]) -> list[dict]:
+    result = runner.invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_json_contracts(store):
+    sessions = _json(["sessions", "--db", str(store)])
+    assert len(sessions) == 2
+    assert {"app_name", "user_id", "session_id", "events", "turns", "first_event_at",
+            "last_event_at", "source"} <= sessions[0].keys()
+    assert sessions[0]["events"] == 6 and sessions[0]["turns"] == 2
+    assert sessions[0]["first_event_at"] == "2025-10-22T09:00:00Z"
+    events = _json(["events", "s0", "--db", str(store)])
+    assert len(events) == 6
+    assert {"event_id", "invocation_id", "author", "timestamp", "kinds", "chars",
+            "prompt_tokens", "candidates_token_count", "cached_tokens", "error_code",
+            "is_compaction"} <= events[0].keys()
+    assert events[0]["kinds"] == ["text"] and events[0]["chars"] == 10
+    ingests = _json(["ingests", "--db", str(store)])
+    assert {"source", "started_at", "rows_read", "rows_loaded", "rows_skipped",
+            "skip_reasons"} <= ingests[0].keys()
+    assert ingests[0]["skip_reasons"] == {}
+    assert ingests[0]["source"].startswith("adk-sqlite:")
+
+
+def test_table_has_totals_computed_in_code(store):
+    result = runner.invoke(app, ["events", "s0", "--db", str(store)])
+    assert result.exit_code == 0
+    total = [line for line in result.stdout.splitlines() if line.startswith("total")]
+    assert total and re.search(r"\b75\b", total[0])  # chars 10+11+...+15
+    csv = runner.invoke(app, ["sessions", "--db", str(store), "--format", "csv"]).stdout
+    assert csv.splitlines()[0].startswith("app_name,user_id,session_id,events")
+
+
+def test_ingest_twice_says_nothing_new(store, tmp_path):
+    result = runner.invoke(app, ["ingest", "adk-sqlite", str(tmp_path / "adk.db"),
+                                 "--db", str(store)])
+    assert result.exit_code == 0
+    assert "no new events (read 2, all already stored)" in result.stdout
+
+
+def test_missing_store_and_unknown_session_are_clear_errors(store, tmp_path):
+    result = runner.invoke(app, ["sessions", "--db", str(tmp_path / "nope.duckdb")])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == f"Error: no store at {tmp_path / 'nope.duckdb'}"
+    result = runner.invoke(app, ["events", "zzz", "--db", str(store)])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        "Error: no session 'zzz' in the store", "Hint: known sessions include: s0, s1"]
+
+
+def test_bad_dates_and_unknown_files(tmp_path):
+    result = runner.invoke(app, ["ingest", "adk-sqlite", "x.db", "--since", "yesterday",
+                                 "--db", str(tmp_path / "f.duckdb")])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: --since 'yesterday' is not a date or time")
+    result = runner.invoke(app, ["ingest", "adk-sqlite", str(tmp_path / "missing.db"),
+                                 "--db", str(tmp_path / "f.duckdb")])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {tmp_path / 'missing.db'}: no such file")
+
+
+def test_unknown_sqlite_layout_names_the_columns(tmp_path):
+    import sqlite3
+
+    con = sqlite3.connect(tmp_path / "odd.db")
+    con.execute("CREATE TABLE events (id TEXT, payload TEXT)")
+    con.commit()
+    con.close()
+    result = runner.invoke(app, ["ingest", "adk-sqlite", str(tmp_path / "odd.db"),
+                                 "--db", str(tmp_path / "f.duckdb")])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == (
+        f"Error: {tmp_path / 'odd.db'}: unknown layout of table 'events' (columns: id, payload); "
+        "expected ADK schema V1 (event_data) or V0 (actions)")
+    (tmp_path / "text.db").write_text("not sqlite at all " * 100)
+    result = runner.invoke(app, ["ingest", "adk-sqlite", str(tmp_path / "text.db"),
+                                 "--db", str(tmp_path / "f.duckdb")])
+    assert result.exit_code == 1
+    assert "not a SQLite database" in result.stderr
+
+
+@pytest.mark.parametrize("dsn,shown", [
+    ("postgresql://ann:s3cr%40t@db.example:5432/adk?sslmode=require",
+     "postgresql://ann@db.example:5432/adk?sslmode=require"),
+    ("postgresql://ann@db/adk?password=s3cr%40t", "postgresql://ann@db/adk?password=%2A%2A%2A"),
+    ("host=db user=ann password='s3 cr@t' dbname=adk", "host=db user=ann password=*** dbname=adk"),
+    ("host=db password=s3cr@t", "host=db password=***"),
+])
+def test_redact_removes_passwords(dsn, shown):
+    assert redact(dsn) == shown
+    assert "s3" not in str(Secret(dsn)) and "s3" not in repr(Secret(dsn))
+    assert Secret(dsn).reveal() == dsn
+
+
+def test_every_command_has_help_and_is_in_the_readme():
+    readme = (ROOT / "README.md").read_text()
+    commands = ["ingest adk-postgres", "ingest adk-sqlite", "ingest adk-json", "sessions",
+                "events", "ingests", "demo"]
+    for command in commands:
+        result = runner.invoke(app, [*command.split(), "--help"])
+        assert result.exit_code == 0
+        assert len(result.stdout) > 200
+        assert f"forensics {command}" in readme, command
+
+
+def test_help_starts_without_heavy_imports():
+    code = ("import sys\nfrom forensics.cli import app\nfrom typer.testing import CliRunner\n"
+            "CliRunner().invoke(app, ['--help'])\n"
+            "print(sorted(m for m in ('polars', 'duckdb', 'matplotlib', 'psycopg', 'pyarrow') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_loaders_import_no_presentation_layers():
+    code = ("import sys\nimport forensics.api\n"
+            "print(sorted(m for m in ('typer', 'jinja2', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,164 @@
+"""The store: idempotent, incremental, all-or-nothing ingests and a truthful ledger."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from forensics import api, queries
+from forensics.sources.base import EventBatcher, Filters
+from forensics.store import connect, ingest, run
+
+sqlite_service = pytest.importorskip("google.adk.sessions.sqlite_session_service")
+
+
+def _event_json(i: int, session: str) -> str:
+    return json.dumps({
+        "id": f"{session}-e{i}", "invocation_id": f"inv{i // 3}", "author": "agent",
+        "timestamp": 1_761_123_600.0 + i,
+        "content": {"role": "model", "parts": [{"text": "x" * (10 + i)}]},
+    })
+
+
+def make_sqlite_service_db(path: Path, sessions: int = 2, events: int = 6) -> Path:
+    """A file with ADK SqliteSessionService's own DDL (REAL timestamps, event_data TEXT)."""
+    con = sqlite3.connect(path)
+    con.executescript(sqlite_service.CREATE_SCHEMA_SQL)
+    for s in range(sessions):
+        sid = f"s{s}"
+        con.execute("INSERT INTO sessions VALUES ('store', 'u1', ?, '{}', ?, ?)",
+                    (sid, 1_761_123_600.0, 1_761_123_700.0))
+        for i in range(events):
+            add_event(con, sid, i)
+    con.commit()
+    con.close()
+    return path
+
+
+def add_event(con: sqlite3.Connection, sid: str, i: int) -> None:
+    con.execute("INSERT INTO events VALUES (?, 'store', 'u1', ?, ?, ?, ?)",
+                (f"{sid}-e{i}", sid, f"inv{i // 3}", 1_761_123_600.0 + i, _event_json(i, sid)))
+
+
+def test_every_query_declares_exactly_the_parameters_it_uses():
+    all_queries = queries.all_queries()
+    assert len(all_queries) >= 10
+    for query in all_queries:
+        assert set(query.params) == query.used_params(), query.name
+
+
+def test_second_run_loads_nothing_and_third_reads_only_new_rows(tmp_path):
+    src = make_sqlite_service_db(tmp_path / "adk.db")
+    db = tmp_path / "f.duckdb"
+    first = api.ingest_sqlite(db, src)
+    assert (first.rows_read, first.rows_loaded) == (12, 12)
+    second = api.ingest_sqlite(db, src)
+    # reads from the watermark (inclusive): only the newest events come back
+    assert second.rows_loaded == 0
+    assert second.rows_read == 2
+    assert second.watermark_before == first.watermark
+    con = sqlite3.connect(src)
+    add_event(con, "s1", 6)
+    add_event(con, "s1", 7)
+    con.commit()
+    con.close()
+    third = api.ingest_sqlite(db, src)
+    assert third.rows_loaded == 2
+    full = api.ingest_sqlite(db, src, incremental=False)
+    assert (full.rows_read, full.rows_loaded) == (14, 0)
+    assert api.sessions(db)["events"].to_list() == [6, 8]
+
+
+def test_filters_select_rows_and_keep_separate_watermarks(tmp_path):
+    src = make_sqlite_service_db(tmp_path / "adk.db")
+    db = tmp_path / "f.duckdb"
+    only_s0 = api.ingest_sqlite(db, src, Filters(session="s0"))
+    assert only_s0.rows_loaded == 6
+    window = api.ingest_sqlite(db, src, Filters(since=1_761_123_602.0, until=1_761_123_604.0))
+    assert window.rows_read == 4  # s0 and s1, events 2 and 3
+    assert window.rows_loaded == 2  # s1's; s0's are stored already
+
+
+class FailingSource:
+    """Yields good batches, then fails the way an interrupted ingest does."""
+
+    kind = "test"
+    location = "failing"
+
+    def __init__(self, error: BaseException, good_batches: int = 2):
+        self.error, self.good_batches = error, good_batches
+
+    def batches(self, since_watermark):
+        for b in range(self.good_batches):
+            out = EventBatcher()
+            for i in range(5):
+                out.rows_read += 1
+                out.add(app_name="a", user_id="u", session_id="s", event_id=f"b{b}e{i}",
+                        invocation_id="i", timestamp=1.0 + i, event_json=_event_json(i, "s"),
+                        locator=f"row {i}")
+            yield out.take()
+        raise self.error
+
+
+class HangingSource(FailingSource):
+    """Three good batches, then says READY and waits to be killed."""
+
+    def __init__(self):
+        super().__init__(RuntimeError("unreachable"), good_batches=3)
+
+    def batches(self, since_watermark):
+        batches = super().batches(since_watermark)
+        for _ in range(self.good_batches):
+            yield next(batches)
+        print("READY", flush=True)
+        time.sleep(60)
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt(), RuntimeError("server went away")])
+def test_an_interrupted_ingest_commits_nothing_and_the_ledger_says_so(tmp_path, error):
+    db = tmp_path / "f.duckdb"
+    con = connect(db)
+    with pytest.raises(type(error)):
+        ingest(con, FailingSource(error))
+    assert run(con, "SELECT count(*) FROM events")[0][0] == 0
+    assert run(con, "SELECT count(*) FROM sessions")[0][0] == 0
+    status, read, loaded, err = run(
+        con, "SELECT status, rows_read, rows_loaded, error FROM ingests")[0]
+    assert (status, read, loaded) == ("failed", 10, 0)
+    assert err == ("interrupted" if isinstance(error, KeyboardInterrupt)
+                   else "RuntimeError: server went away")
+    con.close()
+    src = make_sqlite_service_db(tmp_path / "adk.db")
+    assert api.ingest_sqlite(db, src).rows_loaded == 12
+
+
+def test_a_killed_ingest_process_leaves_the_store_usable(tmp_path):
+    """SIGKILL mid-transaction: nothing of that run is in the store, and a rerun completes."""
+    db = tmp_path / "f.duckdb"
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_store import HangingSource
+        from forensics.store import connect, ingest
+        ingest(connect({str(db)!r}), HangingSource())
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "READY"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    time.sleep(0.1)
+    con = connect(db)
+    assert run(con, "SELECT count(*) FROM events")[0][0] == 0
+    con.close()
+    src = make_sqlite_service_db(tmp_path / "adk.db")
+    assert api.ingest_sqlite(db, src).rows_loaded == 12
