@@ -50,6 +50,7 @@ def connect(
         _check_version(con, path)
     else:
         _migrate(con, path)
+    run(con, queries.load("macros").sql)
     return con
 
 

@@ -16,9 +16,9 @@ WITH sizes AS (
 ),
 fields AS (
     SELECT s.*,
-           coalesce(j -> '$.usage_metadata', j -> '$.usageMetadata') AS u,
-           j -> '$.actions.compaction' AS c,
-           j -> '$.actions' AS a
+           coalesce(present(j, '$.usage_metadata'), present(j, '$.usageMetadata')) AS u,
+           present(j, '$.actions.compaction') AS c,
+           present(j, '$.actions') AS a
     FROM staged AS s
 )
 SELECT

@@ -17,16 +17,17 @@ WITH raw_parts AS (
            generate_subscripts(json_extract(c, '$.parts[*]'), 1) - 1 AS part_index
     FROM (
         SELECT app_name, user_id, session_id, event_id,
-               coalesce(j -> '$.actions.compaction.compacted_content',
-                        j -> '$.actions.compaction.compactedContent') AS c
+               coalesce(present(j, '$.actions.compaction.compacted_content'),
+                        present(j, '$.actions.compaction.compactedContent')) AS c
         FROM staged
     )
     WHERE c IS NOT NULL
 ),
 typed AS (
     SELECT *,
-           coalesce(part -> '$.function_call', part -> '$.functionCall') AS fc,
-           coalesce(part -> '$.function_response', part -> '$.functionResponse') AS fr,
+           coalesce(present(part, '$.function_call'), present(part, '$.functionCall')) AS fc,
+           coalesce(present(part, '$.function_response'),
+                    present(part, '$.functionResponse')) AS fr,
            part ->> '$.text' AS text,
            coalesce(TRY_CAST(part ->> '$.thought' AS BOOLEAN), false) AS thought
     FROM raw_parts
@@ -38,15 +39,15 @@ kinded AS (
                 WHEN text IS NOT NULL AND thought THEN 'thought'
                 WHEN text IS NOT NULL THEN 'text'
                 ELSE 'other' END AS kind,
-           fr -> '$.response' AS response
+           present(fr, '$.response') AS response
     FROM typed
 )
 SELECT
     app_name, user_id, session_id, event_id, origin, part_index::INTEGER AS part_index, kind,
     coalesce(fc ->> '$.name', fr ->> '$.name') AS tool_name,
     coalesce(fc ->> '$.id', fr ->> '$.id') AS function_call_id,
-    ((part -> '$.thought_signature') IS NOT NULL
-        OR (part -> '$.thoughtSignature') IS NOT NULL) AS has_thought_signature,
+    coalesce(present(part, '$.thought_signature'),
+             present(part, '$.thoughtSignature')) IS NOT NULL AS has_thought_signature,
     CASE kind
         WHEN 'text' THEN length(text)
         WHEN 'thought' THEN length(text)
