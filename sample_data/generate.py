@@ -1,0 +1,1378 @@
+#!/usr/bin/env python
+"""Generate the bundled sample data by driving the real google.adk Runner.
+
+Run from the repository root with the dev environment (google-adk pinned):
+
+    .venv/bin/python sample_data/generate.py [--out sample_data]
+
+Nothing here talks to a network. Every agent's model is a ``ScriptedLlm``: a
+``BaseLlm`` subclass that reads the request ADK really built (its contents,
+system instruction and tool declarations), decides the next step from it, and
+reports token usage derived from the size of that request. The same scenario is
+written through each ADK storage path (``DatabaseSessionService`` on the V1 and
+the legacy V0 schema, ``SqliteSessionService``) and exported the way ADK's web
+API and ``adk run --save_session`` serialise a session.
+
+Determinism: every random draw comes from ``random.Random`` seeded with
+``SEED``; ADK's clock and id generation are replaced through
+``google.adk.platform.time.set_time_provider`` and
+``google.adk.platform.uuid.set_id_provider``. Each storage path replays the
+scenario from the same seed, clock and ids, so all outputs hold the same events
+(ids, timestamps, content), and a re-run reproduces them.
+
+The sidecar ``oracle/calls.jsonl`` records, for every model call, what the
+model really received. Later tests compare reconstructions made from the stored
+sessions against it. See README.md in this directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import math
+import os
+import pickle
+import random
+import re
+import shutil
+import sqlite3
+import sys
+import time
+import uuid
+import warnings
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pydantic_core
+from google.adk.agents import LlmAgent
+from google.adk.apps.app import App, EventsCompactionConfig
+from google.adk.apps.llm_event_summarizer import LlmEventSummarizer
+from google.adk.events.event import Event
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.platform import set_random_provider
+from google.adk.platform import time as platform_time
+from google.adk.platform import uuid as platform_uuid
+from google.adk.runners import Runner
+from google.adk.sessions import DatabaseSessionService
+from google.adk.sessions.base_session_service import BaseSessionService
+from google.adk.sessions.session import Session
+from google.adk.sessions.sqlite_session_service import SqliteSessionService
+from google.genai import types
+from pydantic import PrivateAttr
+
+try:  # The model capability API; absent in older ADK releases.
+    from google.adk.models._capabilities import LlmCapabilities
+except ImportError:  # pragma: no cover
+    LlmCapabilities = None  # type: ignore[assignment,misc]
+
+SEED = 42
+APP_NAME = "store"
+START = datetime(2026, 10, 22, 9, 0, 0, tzinfo=UTC)
+CHARS_PER_TOKEN = 3.6
+CONTEXT_LIMIT_TOKENS = 200_000
+# Every read of the fake clock costs one millisecond, so that no two events
+# share a timestamp (ADK orders stored events by timestamp, and compaction
+# ranges are timestamp ranges). Everything else moves the clock explicitly.
+CLOCK_TICK_US = 1_000
+MODEL_NAME = "scripted-store-model"
+
+DB_FILES = ("adk_v1.db", "adk_sqlite_service.db", "adk_v0.db")
+OUTPUT_DIRS = ("exports", "oracle")
+
+# --------------------------------------------------------------------------
+# Characters and tokens: one definition, shared with the loaders.
+# --------------------------------------------------------------------------
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def part_chars(part: types.Part | dict[str, Any]) -> int:
+    """Characters of one content part.
+
+    text or thought part: len(text); function_call: len(name) + len(JSON of
+    args); function_response: len(name) + len(JSON of response); any other
+    part: len(JSON of the part dump). JSON is compact (separators "," and ":")
+    with ensure_ascii=False. The part is dumped with
+    ``model_dump(mode="json", exclude_none=True)``.
+    """
+    dump = part if isinstance(part, dict) else part.model_dump(mode="json", exclude_none=True)
+    if dump.get("text") is not None:
+        return len(dump["text"])
+    if "function_call" in dump:
+        fc = dump["function_call"]
+        return len(fc.get("name") or "") + len(_dumps(fc.get("args") or {}))
+    if "function_response" in dump:
+        fr = dump["function_response"]
+        return len(fr.get("name") or "") + len(_dumps(fr.get("response") or {}))
+    return len(_dumps(dump))
+
+
+def content_chars(content: types.Content | None) -> int:
+    if content is None or not content.parts:
+        return 0
+    return sum(part_chars(p) for p in content.parts)
+
+
+def system_instruction_chars(config: types.GenerateContentConfig | None) -> int:
+    si = config.system_instruction if config else None
+    if si is None:
+        return 0
+    if isinstance(si, str):
+        return len(si)
+    if isinstance(si, types.Content):
+        return sum(len(p.text or "") for p in si.parts or [])
+    if isinstance(si, types.Part):
+        return len(si.text or "")
+    return len(str(si))
+
+
+def tools_chars(config: types.GenerateContentConfig | None) -> int:
+    """len of the compact JSON of the request's tool declarations."""
+    tools = config.tools if config else None
+    if not tools:
+        return 0
+    return len(_dumps([t.model_dump(mode="json", exclude_none=True) for t in tools]))
+
+
+def tokens_for(chars: int) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+# --------------------------------------------------------------------------
+# Deterministic clock and ids
+# --------------------------------------------------------------------------
+
+
+class FakeClock:
+    """ADK's time provider: integer microseconds, explicit advances."""
+
+    def __init__(self, start: datetime) -> None:
+        self.us = int(start.timestamp()) * 1_000_000
+        self.model_done_us = self.us
+
+    def __call__(self) -> float:
+        now = self.us
+        self.us += CLOCK_TICK_US
+        return now / 1_000_000
+
+    def peek(self) -> float:
+        return self.us / 1_000_000
+
+    def advance(self, seconds: float) -> None:
+        self.us += round(seconds * 1_000_000)
+
+    def jump_to(self, when: datetime) -> None:
+        target = int(when.timestamp() * 1_000_000)
+        if target < self.us:
+            raise RuntimeError(f"clock would go backwards to {when.isoformat()}")
+        self.us = target
+
+    def model_call(self, seconds: float) -> None:
+        self.advance(seconds)
+        self.model_done_us = self.us
+
+    def tool_done(self, latency: float) -> None:
+        """A tool that started when the model call ended and took `latency`.
+
+        Tools of one batch run concurrently, so the batch ends after the
+        slowest of them, not after the sum.
+        """
+        self.us = max(self.us, self.model_done_us + round(latency * 1_000_000))
+
+
+def make_id_provider(seed: int) -> Callable[[], str]:
+    rng = random.Random(f"{seed}:ids")
+
+    def new_id() -> str:
+        return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+    return new_id
+
+
+# --------------------------------------------------------------------------
+# Seeded data set (built once from random.Random(SEED))
+# --------------------------------------------------------------------------
+
+WORDS = (
+    "parcel order delivery courier warehouse customer refund replacement size colour "
+    "fabric cotton linen wool leather stitching seam zipper button collar sleeve hem "
+    "box label scanner depot hub route driver van doorstep neighbour locker signature "
+    "invoice receipt voucher discount promotion loyalty points bundle gift wrap note "
+    "damaged delayed missing wrong swapped returned exchanged inspected approved "
+    "pending escalated resolved reopened confirmed cancelled shipped packed picked "
+    "morning afternoon evening weekend holiday storm backlog customs clearance "
+    "address postcode apartment floor buzzer gate reception concierge office "
+    "quality check fold crease stain tag sticker barcode batch lot supplier "
+    "premium standard express economy tracked untracked insured fragile heavy light "
+    "small medium large extra slim regular relaxed tailored classic modern "
+    "blue green red black white grey navy olive beige cream charcoal burgundy "
+    "the a and with for from to of on in at by after before during while because "
+    "customer said asked requested mentioned reported noticed preferred agreed "
+    "agent checked updated logged flagged forwarded contacted promised offered"
+).split()
+
+FIRST_NAMES = ["Ana", "Ben", "Chiara", "Dario", "Elif", "Femi", "Greta", "Hugo", "Ines", "Jonas"]
+LAST_NAMES = ["Moreau", "Okafor", "Lindqvist", "Rossi", "Yilmaz", "Novak", "Schmidt", "Costa"]
+CITIES = [
+    ("Lyon", "69003", "FR"),
+    ("Torino", "10121", "IT"),
+    ("Gent", "9000", "BE"),
+    ("Porto", "4050-262", "PT"),
+    ("Leipzig", "04109", "DE"),
+]
+PRODUCTS = [
+    ("TS-CRW", "Crew-neck T-shirt", 19.0),
+    ("JN-SLM", "Slim jeans", 69.0),
+    ("SW-MRN", "Merino sweater", 89.0),
+    ("JK-RNR", "Rain jacket", 129.0),
+    ("SN-CNV", "Canvas sneakers", 59.0),
+    ("SH-OXF", "Oxford shirt", 49.0),
+    ("DR-LIN", "Linen dress", 79.0),
+    ("BG-TOT", "Tote bag", 29.0),
+    ("SC-WOL", "Wool scarf", 35.0),
+    ("BT-CHL", "Chelsea boots", 149.0),
+]
+CARRIERS = ["UPS", "DHL", "GLS", "DPD", "PostNL"]
+ORDER_STATUSES = ["delivered", "delivered", "delivered", "shipped", "returned", "cancelled"]
+SHIPMENT_CODES = [
+    ("LABEL_CREATED", "Shipping label created"),
+    ("PICKED_UP", "Picked up by carrier"),
+    ("ARRIVED_HUB", "Arrived at sorting hub"),
+    ("DEPARTED_HUB", "Departed sorting hub"),
+    ("OUT_FOR_DELIVERY", "Out for delivery"),
+    ("DELIVERED", "Delivered"),
+]
+
+
+def sentence(rng: random.Random, lo: int = 8, hi: int = 18) -> str:
+    words = [rng.choice(WORDS) for _ in range(rng.randint(lo, hi))]
+    return " ".join(words).capitalize() + "."
+
+
+def paragraph(rng: random.Random, sentences: int) -> str:
+    return " ".join(sentence(rng) for _ in range(sentences))
+
+
+def pad_to(row: dict[str, Any], key: str, rng: random.Random, target: int) -> None:
+    """Grow row[key] with seeded sentences until the row's JSON reaches target."""
+    while len(_dumps(row)) < target:
+        row[key] = (row[key] + " " + sentence(rng)).strip()
+
+
+def address(rng: random.Random, name: str) -> dict[str, Any]:
+    city, postcode, country = rng.choice(CITIES)
+    return {
+        "name": name,
+        "line1": f"{rng.randint(1, 180)} {rng.choice(['Rue', 'Via', 'Straat', 'Rua', 'Strasse'])} "
+        f"{rng.choice(LAST_NAMES)}",
+        "line2": rng.choice(["", f"Apt {rng.randint(1, 40)}", f"Floor {rng.randint(1, 9)}"]),
+        "city": city,
+        "postcode": postcode,
+        "country": country,
+        "delivery_instructions": sentence(rng, 6, 12),
+    }
+
+
+def tracking_number(rng: random.Random) -> str:
+    return "1Z" + "".join(rng.choice("0123456789ABCDEFGHJKLMNPRSTUVWXYZ") for _ in range(16))
+
+
+def shipment_events(rng: random.Random, start: datetime, n: int) -> list[dict[str, Any]]:
+    events = []
+    at = start
+    for code, description in SHIPMENT_CODES[:n]:
+        at = at + timedelta(hours=rng.randint(2, 20), minutes=rng.randint(0, 59))
+        events.append(
+            {
+                "at": at.isoformat().replace("+00:00", "Z"),
+                "code": code,
+                "location": f"{rng.choice(CITIES)[0]} {rng.choice(['hub', 'depot', 'centre'])}",
+                "description": description,
+                "scan_note": sentence(rng, 5, 10),
+            }
+        )
+    return events
+
+
+def make_order(rng: random.Random, customer: dict[str, Any], placed: datetime) -> dict[str, Any]:
+    items = []
+    for _ in range(rng.randint(2, 5)):
+        sku, name, price = rng.choice(PRODUCTS)
+        items.append(
+            {
+                "sku": f"{sku}-{rng.choice(['XS', 'S', 'M', 'L', 'XL'])}-{rng.randint(1, 9)}",
+                "name": name,
+                "quantity": rng.randint(1, 3),
+                "unit_price": price,
+                "colour": rng.choice(WORDS[120:132]),
+                "notes": sentence(rng, 6, 14),
+            }
+        )
+    subtotal = round(sum(i["unit_price"] * i["quantity"] for i in items), 2)
+    shipping_fee = rng.choice([0.0, 4.95, 7.5])
+    status = rng.choice(ORDER_STATUSES)
+    row: dict[str, Any] = {
+        "order_id": f"ORD-{placed:%y%m%d}-{rng.randint(10000, 99999)}",
+        "customer_id": customer["customer_id"],
+        "placed_at": placed.isoformat().replace("+00:00", "Z"),
+        "status": status,
+        "channel": rng.choice(["web", "ios", "android", "store"]),
+        "items": items,
+        "totals": {
+            "subtotal": subtotal,
+            "shipping": shipping_fee,
+            "tax": round(subtotal * 0.2, 2),
+            "total": round(subtotal * 1.2 + shipping_fee, 2),
+            "currency": "EUR",
+        },
+        "payment": {
+            "method": rng.choice(["card", "paypal", "klarna", "gift_card"]),
+            "last4": f"{rng.randint(0, 9999):04d}",
+            "captured": status != "cancelled",
+        },
+        "shipping": {
+            "carrier": rng.choice(CARRIERS),
+            "service": rng.choice(["standard", "express", "economy"]),
+            "tracking_number": tracking_number(rng),
+            "address": address(rng, customer["name"]),
+            "events": shipment_events(rng, placed, rng.randint(3, 6)),
+        },
+        "customer_notes": paragraph(rng, rng.randint(1, 3)),
+        "internal_notes": paragraph(rng, 2),
+    }
+    pad_to(row, "internal_notes", rng, rng.randint(3050, 3350))
+    return row
+
+
+def make_return(rng: random.Random, order: dict[str, Any], requested: datetime) -> dict[str, Any]:
+    items = rng.sample(order["items"], k=min(len(order["items"]), rng.randint(1, 3)))
+    row: dict[str, Any] = {
+        "return_id": f"RMA-{rng.randint(100000, 999999)}",
+        "order_id": order["order_id"],
+        "requested_at": requested.isoformat().replace("+00:00", "Z"),
+        "state": rng.choice(["requested", "in_transit", "received", "refunded", "rejected"]),
+        "reason": rng.choice(["too small", "too large", "damaged", "not as described", "late"]),
+        "items": [
+            {
+                "sku": i["sku"],
+                "quantity": 1,
+                "condition": rng.choice(["unworn", "worn", "damaged"]),
+                "inspection": sentence(rng, 8, 16),
+            }
+            for i in items
+        ],
+        "refund": {
+            "amount": round(sum(i["unit_price"] for i in items), 2),
+            "currency": "EUR",
+            "method": order["payment"]["method"],
+        },
+        "label": {
+            "carrier": rng.choice(CARRIERS),
+            "tracking_number": tracking_number(rng),
+            "drop_off": rng.choice(["locker", "post office", "pickup"]),
+        },
+        "customer_comment": paragraph(rng, rng.randint(1, 3)),
+        "warehouse_report": paragraph(rng, 2),
+    }
+    pad_to(row, "warehouse_report", rng, rng.randint(2900, 3300))
+    return row
+
+
+def make_parcel(rng: random.Random, customer: dict[str, Any]) -> dict[str, Any]:
+    n = rng.randint(3, 6)
+    return {
+        "tracking_number": tracking_number(rng),
+        "carrier": rng.choice(CARRIERS),
+        "latency_s": round(rng.uniform(0.15, 0.9), 3),
+        "status": SHIPMENT_CODES[n - 1][0],
+        "estimated_delivery": (START + timedelta(days=rng.randint(0, 4))).date().isoformat(),
+        "weight_kg": round(rng.uniform(0.2, 6.0), 2),
+        "address": address(rng, customer["name"]),
+        "events": shipment_events(rng, START - timedelta(days=4), n),
+        "carrier_note": paragraph(rng, rng.randint(3, 6)),
+    }
+
+
+@dataclass
+class DataSet:
+    customers: dict[str, dict[str, Any]]
+    orders: list[dict[str, Any]]
+    returns: list[dict[str, Any]]
+    parcels: list[dict[str, Any]]
+    compaction_parcel: dict[str, Any]
+    policy_text: str
+    latencies: dict[str, float]
+
+
+def build_dataset(seed: int) -> DataSet:
+    rng = random.Random(seed)
+    customers = {}
+    for user_id, customer_id in (("u-1001", "C-1001"), ("u-1002", "C-1002"), ("u-1003", "C-1003")):
+        name = f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}"
+        customers[user_id] = {"customer_id": customer_id, "name": name}
+    c1 = customers["u-1001"]
+    orders = []
+    placed = START - timedelta(days=3)
+    for _ in range(200):
+        orders.append(make_order(rng, c1, placed))
+        placed = placed - timedelta(days=rng.randint(1, 6), hours=rng.randint(0, 23))
+    returns = []
+    for order in rng.sample(orders[:120], k=40):
+        requested = datetime.fromisoformat(order["placed_at"]) + timedelta(days=rng.randint(3, 20))
+        returns.append(make_return(rng, order, requested))
+    returns.sort(key=lambda r: r["requested_at"], reverse=True)
+    parcels = [make_parcel(rng, customers["u-1002"]) for _ in range(6)]
+    compaction_parcel = make_parcel(rng, customers["u-1003"])
+    policy_text = paragraph(rng, 14)
+    latencies = {
+        "get_order_history": 0.10,
+        "get_order_details": 0.04,
+        "get_return_history": 0.35,
+        "update_delivery_address": 0.21,
+        "get_delivery_options": 0.12,
+        "get_insurance_policy": 0.08,
+        "schedule_redelivery": 0.27,
+    }
+    return DataSet(customers, orders, returns, parcels, compaction_parcel, policy_text, latencies)
+
+
+# --------------------------------------------------------------------------
+# Run context: the recorder, the clock and the tools
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class RunContext:
+    data: DataSet
+    clock: FakeClock
+    durations: random.Random
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    session_id: str = ""
+    result_counter: dict[str, int] = field(default_factory=dict)
+    result_ids: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def next_result_id(self, tool: str) -> str:
+        n = self.result_counter.get(self.session_id, 0) + 1
+        self.result_counter[self.session_id] = n
+        result_id = f"res-{self.session_id}-{n:03d}"
+        self.result_ids[result_id] = {"session_id": self.session_id, "tool": tool}
+        return result_id
+
+
+def build_tools(ctx: RunContext) -> dict[str, Callable[..., Any]]:
+    data = ctx.data
+
+    def finish(tool: str, payload: dict[str, Any]) -> dict[str, Any]:
+        ctx.clock.tool_done(data.latencies[tool])
+        return {"status": "success", "result_id": ctx.next_result_id(tool), **payload}
+
+    async def get_order_history(customer_id: str) -> dict:
+        """Returns the customer's order history, newest first, with full order rows.
+
+        Args:
+          customer_id: The store's customer id, e.g. C-1001.
+        """
+        rows = [o for o in data.orders if o["customer_id"] == customer_id]
+        summary = {
+            "customer_id": customer_id,
+            "first_order_at": rows[-1]["placed_at"],
+            "last_order_at": rows[0]["placed_at"],
+            "total_spent": round(sum(o["totals"]["total"] for o in rows), 2),
+            "currency": "EUR",
+            "total": len(rows),
+        }
+        return finish("get_order_history", {"summary": summary, "data": rows})
+
+    async def get_order_details(order_id: str) -> dict:
+        """Returns the current fulfilment state of one order.
+
+        Args:
+          order_id: The order id, e.g. ORD-261019-12345.
+        """
+        order = next(o for o in data.orders if o["order_id"] == order_id)
+        last = order["shipping"]["events"][-1]
+        return finish(
+            "get_order_details",
+            {
+                "order_id": order_id,
+                "state": order["status"],
+                "carrier": order["shipping"]["carrier"],
+                "tracking_number": order["shipping"]["tracking_number"],
+                "last_scan": {"at": last["at"], "code": last["code"], "location": last["location"]},
+                "total": order["totals"]["total"],
+            },
+        )
+
+    async def get_return_history(customer_id: str) -> dict:
+        """Returns the customer's returns (RMAs), newest first, with inspection reports.
+
+        Args:
+          customer_id: The store's customer id, e.g. C-1001.
+        """
+        order_ids = {o["order_id"] for o in data.orders if o["customer_id"] == customer_id}
+        rows = [r for r in data.returns if r["order_id"] in order_ids]
+        summary = {
+            "customer_id": customer_id,
+            "refunded": round(
+                sum(r["refund"]["amount"] for r in rows if r["state"] == "refunded"), 2
+            ),
+            "currency": "EUR",
+            "total": len(rows),
+        }
+        return finish("get_return_history", {"summary": summary, "data": rows})
+
+    async def get_shipment_status(tracking_number: str) -> dict:
+        """Returns the carrier's tracking history for one parcel.
+
+        Args:
+          tracking_number: The carrier tracking number.
+        """
+        parcels = data.parcels + [data.compaction_parcel]
+        parcel = next(p for p in parcels if p["tracking_number"] == tracking_number)
+        ctx.clock.tool_done(parcel["latency_s"])
+        payload = {k: v for k, v in parcel.items() if k != "latency_s"}
+        return {
+            "status": "success",
+            "result_id": ctx.next_result_id("get_shipment_status"),
+            "shipment": payload,
+        }
+
+    async def update_delivery_address(tracking_number: str, new_address: str) -> dict:
+        """Redirects a parcel that has not been delivered yet to a new address.
+
+        Args:
+          tracking_number: The carrier tracking number.
+          new_address: The new delivery address, one line.
+        """
+        return finish(
+            "update_delivery_address",
+            {
+                "tracking_number": tracking_number,
+                "new_address": new_address,
+                "fee": 0.0,
+                "carrier_reference": f"RDR-{tracking_number[-6:]}",
+                "confirmation": paragraph(random.Random(f"{SEED}:{tracking_number}:addr"), 8),
+            },
+        )
+
+    async def get_delivery_options(postcode: str) -> dict:
+        """Lists delivery services and prices available for a postcode.
+
+        Args:
+          postcode: The delivery postcode.
+        """
+        rng = random.Random(f"{SEED}:{postcode}:options")
+        options = [
+            {
+                "service": service,
+                "carrier": rng.choice(CARRIERS),
+                "price": price,
+                "days": days,
+                "conditions": paragraph(rng, 3),
+            }
+            for service, price, days in (
+                ("economy", 0.0, "4-6"),
+                ("standard", 4.95, "2-3"),
+                ("express", 9.95, "1"),
+                ("locker", 2.95, "2-3"),
+            )
+        ]
+        return finish("get_delivery_options", {"postcode": postcode, "options": options})
+
+    async def get_insurance_policy(tracking_number: str) -> dict:
+        """Returns the insurance cover of a parcel.
+
+        Args:
+          tracking_number: The carrier tracking number.
+        """
+        return finish(
+            "get_insurance_policy",
+            {
+                "tracking_number": tracking_number,
+                "insured": True,
+                "cover_eur": 500.0,
+                "policy": data.policy_text,
+            },
+        )
+
+    async def schedule_redelivery(tracking_number: str, day: str) -> dict:
+        """Books a redelivery slot for a parcel.
+
+        Args:
+          tracking_number: The carrier tracking number.
+          day: The weekday or ISO date of the redelivery.
+        """
+        return finish(
+            "schedule_redelivery",
+            {
+                "tracking_number": tracking_number,
+                "day": day,
+                "slot": "08:00-12:00",
+                "confirmation": paragraph(random.Random(f"{SEED}:{tracking_number}:redeliver"), 6),
+            },
+        )
+
+    return {
+        f.__name__: f
+        for f in (
+            get_order_history,
+            get_order_details,
+            get_return_history,
+            get_shipment_status,
+            update_delivery_address,
+            get_delivery_options,
+            get_insurance_policy,
+            schedule_redelivery,
+        )
+    }
+
+
+# --------------------------------------------------------------------------
+# The scripted model
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    """What the model answers: function calls and/or text."""
+
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    text: str | None = None
+
+
+@dataclass
+class RequestView:
+    """The parts of a request a script decides on."""
+
+    contents: list[types.Content]
+    user_text: str  # the latest user-typed message (not relayed agent context)
+    turn_responses: list[types.FunctionResponse]  # responses after that message
+
+
+def _is_relayed_context(text: str) -> bool:
+    return text.startswith("For context:")
+
+
+def view_of(req: LlmRequest) -> RequestView:
+    contents = req.contents
+    user_idx, user_text = -1, ""
+    for i in range(len(contents) - 1, -1, -1):
+        c = contents[i]
+        if c.role != "user" or not c.parts:
+            continue
+        texts = [p.text for p in c.parts if p.text]
+        if (
+            texts
+            and not any(p.function_response for p in c.parts)
+            and not _is_relayed_context(texts[0])
+        ):
+            user_idx, user_text = i, "".join(texts)
+            break
+    responses = [
+        p.function_response
+        for c in contents[user_idx + 1 :]
+        for p in c.parts or []
+        if p.function_response and p.function_response.name != "transfer_to_agent"
+    ]
+    return RequestView(contents, user_text, responses)
+
+
+TRACKING_RE = re.compile(r"\b1Z[0-9A-Z]{16}\b")
+
+
+def orchestrator_script(view: RequestView, ctx: RunContext) -> Step:
+    text = view.user_text.lower()
+    target = (
+        "shipping_specialist"
+        if ("parcel" in text or TRACKING_RE.search(view.user_text))
+        else "orders_specialist"
+    )
+    return Step(calls=[("transfer_to_agent", {"agent_name": target})])
+
+
+def orders_script(view: RequestView, ctx: RunContext) -> Step:
+    customer_id = ctx.data.customers["u-1001"]["customer_id"]
+    done = [r.name for r in view.turn_responses]
+    if not done:
+        if "return" in view.user_text.lower():
+            return Step(calls=[("get_return_history", {"customer_id": customer_id})])
+        return Step(calls=[("get_order_history", {"customer_id": customer_id})])
+    history = next((r.response for r in view.turn_responses if r.name == "get_order_history"), None)
+    if history is not None:
+        recent = history["data"][:2]
+        details = [r.response for r in view.turn_responses if r.name == "get_order_details"]
+        if len(details) < len(recent):
+            return Step(
+                calls=[("get_order_details", {"order_id": recent[len(details)]["order_id"]})]
+            )
+        summary = history["summary"]
+        lines = [
+            f"You have {summary['total']} orders with us since "
+            f"{summary['first_order_at'][:10]}, {summary['total_spent']:.2f} EUR in total.",
+            "Your two most recent orders:",
+        ]
+        for row, det in zip(recent, details, strict=True):
+            lines.append(
+                f"- {row['order_id']} placed {row['placed_at'][:10]}: {det['state']}, "
+                f"{det['carrier']} {det['tracking_number']}, last scan {det['last_scan']['code']} "
+                f"in {det['last_scan']['location']} ({det['total']:.2f} EUR)."
+            )
+        return Step(text="\n".join(lines))
+    returns = next(r.response for r in view.turn_responses if r.name == "get_return_history")
+    return Step(
+        text=f"You have {returns['summary']['total']} returns on file; "
+        f"{returns['summary']['refunded']:.2f} EUR has been refunded so far."
+    )
+
+
+# The compaction session: what the user types, and what the agent does about it.
+def compaction_turns(data: DataSet) -> list[tuple[str, list[tuple[str, dict[str, Any]]]]]:
+    parcel = data.compaction_parcel
+    tn = parcel["tracking_number"]
+    return [
+        (
+            f"Hi, my parcel {tn} has not arrived yet. Where is it?",
+            [("get_shipment_status", {"tracking_number": tn})],
+        ),
+        (
+            "Can you send it to my office instead? 14 Elm Street, 69003 Lyon.",
+            [
+                (
+                    "update_delivery_address",
+                    {"tracking_number": tn, "new_address": "14 Elm Street, 69003 Lyon"},
+                )
+            ],
+        ),
+        (
+            "Which delivery options do you offer for that postcode?",
+            [("get_delivery_options", {"postcode": "69003"})],
+        ),
+        (
+            "Is the parcel insured, in case it gets lost?",
+            [("get_insurance_policy", {"tracking_number": tn})],
+        ),
+        (
+            "Please schedule the redelivery for Friday.",
+            [("schedule_redelivery", {"tracking_number": tn, "day": "Friday"})],
+        ),
+        ("Thanks! Can you recap what we changed today?", []),
+    ]
+
+
+def shipping_script(view: RequestView, ctx: RunContext) -> Step:
+    plans = {text: calls for text, calls in compaction_turns(ctx.data)}
+    if not view.turn_responses:
+        if view.user_text in plans:
+            calls = plans[view.user_text]
+        else:
+            calls = [
+                ("get_shipment_status", {"tracking_number": t})
+                for t in TRACKING_RE.findall(view.user_text)
+            ]
+        if calls:
+            return Step(calls=calls)
+        return Step(
+            text="Today we redirected your parcel to 14 Elm Street, checked the delivery options "
+            "and the insurance cover, and booked a redelivery for Friday morning."
+        )
+    lines = []
+    for r in view.turn_responses:
+        resp = r.response or {}
+        if r.name == "get_shipment_status":
+            s = resp["shipment"]
+            last = s["events"][-1]
+            lines.append(
+                f"- {s['tracking_number']} ({s['carrier']}): {last['description']} "
+                f"in {last['location']}, expected {s['estimated_delivery']}."
+            )
+        elif r.name == "update_delivery_address":
+            lines.append(
+                f"Done: the parcel now goes to {resp['new_address']} "
+                f"(reference {resp['carrier_reference']})."
+            )
+        elif r.name == "get_delivery_options":
+            opts = ", ".join(
+                f"{o['service']} {o['price']:.2f} EUR ({o['days']} days)" for o in resp["options"]
+            )
+            lines.append(f"For {resp['postcode']} we offer: {opts}.")
+        elif r.name == "get_insurance_policy":
+            lines.append(f"Yes, the parcel is insured up to {resp['cover_eur']:.0f} EUR.")
+        elif r.name == "schedule_redelivery":
+            lines.append(f"Redelivery booked for {resp['day']}, {resp['slot']}.")
+    return Step(text="\n".join(lines))
+
+
+SCRIPTS: dict[str, Callable[[RequestView, RunContext], Step]] = {
+    "orchestrator": orchestrator_script,
+    "orders_specialist": orders_script,
+    "shipping_specialist": shipping_script,
+}
+
+
+class ScriptedLlm(BaseLlm):
+    """A BaseLlm that answers from a script and reports usage from the request."""
+
+    agent_name: str
+    kind: str = "agent"
+    _ctx: RunContext = PrivateAttr()
+    _previous: tuple[int, list[dict[str, Any]]] | None = PrivateAttr(default=None)
+
+    def bind(self, ctx: RunContext) -> ScriptedLlm:
+        self._ctx = ctx
+        return self
+
+    if LlmCapabilities is not None:
+
+        @property
+        def capabilities(self) -> LlmCapabilities:  # type: ignore[override]
+            return LlmCapabilities(output_schema_and_tools=False)
+
+    def _cached_tokens(self, fixed_chars: int, dumps: list[dict[str, Any]]) -> int:
+        """Tokens of the prefix this model instance saw on its previous call."""
+        if self._previous is None:
+            return 0
+        prev_fixed, prev_dumps = self._previous
+        if prev_fixed != fixed_chars:
+            return 0
+        prefix = fixed_chars
+        for a, b in zip(dumps, prev_dumps, strict=False):
+            if a != b:
+                break
+            prefix += sum(part_chars(p) for p in a.get("parts", []))
+        return tokens_for(prefix)
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        ctx = self._ctx
+        clock = ctx.clock
+        started = clock.peek()
+        contents = llm_request.contents
+        dumps = [c.model_dump(mode="json", exclude_none=True) for c in contents]
+        chars_by_role: dict[str, int] = {}
+        fr_ids: list[str] = []
+        fr_names: list[str] = []
+        for c in contents:
+            chars_by_role[c.role or ""] = chars_by_role.get(c.role or "", 0) + content_chars(c)
+            for p in c.parts or []:
+                if p.function_response:
+                    fr_names.append(p.function_response.name or "")
+                    rid = (p.function_response.response or {}).get("result_id")
+                    if rid is not None:
+                        fr_ids.append(rid)
+        total_content = sum(chars_by_role.values())
+        si_chars = system_instruction_chars(llm_request.config)
+        t_chars = tools_chars(llm_request.config)
+        prompt_tokens = tokens_for(total_content + si_chars + t_chars)
+        cached = self._cached_tokens(si_chars + t_chars, dumps) if self.kind == "agent" else 0
+        self._previous = (si_chars + t_chars, dumps)
+
+        call_index = len(ctx.calls)
+        record: dict[str, Any] = {
+            "call_index": call_index,
+            "session_id": ctx.session_id,
+            "invocation_id": None,  # filled from the stored event after the run
+            "agent": self.agent_name,
+            "kind": self.kind,
+            "contents": len(contents),
+            "roles": [c.role for c in contents],
+            "function_response_result_ids": fr_ids,
+            "function_response_names": fr_names,
+            "chars_by_role": chars_by_role,
+            "content_chars": total_content,
+            "system_instruction_chars": si_chars,
+            "tools_chars": t_chars,
+            "prompt_token_count": prompt_tokens,
+        }
+        ctx.calls.append(record)
+
+        if prompt_tokens > CONTEXT_LIMIT_TOKENS:
+            clock.model_call(round(ctx.durations.uniform(0.25, 0.45), 3))
+            message = (
+                f"prompt is too long: {prompt_tokens:,} tokens > {CONTEXT_LIMIT_TOKENS:,} maximum"
+            )
+            record.update(
+                error_code="CONTEXT_LENGTH_EXCEEDED",
+                error_message=message,
+                usage_reported=False,
+                started_at=started,
+                finished_at=clock.peek(),
+            )
+            yield LlmResponse(
+                error_code="CONTEXT_LENGTH_EXCEEDED",
+                error_message=message,
+                model_version=MODEL_NAME,
+                custom_metadata={"oracle_call": call_index},
+            )
+            return
+
+        if self.kind == "summarizer":
+            step = Step(text=summarize(contents[0].parts[0].text or "", ctx))
+        else:
+            step = SCRIPTS[self.agent_name](view_of(llm_request), ctx)
+        parts: list[types.Part] = []
+        if step.text:
+            parts.append(types.Part(text=step.text))
+        for name, args in step.calls:
+            parts.append(types.Part(function_call=types.FunctionCall(name=name, args=args)))
+        content = types.Content(role="model", parts=parts)
+        candidates = tokens_for(content_chars(content))
+        duration = ctx.durations.uniform(0.9, 2.2) + prompt_tokens / 250_000 + candidates / 400
+        clock.model_call(round(duration, 3))
+        usage = types.GenerateContentResponseUsageMetadata(
+            prompt_token_count=prompt_tokens,
+            candidates_token_count=candidates,
+            total_token_count=prompt_tokens + candidates,
+            cached_content_token_count=cached or None,
+        )
+        record.update(
+            usage_reported=True,
+            candidates_token_count=candidates,
+            cached_content_token_count=cached,
+            total_token_count=prompt_tokens + candidates,
+            response_function_calls=[name for name, _ in step.calls],
+            response_text_chars=len(step.text or ""),
+            started_at=started,
+            finished_at=clock.peek(),
+        )
+        yield LlmResponse(
+            content=content,
+            usage_metadata=usage,
+            finish_reason=types.FinishReason.STOP,
+            model_version=MODEL_NAME,
+            custom_metadata={"oracle_call": call_index},
+        )
+
+
+def summarize(prompt: str, ctx: RunContext) -> str:
+    """The summarizer's script: restate the requests and name the tools used."""
+    n = sum(1 for c in ctx.calls if c["kind"] == "summarizer" and c["session_id"] == ctx.session_id)
+    requests = re.findall(r"^user: (.+)$", prompt, flags=re.M)
+    tools = sorted(set(re.findall(r"called tool: (\w+)\(", prompt)) - {"transfer_to_agent"})
+    lines = [
+        "Conversation Language: English",
+        f"Summary #{n} of the conversation with the customer.",
+        "User requests: " + " | ".join(r[:90] for r in requests),
+        "Tools used: " + (", ".join(tools) if tools else "none"),
+        "Open items: none; the agent answered every request.",
+    ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# The scenario
+# --------------------------------------------------------------------------
+
+ORCHESTRATOR_INSTRUCTION = (
+    "You are the front desk of an online clothing store. Greet the customer, work out what they "
+    "need and hand the conversation to the right specialist: orders_specialist for orders, "
+    "payments and returns; shipping_specialist for parcels, tracking and delivery changes. "
+    "Never guess order data yourself."
+)
+ORDERS_INSTRUCTION = (
+    "You are the orders specialist of an online clothing store. Use get_order_history, "
+    "get_order_details and get_return_history to answer questions about the customer's orders "
+    "and returns. Quote order ids, dates and amounts exactly as the tools return them. "
+    "The customer you are serving has customer id {customer_id}."
+)
+SHIPPING_INSTRUCTION = (
+    "You are the shipping specialist of an online clothing store. Use the shipment tools to "
+    "track parcels, change delivery addresses, list delivery options and book redeliveries. "
+    "When the customer lists several parcels, look them all up at once."
+)
+
+
+def build_root_agent(ctx: RunContext, customer_id: str) -> LlmAgent:
+    tools = build_tools(ctx)
+    orders = LlmAgent(
+        name="orders_specialist",
+        description="Answers questions about orders, payments and returns.",
+        model=ScriptedLlm(model=MODEL_NAME, agent_name="orders_specialist").bind(ctx),
+        instruction=ORDERS_INSTRUCTION.replace("{customer_id}", customer_id),
+        tools=[tools["get_order_history"], tools["get_order_details"], tools["get_return_history"]],
+    )
+    shipping = LlmAgent(
+        name="shipping_specialist",
+        description="Tracks parcels and changes deliveries.",
+        model=ScriptedLlm(model=MODEL_NAME, agent_name="shipping_specialist").bind(ctx),
+        instruction=SHIPPING_INSTRUCTION,
+        tools=[
+            tools["get_shipment_status"],
+            tools["update_delivery_address"],
+            tools["get_delivery_options"],
+            tools["get_insurance_policy"],
+            tools["schedule_redelivery"],
+        ],
+    )
+    return LlmAgent(
+        name="orchestrator",
+        description="Front desk of the store.",
+        model=ScriptedLlm(model=MODEL_NAME, agent_name="orchestrator").bind(ctx),
+        instruction=ORCHESTRATOR_INSTRUCTION,
+        sub_agents=[orders, shipping],
+    )
+
+
+@dataclass
+class SessionPlan:
+    session_id: str
+    user_id: str
+    starts_at: datetime
+    messages: list[str]
+    compaction: bool = False
+
+
+def session_plans(data: DataSet) -> list[SessionPlan]:
+    parcels = ", ".join(p["tracking_number"] for p in data.parcels)
+    return [
+        SessionPlan(
+            "incident",
+            "u-1001",
+            START,
+            [
+                "Hi, can you show me my last orders? I want to check what is still on its way.",
+                "Thanks. And what about my returns, have all my refunds gone through?",
+            ],
+        ),
+        SessionPlan(
+            "parallel",
+            "u-1002",
+            START + timedelta(minutes=30),
+            [f"I am waiting for six parcels, where are they? {parcels}"],
+        ),
+        SessionPlan(
+            "compaction",
+            "u-1003",
+            START + timedelta(hours=1),
+            [text for text, _ in compaction_turns(data)],
+            compaction=True,
+        ),
+    ]
+
+
+async def run_scenario(service: BaseSessionService, data: DataSet) -> RunContext:
+    """Runs every session of the scenario through `service` and returns the record."""
+    clock = FakeClock(START)
+    platform_time.set_time_provider(clock)
+    platform_uuid.set_id_provider(make_id_provider(SEED))
+    adk_rng = random.Random(f"{SEED}:adk")
+    set_random_provider(lambda: adk_rng)
+    ctx = RunContext(data=data, clock=clock, durations=random.Random(f"{SEED}:durations"))
+    think = random.Random(f"{SEED}:think")
+
+    for plan in session_plans(data):
+        ctx.session_id = plan.session_id
+        customer = data.customers[plan.user_id]
+        root = build_root_agent(ctx, customer["customer_id"])
+        compaction_config = None
+        if plan.compaction:
+            compaction_config = EventsCompactionConfig(
+                compaction_interval=2,
+                overlap_size=1,
+                summarizer=LlmEventSummarizer(
+                    llm=ScriptedLlm(
+                        model=MODEL_NAME, agent_name="summarizer", kind="summarizer"
+                    ).bind(ctx)
+                ),
+            )
+        app = App(name=APP_NAME, root_agent=root, events_compaction_config=compaction_config)
+        runner = Runner(app=app, session_service=service)
+        clock.jump_to(plan.starts_at)
+        await service.create_session(
+            app_name=APP_NAME, user_id=plan.user_id, session_id=plan.session_id
+        )
+        clock.jump_to(plan.starts_at + timedelta(seconds=1))
+        for i, message in enumerate(plan.messages):
+            if i:
+                clock.advance(round(think.uniform(15, 75), 3))  # the user reads and types
+            async for _ in runner.run_async(
+                user_id=plan.user_id,
+                session_id=plan.session_id,
+                new_message=types.Content(role="user", parts=[types.Part(text=message)]),
+            ):
+                pass
+        await runner.close()
+    return ctx
+
+
+# --------------------------------------------------------------------------
+# Storage paths
+# --------------------------------------------------------------------------
+
+
+def create_v0_tables(path: Path) -> None:
+    from google.adk.sessions.schemas.v0 import Base as BaseV0
+    from sqlalchemy import create_engine
+
+    engine = create_engine(f"sqlite:///{path}")
+    BaseV0.metadata.create_all(engine)
+    engine.dispose()
+
+
+async def run_storage(
+    kind: str, path: Path, data: DataSet
+) -> tuple[RunContext, dict[str, Session]]:
+    if kind == "sqlite_service":
+        service: Any = SqliteSessionService(str(path))
+    else:
+        if kind == "v0":
+            create_v0_tables(path)
+        service = DatabaseSessionService(f"sqlite+aiosqlite:///{path}")
+    ctx = await run_scenario(service, data)
+    sessions = {}
+    for plan in session_plans(data):
+        session = await service.get_session(
+            app_name=APP_NAME, user_id=plan.user_id, session_id=plan.session_id
+        )
+        assert session is not None
+        sessions[plan.session_id] = session
+    if hasattr(service, "close"):
+        await service.close()
+    return ctx, sessions
+
+
+def normalise_state_clocks(path: Path, when: float) -> None:
+    """The V0/V1 app_states and user_states rows get update_time from the
+    database's own clock (SQLAlchemy func.now()); pin it so the file is stable."""
+    stamp = datetime.fromtimestamp(when, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    con = sqlite3.connect(path)
+    with con:
+        for table in ("app_states", "user_states"):
+            con.execute(f"UPDATE {table} SET update_time = ?", (stamp,))  # noqa: S608
+    con.execute("VACUUM")
+    con.close()
+
+
+def vacuum(path: Path) -> None:
+    con = sqlite3.connect(path)
+    con.execute("VACUUM")
+    con.close()
+
+
+def event_fingerprint(e: Event) -> dict[str, Any]:
+    """The fields every storage path must agree on."""
+    return {
+        "id": e.id,
+        "invocation_id": e.invocation_id,
+        "author": e.author,
+        "timestamp": round(e.timestamp, 6),
+        "content": e.content.model_dump(mode="json", exclude_none=True) if e.content else None,
+        "error_code": e.error_code,
+        "error_message": e.error_message,
+        "custom_metadata": e.custom_metadata,
+        "usage_metadata": e.usage_metadata.model_dump(mode="json", exclude_none=True)
+        if e.usage_metadata
+        else None,
+        "compaction": e.actions.compaction.model_dump(mode="json", exclude_none=True)
+        if e.actions and e.actions.compaction
+        else None,
+        "transfer_to_agent": e.actions.transfer_to_agent if e.actions else None,
+    }
+
+
+def check_v0_pickles(path: Path) -> int:
+    con = sqlite3.connect(path)
+    rows = con.execute("SELECT actions FROM events").fetchall()
+    con.close()
+    for (blob,) in rows:
+        if not isinstance(blob, bytes) or not blob.startswith(b"\x80"):
+            raise AssertionError("adk_v0.db: the actions column does not hold pickle bytes")
+        pickle.loads(blob)  # our own freshly written file  # noqa: S301
+    return len(rows)
+
+
+# --------------------------------------------------------------------------
+# Sidecar and exports
+# --------------------------------------------------------------------------
+
+
+def fill_event_ids(ctx: RunContext, sessions: dict[str, Session]) -> dict[str, dict[str, Any]]:
+    by_call: dict[int, Event] = {}
+    compactions: dict[str, list[Event]] = {}
+    after_invocation: dict[str, str] = {}  # compaction event id -> invocation it followed
+    result_ids: dict[str, dict[str, Any]] = {}
+    for sid, session in sessions.items():
+        last_invocation = ""
+        for e in session.events:
+            meta = e.custom_metadata or {}
+            if "oracle_call" in meta:
+                by_call[meta["oracle_call"]] = e
+            if e.actions and e.actions.compaction:
+                compactions.setdefault(sid, []).append(e)
+                after_invocation[e.id] = last_invocation
+            else:
+                last_invocation = e.invocation_id
+            for p in (e.content.parts if e.content else None) or []:
+                fr = p.function_response
+                rid = (fr.response or {}).get("result_id") if fr else None
+                if rid:
+                    result_ids[rid] = {
+                        "function_call_id": fr.id,
+                        "tool": fr.name,
+                        "session_id": sid,
+                        "event_id": e.id,
+                    }
+    summarizer_seen: dict[str, int] = {}
+    for call in ctx.calls:
+        if call["kind"] == "summarizer":
+            k = summarizer_seen.get(call["session_id"], 0)
+            summarizer_seen[call["session_id"]] = k + 1
+            event = compactions[call["session_id"]][k]
+            compaction = event.actions.compaction
+            summary = content_chars(compaction.compacted_content)
+            if summary != call["response_text_chars"]:
+                raise AssertionError(f"compaction event {event.id} is not summarizer call {k}")
+            call["compacted_range"] = {
+                "start_timestamp": compaction.start_timestamp,
+                "end_timestamp": compaction.end_timestamp,
+            }
+            call["after_invocation_id"] = after_invocation[event.id]
+        else:
+            event = by_call[call["call_index"]]
+        call["event_id"] = event.id
+        call["invocation_id"] = event.invocation_id
+    missing = set(ctx.result_ids) - set(result_ids)
+    if missing:
+        raise AssertionError(f"result ids not found in stored events: {sorted(missing)}")
+    return dict(sorted(result_ids.items()))
+
+
+def write_exports(out: Path, sessions: dict[str, Session]) -> None:
+    from google.adk.events._internal_metadata import public_session
+
+    try:
+        from google.adk.cli.api_server import _redacted_session_response
+    except ImportError:  # pragma: no cover - the web extras are not installed
+        _redacted_session_response = None
+
+    exports = out / "exports"
+    exports.mkdir(parents=True, exist_ok=True)
+    for sid, session in sessions.items():
+        # GET /apps/{app}/users/{user}/sessions/{id} in `adk web` / `adk api_server`.
+        if _redacted_session_response is not None:
+            body = _redacted_session_response(session).body
+        else:  # pragma: no cover
+            body = _dumps(
+                public_session(session).model_dump(exclude_none=True, by_alias=True, mode="json")
+            ).encode()
+        (exports / f"{sid}.camel.json").write_bytes(body)
+        # `adk run --save_session` before it switched to by_alias=True
+        # (google/adk-python#3558): snake_case, indent=2.
+        (exports / f"{sid}.snake.json").write_text(
+            public_session(session).model_dump_json(indent=2, exclude_none=True), encoding="utf-8"
+        )
+    incident = public_session(sessions["incident"])
+    events = [e.model_dump(mode="json", exclude_none=True) for e in incident.events]
+    (exports / "incident.events.json").write_text(
+        json.dumps(events, ensure_ascii=False, indent=1), encoding="utf-8"
+    )
+    with (exports / "incident.ndjson").open("w", encoding="utf-8") as f:
+        for e in incident.events:
+            # One event per line, serialised the way /run_sse serialises each
+            # `data:` payload: camelCase, pydantic_core.to_json.
+            dump = e.model_dump(exclude_none=True, by_alias=True, mode="json")
+            f.write(pydantic_core.to_json(dump).decode("utf-8") + "\n")
+
+
+def clean(out: Path) -> None:
+    for name in DB_FILES:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            p = out / f"{name}{suffix}"
+            if p.exists():
+                p.unlink()
+    for d in OUTPUT_DIRS:
+        if (out / d).exists():
+            shutil.rmtree(out / d)
+
+
+def generate(out: Path, quiet: bool = False) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    clean(out)
+    data = build_dataset(SEED)
+
+    runs: dict[str, tuple[RunContext, dict[str, Session]]] = {}
+    for kind, filename in (
+        ("v1", "adk_v1.db"),
+        ("sqlite_service", "adk_sqlite_service.db"),
+        ("v0", "adk_v0.db"),
+    ):
+        runs[kind] = asyncio.run(run_storage(kind, out / filename, data))
+
+    # Every storage path must hold the same events and the same model calls.
+    ref_ctx, ref_sessions = runs["v1"]
+    for kind, (ctx, sessions) in runs.items():
+        for sid, session in ref_sessions.items():
+            a = [event_fingerprint(e) for e in session.events]
+            b = [event_fingerprint(e) for e in sessions[sid].events]
+            if a != b:
+                raise AssertionError(f"{kind}: session {sid} differs from the V1 run")
+        if ctx.calls != ref_ctx.calls:
+            raise AssertionError(f"{kind}: the model calls differ from the V1 run")
+
+    result_ids = fill_event_ids(ref_ctx, ref_sessions)
+    end_time = max(e.timestamp for s in ref_sessions.values() for e in s.events)
+    normalise_state_clocks(out / "adk_v1.db", end_time)
+    normalise_state_clocks(out / "adk_v0.db", end_time)
+    vacuum(out / "adk_sqlite_service.db")
+    pickles = check_v0_pickles(out / "adk_v0.db")
+
+    oracle = out / "oracle"
+    oracle.mkdir(parents=True, exist_ok=True)
+    with (oracle / "calls.jsonl").open("w", encoding="utf-8") as f:
+        for call in ref_ctx.calls:
+            f.write(_dumps(call) + "\n")
+    (oracle / "result_ids.json").write_text(
+        json.dumps(result_ids, indent=2) + "\n", encoding="utf-8"
+    )
+    write_exports(out, ref_sessions)
+
+    stats = {
+        "sessions": len(ref_sessions),
+        "events": {sid: len(s.events) for sid, s in ref_sessions.items()},
+        "model_calls": {
+            kind: sum(1 for c in ref_ctx.calls if c["kind"] == kind)
+            for kind in ("agent", "summarizer")
+        },
+        "compaction_events": sum(
+            1 for s in ref_sessions.values() for e in s.events if e.actions and e.actions.compaction
+        ),
+        "error_events": sum(1 for s in ref_sessions.values() for e in s.events if e.error_code),
+        "v0_pickled_actions": pickles,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    if not quiet:
+        print(json.dumps(stats, indent=2))
+    return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None and os.environ.get("PYTHONHASHSEED") != "0":
+        # V0 pickles EventActions, whose __pydantic_fields_set__ is a set of
+        # strings: its pickled order follows the string hash seed. Re-run
+        # with a fixed seed so adk_v0.db is byte-for-byte reproducible too.
+        os.execve(
+            sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"}
+        )
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.ERROR)
+    logging.getLogger("google_adk").setLevel(logging.ERROR)
+    warnings.simplefilter("ignore")
+    generate(args.out, quiet=args.quiet)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

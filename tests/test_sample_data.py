@@ -1,0 +1,368 @@
+"""The bundled sample data: reproducible, and holding the scenario's facts.
+
+`sample_data/generate.py` drives the real google.adk Runner with a scripted
+model. These tests regenerate the data into a temporary directory and compare
+it with the committed files, then check the oracle sidecar against the stored
+sessions. Expected numbers are computed from the data, not written down.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("google.adk")
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "sample_data"
+GENERATOR = SAMPLE / "generate.py"
+SESSIONS = ("incident", "parallel", "compaction")
+
+
+def _load_generator() -> Any:
+    spec = importlib.util.spec_from_file_location("sample_data_generate", GENERATOR)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    return module
+
+
+gen = _load_generator()
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("sample_data")
+    subprocess.run(
+        [sys.executable, str(GENERATOR), "--out", str(out), "--quiet"],
+        check=True,
+        timeout=600,
+    )
+    return out
+
+
+# -- reading the stores with sqlite3 directly ---------------------------------
+
+
+def _v1_events(db: Path) -> list[dict[str, Any]]:
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT session_id, id, event_data FROM events").fetchall()
+    finally:
+        con.close()
+    events = []
+    for session_id, event_id, data in rows:
+        e = json.loads(data)
+        events.append({"session_id": session_id, **e, "id": event_id})
+    events.sort(key=lambda e: (e["session_id"], e["timestamp"], e["id"]))
+    return events
+
+
+def _sqlite_service_events(db: Path) -> list[dict[str, Any]]:
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT session_id, id, timestamp, event_data FROM events").fetchall()
+    finally:
+        con.close()
+    events = []
+    for session_id, event_id, ts, data in rows:
+        e = json.loads(data)
+        events.append({"session_id": session_id, **e, "id": event_id, "timestamp": ts})
+    events.sort(key=lambda e: (e["session_id"], e["timestamp"], e["id"]))
+    return events
+
+
+def _v0_events(db: Path) -> list[dict[str, Any]]:
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute(
+            "SELECT session_id, id, author, timestamp, content, error_code FROM events"
+        ).fetchall()
+    finally:
+        con.close()
+    events = []
+    for session_id, event_id, author, ts, content, error_code in rows:
+        when = datetime.strptime(ts, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=UTC)
+        events.append(
+            {
+                "session_id": session_id,
+                "id": event_id,
+                "author": author,
+                "timestamp": when.timestamp(),
+                "content": json.loads(content) if content else None,
+                "error_code": error_code,
+            }
+        )
+    events.sort(key=lambda e: (e["session_id"], e["timestamp"], e["id"]))
+    return events
+
+
+def _identity(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [
+        (
+            e["session_id"],
+            e["id"],
+            round(e["timestamp"], 6),
+            e["author"],
+            json.dumps(e.get("content"), sort_keys=True),
+        )
+        for e in events
+    ]
+
+
+@pytest.fixture(scope="module")
+def events() -> list[dict[str, Any]]:
+    return _v1_events(SAMPLE / "adk_v1.db")
+
+
+@pytest.fixture(scope="module")
+def calls() -> list[dict[str, Any]]:
+    with (SAMPLE / "oracle" / "calls.jsonl").open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def _parts(event: dict[str, Any]) -> list[dict[str, Any]]:
+    return (event.get("content") or {}).get("parts") or []
+
+
+def _function_responses(events: list[dict[str, Any]]) -> Iterator[tuple[dict, dict]]:
+    for e in events:
+        for p in _parts(e):
+            if "function_response" in p:
+                yield e, p["function_response"]
+
+
+# -- reproducibility ----------------------------------------------------------
+
+
+def test_regeneration_reproduces_the_committed_events(regenerated: Path) -> None:
+    committed = _identity(_v1_events(SAMPLE / "adk_v1.db"))
+    fresh = _identity(_v1_events(regenerated / "adk_v1.db"))
+    assert committed, "the committed adk_v1.db holds no events"
+    assert fresh == committed
+
+
+def test_regeneration_reproduces_the_sidecar_and_exports(regenerated: Path) -> None:
+    for rel in (
+        "oracle/calls.jsonl",
+        "oracle/result_ids.json",
+        *(f"exports/{s}.camel.json" for s in SESSIONS),
+        *(f"exports/{s}.snake.json" for s in SESSIONS),
+        "exports/incident.events.json",
+        "exports/incident.ndjson",
+    ):
+        assert (regenerated / rel).read_bytes() == (SAMPLE / rel).read_bytes(), rel
+
+
+def test_every_storage_path_holds_the_same_events() -> None:
+    v1 = _identity(_v1_events(SAMPLE / "adk_v1.db"))
+    assert _identity(_sqlite_service_events(SAMPLE / "adk_sqlite_service.db")) == v1
+    assert _identity(_v0_events(SAMPLE / "adk_v0.db")) == v1
+
+
+def test_v0_actions_are_pickled() -> None:
+    con = sqlite3.connect(SAMPLE / "adk_v0.db")
+    try:
+        blobs = [b for (b,) in con.execute("SELECT actions FROM events")]
+        tables = {t for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        con.close()
+    assert blobs and all(isinstance(b, bytes) and b.startswith(b"\x80") for b in blobs)
+    assert "adk_internal_metadata" not in tables  # a V0 database has no version row
+
+
+def test_exports_hold_the_stored_sessions(events: list[dict[str, Any]]) -> None:
+    for sid in SESSIONS:
+        stored = [(e["id"], e["author"]) for e in events if e["session_id"] == sid]
+        camel = json.loads((SAMPLE / "exports" / f"{sid}.camel.json").read_text("utf-8"))
+        snake = json.loads((SAMPLE / "exports" / f"{sid}.snake.json").read_text("utf-8"))
+        assert "appName" in camel and "app_name" in snake
+        assert [(e["id"], e["author"]) for e in camel["events"]] == stored
+        assert [(e["id"], e["author"]) for e in snake["events"]] == stored
+    incident = [e["id"] for e in events if e["session_id"] == "incident"]
+    listed = json.loads((SAMPLE / "exports" / "incident.events.json").read_text("utf-8"))
+    lines = (SAMPLE / "exports" / "incident.ndjson").read_text("utf-8").splitlines()
+    assert [e["id"] for e in listed] == incident
+    assert [json.loads(line)["id"] for line in lines] == incident
+
+
+# -- the character definition ------------------------------------------------
+
+
+def test_part_chars_definition() -> None:
+    from google.genai import types
+
+    assert gen.part_chars(types.Part(text="héllo")) == 5
+    assert gen.part_chars(types.Part(text="abc", thought=True)) == 3
+    fc = types.Part(function_call=types.FunctionCall(name="f", args={"a": 1, "b": "é"}))
+    assert gen.part_chars(fc) == 1 + len('{"a":1,"b":"é"}')
+    fr = types.Part(function_response=types.FunctionResponse(name="g", response={"x": [1, 2]}))
+    assert gen.part_chars(fr) == 1 + len('{"x":[1,2]}')
+    blob = types.Part(inline_data=types.Blob(mime_type="text/plain", data=b"hi"))
+    dump = blob.model_dump(mode="json", exclude_none=True)
+    assert gen.part_chars(blob) == len(json.dumps(dump, ensure_ascii=False, separators=(",", ":")))
+
+
+# -- the sidecar against the stored sessions ---------------------------------
+
+
+def test_sidecar_is_consistent_with_the_store(
+    events: list[dict[str, Any]], calls: list[dict[str, Any]]
+) -> None:
+    by_id = {e["id"]: e for e in events}
+    assert [c["call_index"] for c in calls] == list(range(len(calls)))
+    for c in calls:
+        event = by_id[c["event_id"]]
+        assert event["session_id"] == c["session_id"]
+        assert event["invocation_id"] == c["invocation_id"]
+        assert c["content_chars"] == sum(c["chars_by_role"].values())
+        assert len(c["roles"]) == c["contents"]
+        request_chars = c["content_chars"] + c["system_instruction_chars"] + c["tools_chars"]
+        assert c["prompt_token_count"] == math.ceil(request_chars / gen.CHARS_PER_TOKEN)
+        if c["kind"] == "agent":
+            assert event["author"] == c["agent"]
+            assert event["custom_metadata"] == {"oracle_call": c["call_index"]}
+        if c["usage_reported"]:
+            assert event["usage_metadata"]["prompt_token_count"] == c["prompt_token_count"]
+    # Cached tokens are reported on some calls, and stored with the event.
+    cached = [c for c in calls if c.get("cached_content_token_count")]
+    assert cached
+    for c in cached:
+        usage = by_id[c["event_id"]]["usage_metadata"]
+        assert usage["cached_content_token_count"] == c["cached_content_token_count"]
+        assert c["cached_content_token_count"] <= c["prompt_token_count"]
+
+
+def test_result_ids_map_to_stored_function_calls(events: list[dict[str, Any]]) -> None:
+    result_ids = json.loads((SAMPLE / "oracle" / "result_ids.json").read_text("utf-8"))
+    stored = {
+        fr["response"]["result_id"]: (e, fr)
+        for e, fr in _function_responses(events)
+        if "result_id" in (fr.get("response") or {})
+    }
+    assert set(result_ids) == set(stored)
+    function_calls = {
+        p["function_call"]["id"]: p["function_call"]
+        for e in events
+        for p in _parts(e)
+        if "function_call" in p
+    }
+    for rid, info in result_ids.items():
+        event, fr = stored[rid]
+        assert fr["id"] == info["function_call_id"] and fr["id"].startswith("adk-")
+        assert fr["name"] == info["tool"] == function_calls[fr["id"]]["name"]
+        assert event["id"] == info["event_id"] and event["session_id"] == info["session_id"]
+
+
+def test_incident_fat_result_is_resent(
+    events: list[dict[str, Any]], calls: list[dict[str, Any]]
+) -> None:
+    incident = [e for e in events if e["session_id"] == "incident"]
+    history = [fr for _, fr in _function_responses(incident) if fr["name"] == "get_order_history"]
+    assert len(history) == 1
+    response = history[0]["response"]
+    rows = response["data"]
+    assert response["summary"]["total"] == len(rows)
+    assert 150 <= len(rows) <= 250  # ~200 rows
+    row_chars = [len(gen._dumps(r)) for r in rows]
+    mean_tokens = sum(row_chars) / len(rows) / gen.CHARS_PER_TOKEN
+    assert 800 <= mean_tokens <= 1000  # about 900 tokens a row
+    fat_chars = gen.part_chars({"function_response": history[0]})
+
+    holding = [c for c in calls if response["result_id"] in c["function_response_result_ids"]]
+    assert all(c["agent"] == "orders_specialist" for c in holding)
+    assert all(c["content_chars"] > fat_chars for c in holding)
+    # The result is re-sent on several later calls, across both turns.
+    assert len(holding) >= 3
+    assert len({c["invocation_id"] for c in holding}) == 2
+
+
+def test_incident_ends_on_a_stored_context_limit_error(
+    events: list[dict[str, Any]], calls: list[dict[str, Any]]
+) -> None:
+    incident = [e for e in events if e["session_id"] == "incident"]
+    errors = [e for e in incident if e.get("error_code")]
+    assert len(errors) == 1
+    error = errors[0]
+    assert error is incident[-1]
+    assert error.get("content") is None
+    call = calls[error["custom_metadata"]["oracle_call"]]
+    assert call["error_code"] == error["error_code"]
+    assert call["event_id"] == error["id"]
+    reported = int(re.search(r"([\d,]+) tokens", error["error_message"]).group(1).replace(",", ""))
+    assert reported == call["prompt_token_count"] > gen.CONTEXT_LIMIT_TOKENS
+    # It failed exactly when the request outgrew the limit.
+    others = [c for c in calls if c is not call]
+    assert all(c["prompt_token_count"] <= gen.CONTEXT_LIMIT_TOKENS for c in others)
+    assert not any(c.get("error_code") for c in others)
+    # The failing request carried the rows the second tool added.
+    earlier = [c for c in calls if c["session_id"] == "incident" and c is not call]
+    assert set(call["function_response_result_ids"]) > set(
+        earlier[-1]["function_response_result_ids"]
+    )
+
+
+def test_parallel_session_has_six_function_calls(
+    events: list[dict[str, Any]], calls: list[dict[str, Any]]
+) -> None:
+    parallel = [e for e in events if e["session_id"] == "parallel"]
+    fan_out = [e for e in parallel if sum("function_call" in p for p in _parts(e)) == 6]
+    assert len(fan_out) == 1
+    call_ids = [p["function_call"]["id"] for p in _parts(fan_out[0])]
+    assert len(set(call_ids)) == 6
+
+    def response_ids(e: dict[str, Any]) -> set[str]:
+        return {p["function_response"]["id"] for p in _parts(e) if "function_response" in p}
+
+    answered = [e for e in parallel if response_ids(e) == set(call_ids)]
+    assert len(answered) == 1
+    rids = [p["function_response"]["response"]["result_id"] for p in _parts(answered[0])]
+    # The next model request holds all six results, in order.
+    assert any(c["function_response_result_ids"][-6:] == rids for c in calls)
+    fan_out_call = calls[fan_out[0]["custom_metadata"]["oracle_call"]]
+    assert fan_out_call["response_function_calls"] == ["get_shipment_status"] * 6
+
+
+def test_compaction_session_has_overlapping_summaries(
+    events: list[dict[str, Any]], calls: list[dict[str, Any]]
+) -> None:
+    session = [e for e in events if e["session_id"] == "compaction"]
+    compactions = [e for e in session if (e.get("actions") or {}).get("compaction")]
+    assert len(compactions) >= 2
+    ranges = [
+        (e["actions"]["compaction"]["start_timestamp"], e["actions"]["compaction"]["end_timestamp"])
+        for e in compactions
+    ]
+    for (s1, e1), (s2, e2) in zip(ranges, ranges[1:], strict=False):
+        assert s1 < s2 <= e1 < e2  # overlap_size=1: each summary re-covers one invocation
+    summarizer = [c for c in calls if c["kind"] == "summarizer"]
+    assert len(summarizer) == len(compactions)
+    assert [c["event_id"] for c in summarizer] == [e["id"] for e in compactions]
+    for c, e in zip(summarizer, compactions, strict=True):
+        assert c["agent"] == "summarizer" and c["session_id"] == "compaction"
+        assert c["usage_reported"]
+        assert e["usage_metadata"]["prompt_token_count"] == c["prompt_token_count"]
+    # After a compaction the agent's request starts with the summary, not the raw turns.
+    first_summary_at = compactions[0]["timestamp"]
+    later = [
+        c
+        for c in calls
+        if c["session_id"] == "compaction"
+        and c["kind"] == "agent"
+        and c["started_at"] > first_summary_at
+    ]
+    assert later and all(c["roles"][0] == "model" for c in later)
+    before = [c for c in calls if c["session_id"] == "compaction" and c not in later]
+    assert all(c["roles"][0] == "user" for c in before)
