@@ -108,7 +108,8 @@ def test_unknown_layouts_are_named(tmp_path, pg_db):
         api.ingest_postgres(tmp_path / "f.duckdb", pg_db)
     with psycopg.connect(pg_db, autocommit=True) as con:
         con.execute("CREATE TABLE events (id text, body text)")
-    with pytest.raises(SourceError, match=r"unknown layout of table 'events' \(columns: id, body\)"):
+    layout = r"unknown layout of table 'events' \(columns: id, body\)"
+    with pytest.raises(SourceError, match=layout):
         api.ingest_postgres(tmp_path / "f.duckdb", pg_db)
 
 

@@ -1,0 +1,49 @@
+"""Shared pytest fixtures.
+
+PostgreSQL: `pg_server` (session) is a throwaway server from tests/pg.py, or
+the one named by FORENSICS_TEST_PG_DSN; `pg_db` (function) is a fresh empty
+database on it, as a `postgresql://user@host:port/name` DSN. Without a
+PostgreSQL installation these tests skip, unless FORENSICS_REQUIRE_PG=1 (CI),
+where they fail.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tests.pg import PgNotFound, PgServer, pg_required, start_pg_server
+
+# ---------------------------------------------------------------------------
+# PostgreSQL
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """A PostgreSQL server for this test session: `.dsn(db)`, `.create_database(name)`."""
+    try:
+        server = start_pg_server()
+    except PgNotFound as e:
+        if pg_required():
+            pytest.fail(f"FORENSICS_REQUIRE_PG=1 but no PostgreSQL is usable: {e}", pytrace=False)
+        pytest.skip(str(e))
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def pg_db(pg_server: PgServer, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, uniquely named empty database; yields its DSN, drops it afterwards."""
+    stem = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")[:40]
+    name = f"t_{stem}_{uuid.uuid4().hex[:8]}"
+    dsn = pg_server.create_database(name)
+    try:
+        yield dsn
+    finally:
+        pg_server.drop_database(name)
