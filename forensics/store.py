@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 
 from . import queries
 from .errors import StoreError
-from .sources.base import RAW_SESSION_SCHEMA, Skip, Source
+from .normalize import Normalized, Normalizer
+from .sources.base import Skip, Source
 
 SCHEMA_VERSION = 1
 DEFAULT_DB = "forensics.duckdb"
 MAX_SKIPS_KEPT = 500  # per ingest: enough to name bad rows without bloating the ledger
+# While ingesting, the store's DuckDB buffers at most this much (see normalize.MEMORY_LIMIT).
+INGEST_MEMORY_LIMIT = "256MB"
 
 
 def run(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> list[tuple]:
@@ -43,14 +49,15 @@ def connect(
             "or point --db / FORENSICS_DB at an existing store",
         )
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
+        con = duckdb.connect(
+            str(path), read_only=read_only, config={"memory_limit": os.environ.get("FML", "80%")}
+        )
     except duckdb.Error as e:
         raise StoreError(f"cannot open store {path}: {e}") from e
     if read_only:
         _check_version(con, path)
     else:
         _migrate(con, path)
-    run(con, queries.load("macros").sql)
     return con
 
 
@@ -128,6 +135,7 @@ def watermark(
 
 
 Progress = Callable[[IngestResult], None]
+T = TypeVar("T")
 
 
 def ingest(
@@ -151,33 +159,30 @@ def ingest(
     started = datetime.now(UTC).replace(tzinfo=None)
     clock = time.monotonic()
     source_label = f"{source.kind}:{source.location}"
-    empty_sessions = RAW_SESSION_SCHEMA.empty_table()
+    (memory_before,) = run(con, "SELECT current_setting('memory_limit')")[0]
+    run(con, f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
     run(con, "BEGIN")
     try:
-        for batch in source.batches(since):
+        for batch in prefetch(_normalized(source, since)):
             result.rows_read += batch.rows_read
             result.skips.extend(batch.skipped)
-            con.register("raw_batch", batch.events)
-            con.register(
-                "raw_sessions", empty_sessions if batch.sessions is None else batch.sessions
-            )
-            for locator, reason in run(con, queries.load("invalid_events").sql):
-                result.skips.append(Skip(locator, reason))
-            run(con, queries.load("stage_events").sql)
-            run(con, queries.load("stage_parts").sql)
-            loaded = run(con, queries.load("insert_events").sql, {"ingest_id": ingest_id})[0][0]
-            run(con, queries.load("insert_parts").sql)
-            run(
-                con,
-                queries.load("insert_sessions").sql,
-                {"source": source_label, "ingest_id": ingest_id},
-            )
-            newest = run(con, "SELECT max(epoch) FROM staged")[0][0]
-            if newest is not None:
-                result.watermark = max(newest, result.watermark or newest)
-            result.rows_loaded += loaded
-            con.unregister("raw_batch")
-            con.unregister("raw_sessions")
+            con.register("new_events", batch.events)
+            con.register("new_parts", batch.parts)
+            con.register("new_sessions", batch.sessions)
+            try:
+                insert = queries.load("insert_events").sql
+                result.rows_loaded += run(con, insert, {"ingest_id": ingest_id})[0][0]
+                run(con, queries.load("insert_parts").sql)
+                run(
+                    con,
+                    queries.load("insert_sessions").sql,
+                    {"source": source_label, "ingest_id": ingest_id},
+                )
+            finally:
+                for name in ("new_events", "new_parts", "new_sessions"):
+                    con.unregister(name)
+            if batch.newest is not None:
+                result.watermark = max(batch.newest, result.watermark or batch.newest)
             if progress:
                 progress(result)
         result.seconds = time.monotonic() - clock
@@ -193,7 +198,73 @@ def ingest(
         except duckdb.Error:
             pass
         raise
+    finally:
+        run(con, "SET memory_limit = ?", [memory_before])
     return result
+
+
+def _normalized(source: Source, since: float | None) -> Iterator[Normalized]:
+    """The source's batches, normalised; reading runs one batch ahead in its own thread."""
+    normalizer = Normalizer()
+    batches = prefetch(source.batches(since))
+    try:
+        for batch in batches:
+            yield normalizer(batch)
+    finally:
+        batches.close()
+        normalizer.close()
+
+
+def prefetch(batches: Iterator[T], depth: int = 1) -> Iterator[T]:
+    """Run `batches` in a thread of its own, `depth` items ahead of the consumer.
+
+    Ingest chains two: reading (network, JSON text) runs ahead of normalising,
+    which runs ahead of inserting; DuckDB releases the GIL while it works, so
+    the three overlap. The reader stops, and closes its source, as soon as the
+    consumer goes away (error, interrupt) or the source is done.
+    """
+    box: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def reader() -> None:
+        try:
+            for batch in batches:
+                while not stop.is_set():
+                    try:
+                        box.put(batch, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    break
+            item: object = done
+        except BaseException as e:  # handed to the consumer, raised there
+            item = e
+        finally:
+            close = getattr(batches, "close", None)
+            if close:
+                close()
+        while not stop.is_set():
+            try:
+                box.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    thread = threading.Thread(target=reader, name="forensics-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = box.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join(timeout=5)
 
 
 def _describe(error: BaseException) -> str:

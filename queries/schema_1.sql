@@ -77,8 +77,7 @@ CREATE TABLE IF NOT EXISTS events (
     -- sizes of the content parts (the compaction summary is counted apart)
     part_count INTEGER NOT NULL,
     chars BIGINT NOT NULL,
-    kinds VARCHAR[] NOT NULL,         -- distinct part kinds, in order of first use
-    event_json JSON NOT NULL,         -- the event as stored, for --show-content and later analyses
+    kinds VARCHAR[] NOT NULL,         -- distinct part kinds: text, thought, function_call, ...
     ingest_id BIGINT NOT NULL,
     PRIMARY KEY (app_name, user_id, session_id, event_id)
 );
@@ -96,5 +95,6 @@ CREATE TABLE IF NOT EXISTS parts (
     has_thought_signature BOOLEAN NOT NULL,
     chars BIGINT NOT NULL,            -- characters of the part's payload (see docs/sizes in README)
     row_count INTEGER,                -- records in a function_response payload that holds a list
+    preview VARCHAR,                  -- the first 2,000 characters of what `chars` measures
     PRIMARY KEY (app_name, user_id, session_id, event_id, origin, part_index)
 );

@@ -1,13 +1,79 @@
 -- name: stage_events
--- Parse one batch of raw events (table `raw_batch`) into `staged`, keeping rows that are valid JSON objects.
+-- Parse each raw event of `raw_batch` once into a struct of the fields the store keeps (`staged`).
 -- params: (none)
+-- One json_transform per event, parts included: every `->` (or a second
+-- transform per part) parses the document again, which for 500 KB tool results
+-- made ingest several times slower. Both ADK key styles are
+-- read: snake_case (model_dump) and camelCase (web API). A field of the wrong
+-- type becomes NULL; an event that is not valid JSON, or not an object, gets
+-- e = NULL and is reported by invalid_events; the other queries read `e IS NOT NULL`.
+-- The loaders drop an event repeated within one batch (first wins).
 CREATE OR REPLACE TEMP TABLE staged AS
 SELECT
-    r.app_name, r.user_id, r.session_id, r.event_id, r.invocation_id,
+    app_name, user_id, session_id, event_id, locator, e,
     -- the event's own epoch, as ADK prefers on read; the column is the fallback
-    coalesce(TRY_CAST(json_extract_string(r.event_json, '$.timestamp') AS DOUBLE), r.timestamp) AS epoch,
-    r.locator, r.event_json::JSON AS j
+    coalesce(e.timestamp, column_epoch) AS epoch,
+    coalesce(column_invocation_id, e.invocation_id, e.invocationId) AS invocation_id,
+    -- the text is kept only where it could not be read, to say why
+    CASE WHEN e IS NULL THEN event_json END AS unreadable_json
+FROM (
+SELECT
+    r.app_name, r.user_id, r.session_id, r.event_id, r.locator, r.event_json,
+    r.invocation_id AS column_invocation_id, r.timestamp AS column_epoch,
+    -- (only the head is trimmed: ltrim would copy a 500 KB text to read one character)
+    CASE WHEN ltrim(left(r.event_json, 64))[1] = '{' THEN try(json_transform(r.event_json, '{
+        "timestamp": "DOUBLE", "author": "VARCHAR", "branch": "VARCHAR",
+        "invocation_id": "VARCHAR", "invocationId": "VARCHAR",
+        "isolation_scope": "VARCHAR", "isolationScope": "VARCHAR",
+        "model_version": "VARCHAR", "modelVersion": "VARCHAR",
+        "partial": "BOOLEAN", "turn_complete": "BOOLEAN", "turnComplete": "BOOLEAN",
+        "interrupted": "BOOLEAN", "finish_reason": "VARCHAR", "finishReason": "VARCHAR",
+        "error_code": "VARCHAR", "errorCode": "VARCHAR",
+        "error_message": "VARCHAR", "errorMessage": "VARCHAR",
+        "usage_metadata": {
+            "prompt_token_count": "BIGINT", "candidates_token_count": "BIGINT",
+            "cached_content_token_count": "BIGINT", "thoughts_token_count": "BIGINT",
+            "tool_use_prompt_token_count": "BIGINT", "total_token_count": "BIGINT"},
+        "usageMetadata": {
+            "promptTokenCount": "BIGINT", "candidatesTokenCount": "BIGINT",
+            "cachedContentTokenCount": "BIGINT", "thoughtsTokenCount": "BIGINT",
+            "toolUsePromptTokenCount": "BIGINT", "totalTokenCount": "BIGINT"},
+        "content": {"parts": [{
+                "text": "VARCHAR", "thought": "BOOLEAN",
+                "thought_signature": "VARCHAR", "thoughtSignature": "VARCHAR",
+                "function_call": {"id": "VARCHAR", "name": "VARCHAR", "args": "JSON"},
+                "functionCall": {"id": "VARCHAR", "name": "VARCHAR", "args": "JSON"},
+                "function_response": {"id": "VARCHAR", "name": "VARCHAR", "response": "JSON"},
+                "functionResponse": {"id": "VARCHAR", "name": "VARCHAR", "response": "JSON"},
+                "inline_data": "JSON", "inlineData": "JSON", "file_data": "JSON", "fileData": "JSON",
+                "executable_code": "JSON", "executableCode": "JSON",
+                "code_execution_result": "JSON", "codeExecutionResult": "JSON"}]},
+        "actions": {
+            "transfer_to_agent": "VARCHAR", "transferToAgent": "VARCHAR",
+            "rewind_before_invocation_id": "VARCHAR", "rewindBeforeInvocationId": "VARCHAR",
+            "compaction": {
+                "start_timestamp": "DOUBLE", "startTimestamp": "DOUBLE",
+                "end_timestamp": "DOUBLE", "endTimestamp": "DOUBLE",
+                "compacted_content": {"parts": [{
+                        "text": "VARCHAR", "thought": "BOOLEAN",
+                        "thought_signature": "VARCHAR", "thoughtSignature": "VARCHAR",
+                        "function_call": {"id": "VARCHAR", "name": "VARCHAR", "args": "JSON"},
+                        "functionCall": {"id": "VARCHAR", "name": "VARCHAR", "args": "JSON"},
+                        "function_response": {"id": "VARCHAR", "name": "VARCHAR", "response": "JSON"},
+                        "functionResponse": {"id": "VARCHAR", "name": "VARCHAR", "response": "JSON"},
+                        "inline_data": "JSON", "inlineData": "JSON", "file_data": "JSON", "fileData": "JSON",
+                        "executable_code": "JSON", "executableCode": "JSON",
+                        "code_execution_result": "JSON", "codeExecutionResult": "JSON"}]},
+                "compactedContent": {"parts": [{
+                        "text": "VARCHAR", "thought": "BOOLEAN",
+                        "thought_signature": "VARCHAR", "thoughtSignature": "VARCHAR",
+                        "function_call": {"id": "VARCHAR", "name": "VARCHAR", "args": "JSON"},
+                        "functionCall": {"id": "VARCHAR", "name": "VARCHAR", "args": "JSON"},
+                        "function_response": {"id": "VARCHAR", "name": "VARCHAR", "response": "JSON"},
+                        "functionResponse": {"id": "VARCHAR", "name": "VARCHAR", "response": "JSON"},
+                        "inline_data": "JSON", "inlineData": "JSON", "file_data": "JSON", "fileData": "JSON",
+                        "executable_code": "JSON", "executableCode": "JSON",
+                        "code_execution_result": "JSON", "codeExecutionResult": "JSON"}]}}}
+    }')) END AS e
 FROM raw_batch AS r
-WHERE json_valid(r.event_json) AND json_type(r.event_json) = 'OBJECT'
--- the same event twice in one batch is stored once
-QUALIFY row_number() OVER (PARTITION BY r.app_name, r.user_id, r.session_id, r.event_id) = 1;
+);

@@ -3,77 +3,79 @@
 -- params: (none)
 -- Sizes: text and thoughts count their characters; a function_call its name plus
 -- its args as compact JSON; a function_response its name plus its response as
--- compact JSON; any other part its whole compact JSON. camelCase (ADK web API)
--- and snake_case (model_dump) keys are both read.
+-- compact JSON; any other part its payload (inline_data, file_data, executable
+-- code or its result) as compact JSON.
 CREATE OR REPLACE TEMP TABLE staged_parts AS
 WITH raw_parts AS (
     SELECT app_name, user_id, session_id, event_id, 'content' AS origin,
-           unnest(json_extract(j, '$.content.parts[*]')) AS part,
-           generate_subscripts(json_extract(j, '$.content.parts[*]'), 1) - 1 AS part_index
+           unnest(e.content.parts) AS p,
+           generate_subscripts(e.content.parts, 1) - 1 AS part_index
     FROM staged
+    WHERE e IS NOT NULL
     UNION ALL
     SELECT app_name, user_id, session_id, event_id, 'compaction' AS origin,
-           unnest(json_extract(c, '$.parts[*]')) AS part,
-           generate_subscripts(json_extract(c, '$.parts[*]'), 1) - 1 AS part_index
+           unnest(c.parts) AS p, generate_subscripts(c.parts, 1) - 1 AS part_index
     FROM (
         SELECT app_name, user_id, session_id, event_id,
-               coalesce(present(j, '$.actions.compaction.compacted_content'),
-                        present(j, '$.actions.compaction.compactedContent')) AS c
+               coalesce(e.actions.compaction.compacted_content,
+                        e.actions.compaction.compactedContent) AS c
         FROM staged
+        WHERE e IS NOT NULL
     )
-    WHERE c IS NOT NULL
-),
-typed AS (
-    SELECT *,
-           coalesce(present(part, '$.function_call'), present(part, '$.functionCall')) AS fc,
-           coalesce(present(part, '$.function_response'),
-                    present(part, '$.functionResponse')) AS fr,
-           part ->> '$.text' AS text,
-           coalesce(TRY_CAST(part ->> '$.thought' AS BOOLEAN), false) AS thought
-    FROM raw_parts
+    WHERE c.parts IS NOT NULL
 ),
 kinded AS (
     SELECT *,
-           CASE WHEN fc IS NOT NULL THEN 'function_call'
-                WHEN fr IS NOT NULL THEN 'function_response'
-                WHEN text IS NOT NULL AND thought THEN 'thought'
-                WHEN text IS NOT NULL THEN 'text'
-                ELSE 'other' END AS kind,
-           present(fr, '$.response') AS response
-    FROM typed
+           coalesce(p.function_call, p.functionCall) AS fc,
+           coalesce(p.function_response, p.functionResponse) AS fr,
+           CASE WHEN coalesce(p.function_call, p.functionCall) IS NOT NULL THEN 'function_call'
+                WHEN coalesce(p.function_response, p.functionResponse) IS NOT NULL
+                    THEN 'function_response'
+                WHEN p.text IS NOT NULL AND coalesce(p.thought, false) THEN 'thought'
+                WHEN p.text IS NOT NULL THEN 'text'
+                ELSE 'other' END AS kind
+    FROM raw_parts
 )
 SELECT
     app_name, user_id, session_id, event_id, origin, part_index::INTEGER AS part_index, kind,
-    coalesce(fc ->> '$.name', fr ->> '$.name') AS tool_name,
-    coalesce(fc ->> '$.id', fr ->> '$.id') AS function_call_id,
-    coalesce(present(part, '$.thought_signature'),
-             present(part, '$.thoughtSignature')) IS NOT NULL AS has_thought_signature,
+    coalesce(fc.name, fr.name) AS tool_name,
+    coalesce(fc.id, fr.id) AS function_call_id,
+    coalesce(p.thought_signature, p.thoughtSignature) IS NOT NULL AS has_thought_signature,
     CASE kind
-        WHEN 'text' THEN length(text)
-        WHEN 'thought' THEN length(text)
+        WHEN 'text' THEN length(p.text)
+        WHEN 'thought' THEN length(p.text)
         WHEN 'function_call' THEN
-            length(coalesce(fc ->> '$.name', '')) + length(coalesce(fc -> '$.args', '{}')::VARCHAR)
+            length(coalesce(fc.name, '')) + length(coalesce(fc.args, '{}')::VARCHAR)
         WHEN 'function_response' THEN
-            length(coalesce(fr ->> '$.name', '')) + length(coalesce(response, '{}')::VARCHAR)
-        ELSE length(part::VARCHAR)
+            length(coalesce(fr.name, '')) + length(coalesce(fr.response, '{}')::VARCHAR)
+        ELSE coalesce(length(coalesce(p.inline_data, p.inlineData)::VARCHAR), 0)
+            + coalesce(length(coalesce(p.file_data, p.fileData)::VARCHAR), 0)
+            + coalesce(length(coalesce(p.executable_code, p.executableCode)::VARCHAR), 0)
+            + coalesce(length(coalesce(p.code_execution_result,
+                                       p.codeExecutionResult)::VARCHAR), 0)
     END::BIGINT AS chars,
+    -- the longest list of records (a list whose first item is an object or a
+    -- list): the response itself, one of its top-level values, or one of the
+    -- values of `result` (how ADK wraps a tool's non-dict return). DuckDB writes
+    -- JSON compactly, so the first characters tell the shape without a parse.
     CASE
-        WHEN kind <> 'function_response' OR response IS NULL THEN NULL
-        WHEN json_type(response) = 'ARRAY' THEN json_array_length(response)
-        WHEN json_type(response) = 'OBJECT' THEN (
-            -- the longest list of records among the top-level values, or among
-            -- the values of `result` (how ADK wraps a tool's non-dict return)
-            SELECT max(json_array_length(v))
-            FROM (
-                SELECT unnest(map_values(json_transform(response, '"MAP(VARCHAR, JSON)"'))) AS v
-                UNION ALL
-                SELECT unnest(map_values(json_transform(response -> '$.result',
-                                                        '"MAP(VARCHAR, JSON)"')))
-                WHERE json_type(response -> '$.result') = 'OBJECT'
-                UNION ALL
-                SELECT response -> '$.result'
-            )
-            WHERE json_type(v) = 'ARRAY' AND json_type(v, '$[0]') IN ('OBJECT', 'ARRAY')
-        )
-    END::INTEGER AS row_count
+        WHEN kind <> 'function_response' OR fr.response IS NULL THEN NULL
+        WHEN left(fr.response::VARCHAR, 2) IN ('[{', '[[') THEN json_array_length(fr.response)
+        WHEN left(fr.response::VARCHAR, 1) = '{' THEN list_max(list_transform(
+            json_extract(fr.response, '$.*') || coalesce(
+                CASE WHEN starts_with(fr.response::VARCHAR, '{"result":{')
+                     THEN json_extract(fr.response, '$.result.*') END, []),
+            lambda v: CASE WHEN left(v::VARCHAR, 2) IN ('[{', '[[')
+                           THEN json_array_length(v) END))
+    END::INTEGER AS row_count,
+    -- what `chars` measures, cut to 2,000 characters: enough to recognise a
+    -- payload, while the store stays a fraction of the source's size
+    left(CASE kind
+        WHEN 'text' THEN p.text
+        WHEN 'thought' THEN p.text
+        WHEN 'function_call' THEN coalesce(fc.args, '{}')::VARCHAR
+        WHEN 'function_response' THEN coalesce(fr.response, '{}')::VARCHAR
+        ELSE coalesce(p.inline_data, p.inlineData, p.file_data, p.fileData, p.executable_code,
+                      p.executableCode, p.code_execution_result, p.codeExecutionResult)::VARCHAR
+    END, 2000) AS preview
 FROM kinded;

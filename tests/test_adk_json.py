@@ -159,8 +159,7 @@ def test_part_kinds_tool_names_and_row_counts(tmp_path):
         ("function_call", "lookup", "c1", len("lookup") + len('{"q":"é"}'), None),
         ("function_response", "lookup", "c1", len("lookup") + len('[{"a":1},{"a":2}]'), 2),
         ("function_response", "wrap", "c2", len("wrap") + len('{"result":{"rows":[[1]]}}'), 1),
-        ("other", None, None, len('{"inline_data":{"mime_type":"image/png","data":"AAAA"}}'),
-         None),
+        ("other", None, None, len('{"mime_type":"image/png","data":"AAAA"}'), None),
     ]
     kinds = api.events("k", tmp_path / "f.duckdb", app="unknown")["kinds"].to_list()
     assert kinds == [["text", "thought", "function_call", "function_response", "other"]]

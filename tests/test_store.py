@@ -162,3 +162,23 @@ def test_a_killed_ingest_process_leaves_the_store_usable(tmp_path):
     con.close()
     src = make_sqlite_service_db(tmp_path / "adk.db")
     assert api.ingest_sqlite(db, src).rows_loaded == 12
+
+
+def test_unreadable_event_rows_are_skipped_by_name_and_neighbours_kept(tmp_path):
+    src = make_sqlite_service_db(tmp_path / "adk.db", sessions=1, events=4)
+    con = sqlite3.connect(src)
+    for event_id, data in (("bad-json", '{"id": "bad-json", "content": {"parts": [{"te'),
+                           ("bad-shape", '["an", "array"]')):
+        con.execute("INSERT INTO events VALUES (?, 'store', 'u1', 's0', 'inv9', 1761123650.0, ?)",
+                    (event_id, data))
+    con.commit()
+    con.close()
+    result = api.ingest_sqlite(tmp_path / "f.duckdb", src)
+    assert (result.rows_read, result.rows_loaded) == (6, 4)
+    assert {s.locator: s.reason for s in result.skips} == {
+        f"{src}: events row id='bad-json' session='s0'": "event is not valid JSON",
+        f"{src}: events row id='bad-shape' session='s0'": "event is JSON but not an object",
+    }
+    skips = api.ingest_skips(result.ingest_id, tmp_path / "f.duckdb")
+    assert skips["reason"].to_list() == ["event is not valid JSON",
+                                         "event is JSON but not an object"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from .base import RAW_SESSION_SCHEMA, Batch, EventBatcher
+from .base import BATCH_ROWS, RAW_SESSION_SCHEMA, Batch, EventBatcher
 
 _EVENT_KEYS = {"author", "content", "invocation_id", "invocationId", "actions", "timestamp"}
 _EVENTS_ARRAY = re.compile(r'"events"\s*:\s*\[')
@@ -35,7 +35,7 @@ class AdkJsonSource:
         app: str | None = None,
         user: str | None = None,
         session: str | None = None,
-        batch_size: int = 5000,
+        batch_size: int = BATCH_ROWS,
     ):
         self.paths = [Path(p) for p in paths]
         self.app, self.user, self.session = app, user, session

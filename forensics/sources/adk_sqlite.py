@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..errors import MissingRelationError, SourceError
 from . import adk_v0
-from .base import RAW_SESSION_SCHEMA, Batch, EventBatcher, Filters
+from .base import BATCH_ROWS, RAW_SESSION_SCHEMA, Batch, EventBatcher, Filters
 
 V1_COLUMNS = ("id", "app_name", "user_id", "session_id", "invocation_id", "timestamp", "event_data")
 
@@ -69,7 +69,7 @@ def where_clause(filters: Filters, since: float | None, real_ts: bool) -> tuple[
 class AdkSqliteSource:
     kind = "adk-sqlite"
 
-    def __init__(self, path: Path, filters: Filters | None = None, batch_size: int = 5000):
+    def __init__(self, path: Path, filters: Filters | None = None, batch_size: int = BATCH_ROWS):
         self.path = Path(path)
         self.location = str(self.path)
         self.filters = filters or Filters()

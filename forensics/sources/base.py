@@ -14,6 +14,11 @@ from typing import Protocol
 
 import pyarrow as pa
 
+# Normalising a batch costs about 0.1 s whatever its size (measured), so batches
+# are large; the character cap keeps one of fat tool results near 100 MB.
+BATCH_ROWS = 20_000
+BATCH_CHARS = 32_000_000
+
 RAW_EVENT_SCHEMA = pa.schema(
     [
         ("app_name", pa.string()),
@@ -76,35 +81,59 @@ class Source(Protocol):
 
 
 class EventBatcher:
-    """Collects raw event rows and cuts them into Arrow tables of `size` rows."""
+    """Collects raw event rows and cuts them into Arrow tables of at most `size` rows.
 
-    def __init__(self, size: int = 5000, max_chars: int = 64_000_000):
+    Rows turn into Arrow every `CHUNK_ROWS`, so the Python strings of a batch
+    never all live at once: a batch costs its Arrow size, not twice that.
+    """
+
+    CHUNK_ROWS = 1000
+
+    def __init__(self, size: int = BATCH_ROWS, max_chars: int = BATCH_CHARS):
         self.size = size
         self.max_chars = max_chars  # keeps a batch of fat tool results from holding GBs
-        self._chars = 0
-        self._cols: dict[str, list] = {name: [] for name in RAW_EVENT_SCHEMA.names}
         self.skipped: list[Skip] = []
         self.rows_read = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self._chunks: list[pa.RecordBatch] = []
+        self._cols: dict[str, list] = {name: [] for name in RAW_EVENT_SCHEMA.names}
+        self._rows = 0
+        self._chars = 0
+        self._keys: set[tuple] = set()
 
     def add(self, **row: object) -> None:
+        key = (row["app_name"], row["user_id"], row["session_id"], row["event_id"])
+        if key in self._keys:
+            return  # the same event twice in one batch: the store keeps the first
+        self._keys.add(key)
         for name, values in self._cols.items():
             values.append(row.get(name))
+        self._rows += 1
         self._chars += len(row["event_json"])  # type: ignore[arg-type]
+        if len(self._cols["event_id"]) >= self.CHUNK_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._cols["event_id"]:
+            self._chunks.append(pa.RecordBatch.from_pydict(self._cols, schema=RAW_EVENT_SCHEMA))
+            self._cols = {name: [] for name in RAW_EVENT_SCHEMA.names}
 
     def skip(self, locator: str, reason: str) -> None:
         self.skipped.append(Skip(locator, reason))
 
     def full(self) -> bool:
-        return len(self._cols["event_id"]) >= self.size or self._chars >= self.max_chars
+        return self._rows >= self.size or self._chars >= self.max_chars
 
     def pending(self) -> bool:
-        return bool(self._cols["event_id"] or self.skipped or self.rows_read)
+        return bool(self._rows or self.skipped or self.rows_read)
 
     def take(self, sessions: pa.Table | None = None) -> Batch:
-        table = pa.Table.from_pydict(self._cols, schema=RAW_EVENT_SCHEMA)
+        self._flush()
+        table = pa.Table.from_batches(self._chunks, schema=RAW_EVENT_SCHEMA)
         batch = Batch(table, sessions, self.skipped, self.rows_read)
-        self._cols = {name: [] for name in RAW_EVENT_SCHEMA.names}
         self.skipped = []
         self.rows_read = 0
-        self._chars = 0
+        self._reset()
         return batch
