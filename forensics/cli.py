@@ -85,6 +85,9 @@ def boundary(command):
             if e.hint:
                 typer.echo(f"Hint: {e.hint}", err=True)
             raise typer.Exit(1) from None
+        except BrokenPipeError:  # `forensics events x | head`: the reader left, not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(0) from None
         except KeyboardInterrupt:
             typer.echo("Interrupted: nothing from this run was committed.", err=True)
             raise typer.Exit(130) from None

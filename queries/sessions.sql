@@ -4,7 +4,9 @@
 SELECT
     s.app_name, s.user_id, s.session_id,
     count(e.event_id)::BIGINT AS events,
-    count(DISTINCT nullif(e.invocation_id, ''))::BIGINT AS turns,
+    -- a compaction event carries an invocation id of its own; it is not a turn
+    count(DISTINCT CASE WHEN NOT e.is_compaction THEN nullif(e.invocation_id, '') END)::BIGINT
+        AS turns,
     min(e.timestamp) AS first_event_at,
     max(e.timestamp) AS last_event_at,
     count(e.error_code)::BIGINT AS errors,

@@ -150,3 +150,24 @@ def test_loaders_import_no_presentation_layers():
             "print(sorted(m for m in ('typer', 'jinja2', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_demo_loads_the_bundled_samples(tmp_path):
+    import sqlite3
+
+    result = runner.invoke(app, ["demo", "--db", str(tmp_path / "d.duckdb")])
+    assert result.exit_code == 0, result.output
+    con = sqlite3.connect(ROOT / "sample_data" / "adk_v1.db")
+    events = con.execute("SELECT count(*) FROM events").fetchone()[0]
+    con.close()
+    assert f"Loaded {events:,} events" in result.stdout
+    sessions = _json(["sessions", "--db", str(tmp_path / "d.duckdb")])
+    by_id = {s["session_id"]: s for s in sessions}
+    assert sum(s["events"] for s in sessions) == events
+    assert by_id["incident"]["errors"] == 1
+    # compaction events carry invocation ids of their own and are not turns
+    oracle = [json.loads(line) for line in
+              (ROOT / "sample_data" / "oracle" / "calls.jsonl").read_text().splitlines()]
+    turns = {c["invocation_id"] for c in oracle
+             if c["session_id"] == "compaction" and c["kind"] == "agent"}
+    assert by_id["compaction"]["turns"] == len(turns)
