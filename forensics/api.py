@@ -15,14 +15,6 @@ from .sources.adk_postgres import AdkPostgresSource
 from .sources.adk_sqlite import AdkSqliteSource
 from .sources.base import Filters
 
-# Which figures are provider usage (measured) and which are sizes of stored content.
-PROVENANCE = {
-    "prompt_tokens": "measured",
-    "candidates_token_count": "measured",
-    "cached_tokens": "measured",
-    "chars": "measured",
-}
-
 
 def _frame(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pl.DataFrame:
     query = queries.load(name)
@@ -69,7 +61,10 @@ def ingest_json(
 ) -> store.IngestResult:
     """Load ADK JSON exports: Session objects (camelCase or snake_case), event lists, NDJSON."""
     source = AdkJsonSource([Path(p) for p in paths], app=app, user=user, session=session)
-    defaults = {k: v for k, v in (("app", app), ("user", user), ("session", session)) if v}
+    # recorded in the ledger as what they are: defaults for files that do not say
+    defaults = {
+        f"default_{k}": v for k, v in (("app", app), ("user", user), ("session", session)) if v
+    }
     return _ingest(db, source, Filters(), False, progress, extra=defaults)
 
 

@@ -21,6 +21,7 @@ from . import __version__
 from .errors import ForensicsError
 
 if TYPE_CHECKING:
+    from .output import View
     from .store import IngestResult
 
 app = typer.Typer(
@@ -161,35 +162,16 @@ class _Progress:
 
 
 def _report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
-    from .output import _iso
-    from .store import default_db_path
+    from .output import iso
+    from .store import WATERMARK_OVERLAP_S, default_db_path
 
     if fmt is not Format.table:
         import polars as pl
 
-        from .output import to_csv
+        from .output import View
 
-        row = {
-            "ingest_id": result.ingest_id,
-            "source": f"{result.kind}:{result.location}",
-            "rows_read": result.rows_read,
-            "rows_loaded": result.rows_loaded,
-            "rows_skipped": result.rows_skipped,
-            "rows_already_stored": result.rows_already_stored,
-            "skip_reasons": result.skip_reasons,
-            "watermark": result.watermark,
-            "seconds": round(result.seconds, 3),
-        }
-        frame = pl.DataFrame([row], schema_overrides={"skip_reasons": pl.Object})
-        if fmt is Format.json:
-            import json
-
-            typer.echo(json.dumps([row], indent=2, ensure_ascii=False))
-        else:
-            typer.echo(
-                to_csv(frame.with_columns(pl.lit(str(result.skip_reasons)).alias("skip_reasons"))),
-                nl=False,
-            )
+        frame = pl.DataFrame([result.as_record()])
+        _emit(frame, fmt, View(json_columns=("skip_reasons",)))
         return
     target = db or default_db_path()
     typer.echo(f"ingest {result.ingest_id}: {result.kind}:{result.location} -> {target}")
@@ -204,9 +186,12 @@ def _report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
             f"{result.rows_already_stored:,} already stored, "
             f"skipped {result.rows_skipped:,} in {result.seconds:.1f} s"
         )
-    if result.watermark is not None:
-        wm = datetime.fromtimestamp(result.watermark, UTC)
-        typer.echo(f"newest event: {_iso(wm)} (the next run of this source reads from there)")
+    if result.incremental and result.watermark is not None:
+        newest = iso(datetime.fromtimestamp(result.watermark, UTC))
+        typer.echo(
+            f"newest event: {newest}; the next run of this source reads from "
+            f"{WATERMARK_OVERLAP_S / 60:.0f} minutes before it (--full reads everything)"
+        )
     for reason, count in result.skip_reasons.items():
         typer.echo(f"  skipped {count:,}: {reason}")
     for skip in result.skips[:10]:
@@ -335,15 +320,42 @@ def ingest_json(
     _report_ingest(result, fmt, db)
 
 
-def _emit(df, fmt: Format, *, columns=None, totals=(), footnote=None, json_columns=()) -> None:
-    from .output import to_csv, to_json, to_table
+def _emit(df, fmt: Format, view: View | None = None) -> None:
+    from .output import View, to_csv, to_json, to_table
 
+    view = view or View()
     if fmt is Format.json:
-        typer.echo(to_json(df, json_columns))
+        extra = {"provenance": view.provenance} if view.provenance else None
+        typer.echo(to_json(df, view.json_columns, extra))
     elif fmt is Format.csv:
-        typer.echo(to_csv(df, json_columns), nl=False)
+        typer.echo(to_csv(df, view.json_columns), nl=False)
     else:
-        typer.echo(to_table(df, columns, totals, footnote), nl=False)
+        typer.echo(
+            to_table(df, view.columns, view.totals, view.footnote, view.json_columns), nl=False
+        )
+
+
+def _sessions_view() -> View:
+    from .output import View
+
+    return View(
+        columns=(
+            "session_id",
+            "app_name",
+            "user_id",
+            "events",
+            "turns",
+            "errors",
+            "prompt_tokens",
+            "first_event_at",
+            "last_event_at",
+            "source",
+        ),
+        totals=("events", "turns", "errors", "prompt_tokens"),
+        provenance={"prompt_tokens": "measured"},
+        footnote="prompt_tokens: measured (provider usage_metadata), summed over the session; "
+        "turns: invocations, compaction events not counted",
+    )
 
 
 @app.command()
@@ -360,25 +372,7 @@ def sessions(
     """
     from . import api
 
-    df = api.sessions(db, app=app_name, user=user)
-    _emit(
-        df,
-        fmt,
-        totals=("events", "turns", "errors", "prompt_tokens"),
-        columns=[
-            "session_id",
-            "app_name",
-            "user_id",
-            "events",
-            "turns",
-            "errors",
-            "prompt_tokens",
-            "first_event_at",
-            "last_event_at",
-            "source",
-        ],
-        footnote="prompt_tokens: measured (provider usage_metadata), summed over the session",
-    )
+    _emit(api.sessions(db, app=app_name, user=user), fmt, _sessions_view())
 
 
 @app.command()
@@ -401,13 +395,10 @@ def events(
     provider's usage_metadata (measured); empty where the event carried none.
     """
     from . import api
+    from .output import View
 
-    df = api.events(session_id, db, app=app_name, user=user)
-    _emit(
-        df,
-        fmt,
-        totals=("chars", "prompt_tokens", "candidates_token_count", "cached_tokens"),
-        columns=[
+    view = View(
+        columns=(
             "timestamp",
             "author",
             "invocation_id",
@@ -419,9 +410,15 @@ def events(
             "error_code",
             "is_compaction",
             "event_id",
-        ],
+        ),
+        totals=("chars", "prompt_tokens", "candidates_token_count", "cached_tokens"),
+        provenance={
+            k: "measured"
+            for k in ("chars", "prompt_tokens", "candidates_token_count", "cached_tokens")
+        },
         footnote="chars: measured from stored content; *_tokens: measured (usage_metadata)",
     )
+    _emit(api.events(session_id, db, app=app_name, user=user), fmt, view)
 
 
 @app.command()
@@ -440,13 +437,10 @@ def ingests(
     if skips is not None:
         _emit(api.ingest_skips(skips, db), fmt)
         return
-    df = api.ingests(db)
-    _emit(
-        df,
-        fmt,
-        json_columns=("filters", "skip_reasons"),
-        totals=("rows_read", "rows_loaded", "rows_skipped"),
-        columns=[
+    from .output import View
+
+    view = View(
+        columns=(
             "ingest_id",
             "started_at",
             "status",
@@ -456,8 +450,11 @@ def ingests(
             "rows_skipped",
             "skip_reasons",
             "error",
-        ],
+        ),
+        totals=("rows_read", "rows_loaded", "rows_skipped"),
+        json_columns=("filters", "skip_reasons"),
     )
+    _emit(api.ingests(db), fmt, view)
 
 
 @app.command()
@@ -478,23 +475,7 @@ def demo(
     target = db or Path(tempfile.mkdtemp(prefix="forensics-demo-")) / "demo.duckdb"
     result = api.ingest_sqlite(target, samples / "adk_v1.db")
     typer.echo(f"Loaded {result.rows_loaded:,} events from {samples / 'adk_v1.db'} into {target}\n")
-    _emit(
-        api.sessions(target),
-        Format.table,
-        totals=("events", "turns", "errors", "prompt_tokens"),
-        columns=[
-            "session_id",
-            "app_name",
-            "user_id",
-            "events",
-            "turns",
-            "errors",
-            "prompt_tokens",
-            "first_event_at",
-            "last_event_at",
-        ],
-        footnote="prompt_tokens: measured (provider usage_metadata)",
-    )
+    _emit(api.sessions(target), Format.table, _sessions_view())
     typer.echo(f"\nNext: forensics events incident --db {target}")
 
 

@@ -2,30 +2,52 @@
 
 from __future__ import annotations
 
-import re
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, urlencode
 
-_SECRET_KEYS = {"password", "sslpassword", "passfile"}
-_KV_SECRET = re.compile(r"""(\b(?:password|sslpassword)\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)""", re.I)
+from psycopg import conninfo
+
+_SECRET_KEYS = {"password", "sslpassword", "sslkey", "passfile"}
+UNPARSEABLE = "<unparseable connection string>"
+
+
+def _kv(value: str) -> str:
+    if value and not any(c.isspace() or c in "'\\" for c in value):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def redact(dsn: str) -> str:
-    """Return `dsn` with any password removed; URL and key=value forms both."""
-    if "://" not in dsn:
-        return _KV_SECRET.sub(r"\1***", dsn)
+    """`dsn` rebuilt by libpq's own parser without password and key material.
+
+    Parsing rather than pattern matching: libpq accepts a `#` or `?` inside a URL's
+    password, which a URL parser takes for the fragment or the query.
+    """
     try:
-        parts = urlsplit(dsn)
-        netloc = parts.netloc
-        if "@" in netloc:
-            userinfo, host = netloc.rsplit("@", 1)
-            user = userinfo.split(":", 1)[0]
-            netloc = f"{user}@{host}"
-        query = urlencode(
-            [(k, "***" if k.lower() in _SECRET_KEYS else v) for k, v in parse_qsl(parts.query)]
-        )
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:
-        return "<unparseable connection string>"
+        params = conninfo.conninfo_to_dict(dsn)
+    except Exception:  # noqa: BLE001 - any parse failure: show nothing of it
+        return UNPARSEABLE
+    params = {k: str(v) for k, v in params.items() if k not in _SECRET_KEYS}
+    if "://" not in dsn:
+        return " ".join(f"{k}={_kv(v)}" for k, v in params.items())
+    scheme = dsn.split("://", 1)[0]
+    user, host = params.pop("user", None), params.pop("host", None)
+    port, dbname = params.pop("port", None), params.pop("dbname", None)
+    netloc = f"{quote(user, safe='')}@" if user else ""
+    if host and "/" in host:  # a socket directory goes in the query, as libpq allows
+        params = {"host": host, **params}
+    elif host:
+        netloc += host + (f":{port}" if port else "")
+    path = f"/{quote(dbname, safe='')}" if dbname else ""
+    query = f"?{urlencode(params)}" if params else ""
+    return f"{scheme}://{netloc}{path}{query}"
+
+
+def password(dsn: str) -> str | None:
+    """The password in `dsn`, if any, so that messages quoting it can be scrubbed."""
+    try:
+        return conninfo.conninfo_to_dict(dsn).get("password")  # type: ignore[return-value]
+    except Exception:  # noqa: BLE001
+        return None
 
 
 class Secret(str):

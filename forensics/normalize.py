@@ -38,10 +38,8 @@ class Normalized:
 
 
 class Normalizer:
-    def __init__(self, threads: int | None = None):
+    def __init__(self) -> None:
         self.con = duckdb.connect(":memory:", config={"memory_limit": MEMORY_LIMIT})
-        if threads:
-            self.con.execute(f"SET threads = {int(threads)}").fetchall()
 
     def _run(self, name: str) -> list[tuple]:
         return self.con.execute(queries.load(name).sql).fetchall()
@@ -75,8 +73,9 @@ class Normalizer:
             skipped = list(batch.skipped)
             skipped += [Skip(locator, reason) for locator, reason in self._run("invalid_events")]
             self._run("stage_parts")
+            # the watermark is on the column the loaders filter on, not the JSON's own
             newest = self.con.execute(
-                "SELECT max(epoch) FROM staged WHERE e IS NOT NULL"
+                "SELECT max(coalesce(column_epoch, epoch)) FROM staged WHERE valid"
             ).fetchall()[0][0]
             return Normalized(
                 events=self._table("event_rows"),

@@ -6,16 +6,27 @@ import csv
 import io
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import polars as pl
 
-FORMATS = ("table", "json", "csv")
 MAX_CELL = 60
 
 
-def _iso(value: datetime) -> str:
+@dataclass(frozen=True)
+class View:
+    """How one query's rows are shown: table columns and totals, provenance of figures."""
+
+    columns: Sequence[str] | None = None
+    totals: Sequence[str] = ()
+    footnote: str | None = None
+    json_columns: Sequence[str] = ()  # text columns holding JSON, parsed for output
+    provenance: dict[str, str] = field(default_factory=dict)  # figure -> measured/...
+
+
+def iso(value: datetime) -> str:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
@@ -23,7 +34,7 @@ def _iso(value: datetime) -> str:
 
 def _plain(value: Any, json_columns: set[str], column: str) -> Any:
     if isinstance(value, datetime):
-        return _iso(value)
+        return iso(value)
     if column in json_columns and isinstance(value, str):
         return json.loads(value)
     return value
@@ -74,13 +85,11 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.2f}"
     if isinstance(value, datetime):
-        return _iso(value).replace("T", " ")[:19]
+        return iso(value).replace("T", " ")[:19]
     if isinstance(value, list):
         value = ",".join(map(str, value))
     if isinstance(value, dict):
-        value = json.dumps(value, ensure_ascii=False)
-    if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
-        value = value.replace('"', "")
+        value = "; ".join(f"{k}: {_cell(v)}" for k, v in value.items())
     text = " ".join(str(value).split())
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
 
@@ -90,10 +99,15 @@ def to_table(
     columns: Sequence[str] | None = None,
     totals: Sequence[str] = (),
     footnote: str | None = None,
+    json_columns: Sequence[str] = (),
 ) -> str:
     """An aligned text table; `totals` columns are summed in code into a last row."""
     columns = list(columns or df.columns)
-    rows = df.select(columns).to_dicts()
+    parse = set(json_columns)
+    rows = [
+        {k: json.loads(v) if k in parse and isinstance(v, str) else v for k, v in row.items()}
+        for row in df.select(columns).to_dicts()
+    ]
     numeric = {c for c in columns if df.schema[c].is_numeric()}
     body = [[_cell(row[c]) for c in columns] for row in rows]
     if totals and rows:

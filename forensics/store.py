@@ -24,6 +24,7 @@ from .sources.base import Skip, Source
 SCHEMA_VERSION = 1
 DEFAULT_DB = "forensics.duckdb"
 MAX_SKIPS_KEPT = 500  # per ingest: enough to name bad rows without bloating the ledger
+WATERMARK_OVERLAP_S = 600.0
 # While ingesting, the store's DuckDB buffers at most this much (see normalize.MEMORY_LIMIT).
 INGEST_MEMORY_LIMIT = "256MB"
 
@@ -49,9 +50,7 @@ def connect(
             "or point --db / FORENSICS_DB at an existing store",
         )
     try:
-        con = duckdb.connect(
-            str(path), read_only=read_only, config={"memory_limit": os.environ.get("FML", "80%")}
-        )
+        con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.Error as e:
         raise StoreError(f"cannot open store {path}: {e}") from e
     if read_only:
@@ -107,6 +106,7 @@ class IngestResult:
     watermark_before: float | None = None
     watermark: float | None = None
     seconds: float = 0.0
+    incremental: bool = False
 
     @property
     def rows_skipped(self) -> int:
@@ -119,6 +119,20 @@ class IngestResult:
     @property
     def skip_reasons(self) -> dict[str, int]:
         return dict(Counter(s.reason for s in self.skips).most_common())
+
+    def as_record(self) -> dict[str, object]:
+        """The run as one row of the `ingests` JSON contract (skip_reasons as JSON text)."""
+        return {
+            "ingest_id": self.ingest_id,
+            "source": f"{self.kind}:{self.location}",
+            "rows_read": self.rows_read,
+            "rows_loaded": self.rows_loaded,
+            "rows_skipped": self.rows_skipped,
+            "rows_already_stored": self.rows_already_stored,
+            "skip_reasons": json.dumps(self.skip_reasons),
+            "watermark": self.watermark,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 def watermark(
@@ -153,9 +167,20 @@ def ingest(
     """
     filters = filters or {}
     filters_json = json.dumps(filters, sort_keys=True)
-    since = watermark(con, source.kind, source.location, filters) if incremental else None
+    newest_seen = watermark(con, source.kind, source.location, filters) if incremental else None
+    # Re-read a margin before it: a writer's clock, or a commit that landed after
+    # the last read with an earlier timestamp, must not drop events; the store
+    # keeps an event once, so the overlap costs reading only.
+    since = None if newest_seen is None else newest_seen - WATERMARK_OVERLAP_S
     ingest_id = run(con, "SELECT nextval('ingest_ids')")[0][0]
-    result = IngestResult(ingest_id, source.kind, source.location, filters, watermark_before=since)
+    result = IngestResult(
+        ingest_id,
+        source.kind,
+        source.location,
+        filters,
+        watermark_before=since,
+        incremental=incremental,
+    )
     started = datetime.now(UTC).replace(tzinfo=None)
     clock = time.monotonic()
     source_label = f"{source.kind}:{source.location}"

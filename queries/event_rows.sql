@@ -29,7 +29,7 @@ fields AS (
                AS total_tokens,
            e.actions.compaction AS c
     FROM staged AS s
-    WHERE e IS NOT NULL
+    WHERE valid
 )
 SELECT
     f.app_name, f.user_id, f.session_id, f.event_id, f.invocation_id,
@@ -47,7 +47,8 @@ SELECT
     coalesce(e.error_message, e.errorMessage) AS error_message,
     prompt_tokens, candidates_tokens, cached_tokens, thoughts_tokens, tool_use_prompt_tokens,
     total_tokens,
-    c IS NOT NULL AS is_compaction,
+    coalesce(c.start_timestamp, c.startTimestamp, c.end_timestamp, c.endTimestamp) IS NOT NULL
+        AS is_compaction,
     coalesce(c.start_timestamp, c.startTimestamp) AS compaction_start,
     coalesce(c.end_timestamp, c.endTimestamp) AS compaction_end,
     coalesce(e.actions.transfer_to_agent, e.actions.transferToAgent) AS transfer_to_agent,

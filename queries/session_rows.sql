@@ -9,6 +9,6 @@ FROM (
            make_timestamp((update_time * 1000000)::BIGINT) AS update_time
     FROM raw_sessions
     UNION ALL
-    SELECT DISTINCT app_name, user_id, session_id, NULL, NULL FROM staged WHERE e IS NOT NULL
+    SELECT DISTINCT app_name, user_id, session_id, NULL, NULL FROM staged WHERE valid
 )
 GROUP BY app_name, user_id, session_id;

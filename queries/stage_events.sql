@@ -6,13 +6,17 @@
 -- made ingest several times slower. Both ADK key styles are
 -- read: snake_case (model_dump) and camelCase (web API). A field of the wrong
 -- type becomes NULL; an event that is not valid JSON, or not an object, gets
--- e = NULL and is reported by invalid_events; the other queries read `e IS NOT NULL`.
+-- e = NULL; such rows, and rows with an impossible timestamp, have valid = false
+-- and are reported by invalid_events; the other queries read only valid rows.
 -- The loaders drop an event repeated within one batch (first wins).
 CREATE OR REPLACE TEMP TABLE staged AS
 SELECT
-    app_name, user_id, session_id, event_id, locator, e,
+    app_name, user_id, session_id, event_id, locator, e, column_epoch,
     -- the event's own epoch, as ADK prefers on read; the column is the fallback
     coalesce(e.timestamp, column_epoch) AS epoch,
+    -- readable, and a timestamp a DuckDB TIMESTAMP can hold (1970 to 3000)
+    coalesce(e IS NOT NULL
+             AND coalesce(e.timestamp, column_epoch) BETWEEN 0 AND 32503680000, false) AS valid,
     coalesce(column_invocation_id, e.invocation_id, e.invocationId) AS invocation_id,
     -- the text is kept only where it could not be read, to say why
     CASE WHEN e IS NULL THEN event_json END AS unreadable_json

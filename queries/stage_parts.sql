@@ -11,7 +11,7 @@ WITH raw_parts AS (
            unnest(e.content.parts) AS p,
            generate_subscripts(e.content.parts, 1) - 1 AS part_index
     FROM staged
-    WHERE e IS NOT NULL
+    WHERE valid
     UNION ALL
     SELECT app_name, user_id, session_id, event_id, 'compaction' AS origin,
            unnest(c.parts) AS p, generate_subscripts(c.parts, 1) - 1 AS part_index
@@ -20,7 +20,7 @@ WITH raw_parts AS (
                coalesce(e.actions.compaction.compacted_content,
                         e.actions.compaction.compactedContent) AS c
         FROM staged
-        WHERE e IS NOT NULL
+        WHERE valid
     )
     WHERE c.parts IS NOT NULL
 ),

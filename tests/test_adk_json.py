@@ -179,3 +179,25 @@ def test_real_exports_load_every_event(tmp_path, name, events):
                 if "function_call" in p or "functionCall" in p)
     assert _count(tmp_path / "f.duckdb",
                   "SELECT count(*) FROM parts WHERE kind = 'function_call'") == calls
+
+
+def test_wrong_types_and_impossible_times_skip_the_row_not_the_file(tmp_path):
+    events = [_event(0), _event(1), _event(2), _event(3), _event(4)]
+    events[1]["invocation_id"] = 5
+    events[2]["timestamp"] = 1e20
+    events[3]["id"] = 7
+    (tmp_path / "typed.json").write_text(json.dumps(events))
+    (tmp_path / "int-session.json").write_text(json.dumps(
+        {"id": 42, "app_name": "store", "user_id": "u1", "events": [_event(9)]}))
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + json.dumps([_event(8)]).encode())
+    paths = [tmp_path / n for n in ("typed.json", "int-session.json", "bom.json")]
+    result = api.ingest_json(tmp_path / "f.duckdb", paths)
+    assert result.rows_loaded == 3  # events 0, 4 and the one in bom.json
+    reasons = {s.locator: s.reason for s in result.skips}
+    assert reasons == {
+        f"{tmp_path / 'typed.json'}: event 1": "invocation_id is int, not text",
+        f"{tmp_path / 'typed.json'}: event 2":
+            "timestamp 1e+20 is not a time between 1970 and 3000",
+        f"{tmp_path / 'typed.json'}: event 3": "event has no 'id'",
+        f"{tmp_path / 'int-session.json'}: event 0": "session_id is int, not text",
+    }

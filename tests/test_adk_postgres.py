@@ -182,3 +182,18 @@ def test_a_hostile_v0_pickle_is_skipped_and_its_neighbours_loaded(tmp_path, pg_d
     assert "os.system" in result.skips[0].reason or "posix.system" in result.skips[0].reason
     with connect(tmp_path / "f.duckdb", read_only=True) as con:
         assert run(con, "SELECT DISTINCT transfer_to_agent FROM events") == [("orders_specialist",)]
+
+
+def test_options_in_the_dsn_are_kept(tmp_path, pg_db):
+    """A search_path given in the DSN reaches the server (the timeout is set apart)."""
+    with psycopg.connect(pg_db, autocommit=True) as con:
+        con.execute("CREATE SCHEMA adk")
+    dsn = pg_db + "?options=-csearch_path%3Dadk"
+    copied = copy_adk_sqlite_to_pg(SAMPLES / "adk_v1.db", dsn)
+    with psycopg.connect(pg_db) as con:
+        assert con.execute("SELECT count(*) FROM adk.events").fetchone()[0] == copied["events"]
+    source = AdkPostgresSource(dsn, statement_timeout_ms=4321)
+    with source.connect() as con:
+        assert con.execute("SHOW statement_timeout").fetchone()[0] == "4321ms"
+        assert con.execute("SELECT current_schema()").fetchone()[0] == "adk"
+    assert api.ingest_postgres(tmp_path / "f.duckdb", dsn).rows_loaded == copied["events"]

@@ -42,12 +42,14 @@ def test_json_contracts(store):
             "last_event_at", "source"} <= sessions[0].keys()
     assert sessions[0]["events"] == 6 and sessions[0]["turns"] == 2
     assert sessions[0]["first_event_at"] == "2025-10-22T09:00:00Z"
+    assert sessions[0]["provenance"] == {"prompt_tokens": "measured"}
     events = _json(["events", "s0", "--db", str(store)])
     assert len(events) == 6
     assert {"event_id", "invocation_id", "author", "timestamp", "kinds", "chars",
             "prompt_tokens", "candidates_token_count", "cached_tokens", "error_code",
             "is_compaction"} <= events[0].keys()
     assert events[0]["kinds"] == ["text"] and events[0]["chars"] == 10
+    assert events[0]["provenance"]["prompt_tokens"] == "measured"
     ingests = _json(["ingests", "--db", str(store)])
     assert {"source", "started_at", "rows_read", "rows_loaded", "rows_skipped",
             "skip_reasons"} <= ingests[0].keys()
@@ -68,7 +70,8 @@ def test_ingest_twice_says_nothing_new(store, tmp_path):
     result = runner.invoke(app, ["ingest", "adk-sqlite", str(tmp_path / "adk.db"),
                                  "--db", str(store)])
     assert result.exit_code == 0
-    assert "no new events (read 2, all already stored)" in result.stdout
+    assert "no new events (read 6, all already stored)" in result.stdout
+    assert "reads from 10 minutes before it" in result.stdout
 
 
 def test_missing_store_and_unknown_session_are_clear_errors(store, tmp_path):
@@ -115,9 +118,15 @@ def test_unknown_sqlite_layout_names_the_columns(tmp_path):
 @pytest.mark.parametrize("dsn,shown", [
     ("postgresql://ann:s3cr%40t@db.example:5432/adk?sslmode=require",
      "postgresql://ann@db.example:5432/adk?sslmode=require"),
-    ("postgresql://ann@db/adk?password=s3cr%40t", "postgresql://ann@db/adk?password=%2A%2A%2A"),
-    ("host=db user=ann password='s3 cr@t' dbname=adk", "host=db user=ann password=*** dbname=adk"),
-    ("host=db password=s3cr@t", "host=db password=***"),
+    ("postgresql://ann@db/adk?password=s3cr%40t", "postgresql://ann@db/adk"),
+    # libpq takes # and ? inside a URL password; a URL parser would cut there
+    ("postgresql://ann:s3#cr@db/adk", "postgresql://ann@db/adk"),
+    ("postgresql://ann:s3?cr@db:5433/adk?sslmode=require",
+     "postgresql://ann@db:5433/adk?sslmode=require"),
+    ("postgres:///adk?host=/run/pg&password=s3x", "postgres:///adk?host=%2Frun%2Fpg"),
+    ("host=db user=ann password='s3 cr@t' dbname=adk", "user=ann dbname=adk host=db"),
+    ("host=db password=s3cr@t", "host=db"),
+    ("postgresql://ann:s3@[broken", "<unparseable connection string>"),
 ])
 def test_redact_removes_passwords(dsn, shown):
     assert redact(dsn) == shown

@@ -15,15 +15,22 @@ import pytest
 
 from forensics import api, queries
 from forensics.sources.base import EventBatcher, Filters
-from forensics.store import connect, ingest, run
+from forensics.store import WATERMARK_OVERLAP_S, connect, ingest, run
 
 sqlite_service = pytest.importorskip("google.adk.sessions.sqlite_session_service")
+
+
+STEP = 300.0  # seconds between events: wider than the watermark's re-read margin in total
+
+
+def _epoch(i: int) -> float:
+    return 1_761_123_600.0 + STEP * i
 
 
 def _event_json(i: int, session: str) -> str:
     return json.dumps({
         "id": f"{session}-e{i}", "invocation_id": f"inv{i // 3}", "author": "agent",
-        "timestamp": 1_761_123_600.0 + i,
+        "timestamp": _epoch(i),
         "content": {"role": "model", "parts": [{"text": "x" * (10 + i)}]},
     })
 
@@ -45,7 +52,7 @@ def make_sqlite_service_db(path: Path, sessions: int = 2, events: int = 6) -> Pa
 
 def add_event(con: sqlite3.Connection, sid: str, i: int) -> None:
     con.execute("INSERT INTO events VALUES (?, 'store', 'u1', ?, ?, ?, ?)",
-                (f"{sid}-e{i}", sid, f"inv{i // 3}", 1_761_123_600.0 + i, _event_json(i, sid)))
+                (f"{sid}-e{i}", sid, f"inv{i // 3}", _epoch(i), _event_json(i, sid)))
 
 
 def test_every_query_declares_exactly_the_parameters_it_uses():
@@ -61,10 +68,11 @@ def test_second_run_loads_nothing_and_third_reads_only_new_rows(tmp_path):
     first = api.ingest_sqlite(db, src)
     assert (first.rows_read, first.rows_loaded) == (12, 12)
     second = api.ingest_sqlite(db, src)
-    # reads from the watermark (inclusive): only the newest events come back
+    # reads from the watermark less the overlap: only the newest events come back
+    assert second.watermark_before == first.watermark - WATERMARK_OVERLAP_S
     assert second.rows_loaded == 0
-    assert second.rows_read == 2
-    assert second.watermark_before == first.watermark
+    newer = sum(1 for i in range(6) if _epoch(i) >= second.watermark_before)
+    assert second.rows_read == 2 * newer < first.rows_read
     con = sqlite3.connect(src)
     add_event(con, "s1", 6)
     add_event(con, "s1", 7)
@@ -82,7 +90,7 @@ def test_filters_select_rows_and_keep_separate_watermarks(tmp_path):
     db = tmp_path / "f.duckdb"
     only_s0 = api.ingest_sqlite(db, src, Filters(session="s0"))
     assert only_s0.rows_loaded == 6
-    window = api.ingest_sqlite(db, src, Filters(since=1_761_123_602.0, until=1_761_123_604.0))
+    window = api.ingest_sqlite(db, src, Filters(since=_epoch(2), until=_epoch(4)))
     assert window.rows_read == 4  # s0 and s1, events 2 and 3
     assert window.rows_loaded == 2  # s1's; s0's are stored already
 

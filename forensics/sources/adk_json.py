@@ -60,7 +60,7 @@ class AdkJsonSource:
     def _read_file(self, path: Path, out: EventBatcher) -> Iterator[None]:
         """Add the file's events to `out`; yields whenever `out` is full."""
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")  # a BOM is not part of the JSON
         except (OSError, UnicodeDecodeError) as e:
             out.rows_read += 1
             out.skip(str(path), f"cannot read file: {e}")
@@ -190,6 +190,8 @@ class AdkJsonSource:
         )
 
     def _note_session(self, app: str, user: str, session: str, updated: object) -> None:
+        if not all(isinstance(v, str) for v in (app, user, session)):
+            return  # its events are skipped by name (EventBatcher.add says why)
         update_time = float(updated) if isinstance(updated, int | float) else None
         row = pa.Table.from_pylist(
             [

@@ -17,7 +17,7 @@ import psycopg
 import pyarrow as pa
 from psycopg import sql
 
-from ..dsn import redact
+from ..dsn import Secret, password
 from ..errors import MissingRelationError, SourceError, TransientSourceError
 from . import adk_v0
 from .base import BATCH_ROWS, RAW_SESSION_SCHEMA, Batch, EventBatcher, Filters
@@ -51,13 +51,10 @@ def where_clause(filters: Filters, since: float | None) -> tuple[sql.Composable,
     return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(fragments), params
 
 
-def _scrub(message: str, dsn: str) -> str:
+def _scrub(message: str, dsn: Secret) -> str:
     """Driver messages must not carry the password, whatever they quote."""
-    try:
-        password = psycopg.conninfo.conninfo_to_dict(dsn).get("password")
-    except psycopg.Error:
-        password = None
-    return message.replace(str(password), "***") if password else message
+    secret = password(dsn.reveal())
+    return message.replace(secret, "***") if secret else message
 
 
 class AdkPostgresSource:
@@ -72,8 +69,8 @@ class AdkPostgresSource:
         statement_timeout_ms: int = 60_000,
         connect_timeout_s: int = 10,
     ):
-        self._dsn = dsn
-        self.location = redact(dsn)
+        self._dsn = Secret(dsn)  # str() and repr() show it redacted
+        self.location = str(self._dsn)
         self.filters = filters or Filters()
         self.batch_size = batch_size
         self.statement_timeout_ms = statement_timeout_ms
@@ -87,10 +84,8 @@ class AdkPostgresSource:
         """A read-only connection whose every statement is bounded by the timeout."""
         try:
             con = psycopg.connect(
-                self._dsn,
+                self._dsn.reveal(),
                 connect_timeout=self.connect_timeout_s,
-                options=f"-c statement_timeout={int(self.statement_timeout_ms)} "
-                "-c default_transaction_read_only=on",
                 application_name="agent-forensics",
             )
         except psycopg.OperationalError as e:
@@ -102,7 +97,18 @@ class AdkPostgresSource:
             raise SourceError(
                 f"invalid connection string {self.location}: {_scrub(str(e), self._dsn)}"
             ) from e
-        con.read_only = True
+        try:
+            # set after connecting, not as startup `options`: those would replace
+            # any the DSN carries (search_path) and poolers refuse them
+            con.execute(
+                "SELECT set_config('statement_timeout', %s, false)",
+                [f"{int(self.statement_timeout_ms)}ms"],
+            )
+            con.commit()
+        except psycopg.Error as e:
+            con.close()
+            raise SourceError(f"{self.location}: {_scrub(str(e).strip(), self._dsn)}") from e
+        con.read_only = True  # every transaction: BEGIN READ ONLY
         return con
 
     def _detect(self, con: psycopg.Connection) -> tuple[str, list[str]]:
@@ -153,7 +159,8 @@ class AdkPostgresSource:
                         "event_data",
                     ]
                 else:
-                    names = [c for c in columns if c != "timestamp"] + ["epoch"]
+                    present = [c for c in adk_v0.ALL_COLUMNS if c in columns]
+                    names = [c for c in present if c != "timestamp"] + ["epoch"]
                     select = sql.SQL(
                         "SELECT {}, extract(epoch FROM timestamp)::float8 FROM events"
                     ).format(sql.SQL(", ").join(sql.Identifier(c) for c in names[:-1]))

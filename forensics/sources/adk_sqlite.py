@@ -23,15 +23,21 @@ from .base import BATCH_ROWS, RAW_SESSION_SCHEMA, Batch, EventBatcher, Filters
 V1_COLUMNS = ("id", "app_name", "user_id", "session_id", "invocation_id", "timestamp", "event_data")
 
 
+def quote_identifier(name: str) -> str:
+    """A SQLite identifier, quoted: column names come from an untrusted file."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def _epoch(value: object) -> float | None:
-    """A SQLite timestamp as epoch seconds: REAL as is, DATETIME text as naive UTC."""
+    """A SQLite timestamp as epoch seconds: REAL as is, DATETIME text as UTC unless it says."""
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
         try:
-            return datetime.fromisoformat(value).replace(tzinfo=UTC).timestamp()
+            parsed = datetime.fromisoformat(value)
         except ValueError:
             return None
+        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
     return None
 
 
@@ -118,8 +124,12 @@ class AdkSqliteSource:
             real_ts = columns["timestamp"] == "REAL"
             where, params = where_clause(self.filters, since_watermark, real_ts)
             sessions = self._sessions(con)
-            wanted = list(columns) if self.layout == "v0" else list(V1_COLUMNS)
-            cur = con.execute(f"SELECT {', '.join(wanted)} FROM events{where}", params)  # noqa: S608
+            if self.layout == "v0":
+                wanted = [c for c in adk_v0.ALL_COLUMNS if c in columns]
+            else:
+                wanted = list(V1_COLUMNS)
+            select = ", ".join(quote_identifier(c) for c in wanted)
+            cur = con.execute(f"SELECT {select} FROM events{where}", params)  # noqa: S608
             out = EventBatcher(self.batch_size)
             for values in iter(lambda: cur.fetchmany(500), []):
                 for value in values:

@@ -37,6 +37,10 @@ REQUIRED_COLUMNS = (
 )
 
 
+# Every V0 column a loader reads, when the table has it (column sets vary by release).
+ALL_COLUMNS = (*REQUIRED_COLUMNS, *PLAIN_COLUMNS, *JSON_COLUMNS, "long_running_tool_ids_json")
+
+
 class RowError(ValueError):
     """A V0 row that cannot become an event; the message is the skip reason."""
 

@@ -2,7 +2,7 @@
 
 A loader does not interpret events. It hands the store each event as JSON text
 (ADK's own `Event.model_dump` shape, snake_case or camelCase) with its identity
-columns; the store's SQL (queries/normalize_*.sql) extracts parts, usage and
+columns; the normaliser's SQL (queries/stage_*.sql) extracts parts, usage and
 compaction from that text, so every source is measured by the same code.
 """
 
@@ -104,6 +104,18 @@ class EventBatcher:
         self._keys: set[tuple] = set()
 
     def add(self, **row: object) -> None:
+        """Add one event; a row whose identity is not text is skipped with the reason."""
+        for name in ("app_name", "user_id", "session_id", "event_id", "invocation_id"):
+            value = row.get(name)
+            if not (isinstance(value, str) and value) and not (
+                name == "invocation_id" and value is None
+            ):
+                shown = type(value).__name__ if value not in (None, "") else "empty"
+                self.skip(str(row["locator"]), f"{name} is {shown}, not text")
+                return
+        if not isinstance(row.get("timestamp"), float | int | None):
+            self.skip(str(row["locator"]), "timestamp is not a number")
+            return
         key = (row["app_name"], row["user_id"], row["session_id"], row["event_id"])
         if key in self._keys:
             return  # the same event twice in one batch: the store keeps the first
