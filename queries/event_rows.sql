@@ -45,6 +45,7 @@ SELECT
     coalesce(e.finish_reason, e.finishReason) AS finish_reason,
     coalesce(e.error_code, e.errorCode) AS error_code,
     coalesce(e.error_message, e.errorMessage) AS error_message,
+    coalesce(e.long_running_tool_ids, e.longRunningToolIds) AS long_running_tool_ids,
     prompt_tokens, candidates_tokens, cached_tokens, thoughts_tokens, tool_use_prompt_tokens,
     total_tokens,
     coalesce(c.start_timestamp, c.startTimestamp, c.end_timestamp, c.endTimestamp) IS NOT NULL

@@ -61,6 +61,7 @@ CREATE TABLE IF NOT EXISTS events (
     finish_reason VARCHAR,
     error_code VARCHAR,
     error_message VARCHAR,
+    long_running_tool_ids VARCHAR[],  -- calls that answer later; ADK keeps them unanswered
     -- usage_metadata: the provider's own counts (measured)
     prompt_tokens BIGINT,
     candidates_tokens BIGINT,
@@ -95,6 +96,7 @@ CREATE TABLE IF NOT EXISTS parts (
     has_thought_signature BOOLEAN NOT NULL,
     chars BIGINT NOT NULL,            -- characters of the part's payload (see docs/sizes in README)
     row_count INTEGER,                -- records in a function_response payload that holds a list
+    relay_chars BIGINT NOT NULL,      -- size when relayed to another agent as text (see stage_parts)
     preview VARCHAR,                  -- the first 2,000 characters of what `chars` measures
     PRIMARY KEY (app_name, user_id, session_id, event_id, origin, part_index)
 );

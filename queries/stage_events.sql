@@ -34,6 +34,7 @@ SELECT
         "interrupted": "BOOLEAN", "finish_reason": "VARCHAR", "finishReason": "VARCHAR",
         "error_code": "VARCHAR", "errorCode": "VARCHAR",
         "error_message": "VARCHAR", "errorMessage": "VARCHAR",
+        "long_running_tool_ids": "VARCHAR[]", "longRunningToolIds": "VARCHAR[]",
         "usage_metadata": {
             "prompt_token_count": "BIGINT", "candidates_token_count": "BIGINT",
             "cached_content_token_count": "BIGINT", "thoughts_token_count": "BIGINT",

@@ -35,6 +35,20 @@ kinded AS (
                 WHEN p.text IS NOT NULL THEN 'text'
                 ELSE 'other' END AS kind
     FROM raw_parts
+),
+payloads AS (
+    SELECT *,
+           CASE kind WHEN 'function_call' THEN coalesce(fc.args, '{}')::VARCHAR
+                     WHEN 'function_response' THEN coalesce(fr.response, '{}')::VARCHAR
+           END AS payload
+    FROM kinded
+),
+valued AS (
+    SELECT *,
+           CASE WHEN length(payload) <= 65536
+                THEN regexp_replace(payload, '"(?:[^"\\]|\\.)*"', '', 'g')
+                ELSE payload END AS bare
+    FROM payloads
 )
 SELECT
     app_name, user_id, session_id, event_id, origin, part_index::INTEGER AS part_index, kind,
@@ -68,6 +82,17 @@ SELECT
             lambda v: CASE WHEN left(v::VARCHAR, 2) IN ('[{', '[[')
                            THEN json_array_length(v) END))
     END::INTEGER AS row_count,
+    -- The payload's size when ADK relays it to another agent as "For context"
+    -- text (_fencing._present_other_agent_message renders args and responses
+    -- with Python's str()): compact JSON plus a space after every ':' and ','
+    -- outside strings, with \" written as ". Exact up to 64 KB; above, the
+    -- separators inside strings count too (a few per mille over on free text),
+    -- which keeps the regex off 500 KB results. Text parts relay as written.
+    CASE WHEN payload IS NULL THEN chars ELSE
+        length(payload)
+        + length(bare) - length(replace(replace(bare, ':', ''), ',', ''))
+        - (length(payload) - length(replace(payload, '\"', ''))) // 2
+    END::BIGINT AS relay_chars,
     -- what `chars` measures, cut to 2,000 characters: enough to recognise a
     -- payload, while the store stays a fraction of the source's size
     left(CASE kind
@@ -78,4 +103,4 @@ SELECT
         ELSE coalesce(p.inline_data, p.inlineData, p.file_data, p.fileData, p.executable_code,
                       p.executableCode, p.code_execution_result, p.codeExecutionResult)::VARCHAR
     END, 2000) AS preview
-FROM kinded;
+FROM valued;

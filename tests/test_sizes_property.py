@@ -64,3 +64,27 @@ def test_stored_sizes_match_the_definition(tmp_path_factory, events, camel):
             for j, p in enumerate(ps)]
     assert stored == want
     assert totals == {f"e{i}": sum(expected_chars(p) for p in ps) for i, ps in enumerate(events)}
+
+
+plain = st.text(st.characters(min_codepoint=32, max_codepoint=126, exclude_characters="'\\"),
+                max_size=30)
+plain_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | plain,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(plain, inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(args=st.dictionaries(plain, plain_values, max_size=5))
+def test_relay_size_is_the_length_of_pythons_str(tmp_path_factory, args):
+    """What ADK puts between the quote markers when it relays another agent's call."""
+    tmp = Path(tmp_path_factory.mktemp("relay"))
+    event = {"id": "e", "author": "a", "timestamp": 1.0, "content": {"role": "model", "parts": [
+        {"function_call": {"id": "c", "name": "t", "args": args}},
+        {"function_response": {"id": "c", "name": "t", "response": args}}]}}
+    (tmp / "r.json").write_text(json.dumps([event]))
+    api.ingest_json(tmp / "f.duckdb", [tmp / "r.json"])
+    with connect(tmp / "f.duckdb", read_only=True) as con:
+        relayed = [r[0] for r in run(con, "SELECT relay_chars FROM parts ORDER BY part_index")]
+    assert relayed == [len(str(dict(sorted(args.items())))), len(str(args))]
