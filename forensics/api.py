@@ -142,3 +142,94 @@ def ingest_skips(ingest_id: int, db: str | Path | None = None) -> pl.DataFrame:
     """The rows one ingest skipped (the first few hundred), with locator and reason."""
     with store.connect(db, read_only=True) as con:
         return _frame(con, "ingest_skips", ingest_id=ingest_id)
+
+
+def _reconstruct(db, session_id: str | None, app: str | None, user: str | None):
+    from .analyses import reconstruct
+
+    with store.connect(db, read_only=True) as con:
+        if session_id is not None:
+            resolve_session(con, session_id, app, user)
+        rec = reconstruct(con, session_id)
+    if app or user:
+        rec.calls = [
+            (s, c)
+            for s, c in rec.calls
+            if (not app or s.app_name == app) and (not user or s.user_id == user)
+        ]
+        rec.sessions = [
+            s
+            for s in rec.sessions
+            if (not app or s.app_name == app) and (not user or s.user_id == user)
+        ]
+    return rec
+
+
+def calls(
+    session_id: str | None = None,
+    db: str | Path | None = None,
+    *,
+    turn: int | None = None,
+    app: str | None = None,
+    user: str | None = None,
+) -> pl.DataFrame:
+    """Per call: window occupancy (measured, estimated, by role) and cumulative input so far."""
+    from .analyses import calls_frame
+
+    return calls_frame(_reconstruct(db, session_id, app, user), turn)
+
+
+def window(
+    session_id: str,
+    call_id: str,
+    db: str | Path | None = None,
+    *,
+    app: str | None = None,
+    user: str | None = None,
+) -> pl.DataFrame:
+    """What one call's request contained: each event's parts, in order, with sizes."""
+    from .analyses import window_frame
+
+    rec = _reconstruct(db, session_id, app, user)
+    try:
+        return window_frame(rec, call_id)
+    except LookupError:
+        known = [c.event.event_id for _, c in rec.calls if c.kind != "summarizer"][:5]
+        raise ForensicsError(
+            f"no agent call {call_id!r} in session {session_id!r}",
+            hint=f"call ids come from `forensics calls {session_id}`"
+            + (f", e.g. {', '.join(known)}" if known else ""),
+        ) from None
+
+
+def growth(
+    session_id: str | None = None,
+    db: str | Path | None = None,
+    *,
+    top: int | None = None,
+    app: str | None = None,
+    user: str | None = None,
+) -> pl.DataFrame:
+    """Tool calls ranked by how much they grew the window, with what re-sending them cost."""
+    from .analyses import growth_frame
+
+    frame = growth_frame(_reconstruct(db, session_id, app, user))
+    return frame.head(top) if top else frame
+
+
+def turns(
+    session_id: str | None = None,
+    db: str | Path | None = None,
+    *,
+    app: str | None = None,
+    user: str | None = None,
+) -> pl.DataFrame:
+    """Per turn: calls, tool calls, wall time, peak occupancy, cumulative input, error."""
+    from .analyses import turns_frame
+
+    return turns_frame(_reconstruct(db, session_id, app, user))
+
+
+def ratio(db: str | Path | None = None, session_id: str | None = None):
+    """The chars-per-token ratio the estimates use: fitted on measured calls, or the default."""
+    return _reconstruct(db, session_id, None, None).ratio

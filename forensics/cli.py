@@ -457,6 +457,220 @@ def ingests(
     _emit(api.ingests(db), fmt, view)
 
 
+SessionArg = Annotated[str, typer.Argument(help="The session id (see `forensics sessions`).")]
+AppPick = Annotated[str | None, typer.Option("--app", help="The app, when the id is in several.")]
+UserPick = Annotated[
+    str | None, typer.Option("--user", help="The user, when the id exists for several.")
+]
+_ESTIMATE_NOTE = (
+    "measured: provider usage_metadata; estimated: window characters / chars-per-token "
+    "({ratio}); inferred: measured minus estimated visible content (system + tool schemas)"
+)
+
+
+def _ratio_note(frame) -> str:
+    if frame.is_empty() or "ratio_source" not in frame.columns:
+        return ""
+    return f"ratio {frame['ratio_source'][0]}"
+
+
+@app.command()
+@boundary
+def turns(
+    session_id: Annotated[
+        str | None, typer.Argument(help="One session; all sessions when left out.")
+    ] = None,
+    app_name: AppPick = None,
+    user: UserPick = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Per turn: calls, tool calls, wall time, peak occupancy, cumulative input, error.
+
+    Cumulative input is the sum of the window over the turn's calls: what is billed as
+    input again and again. Measured from usage where the calls have it, estimated
+    from the reconstructed windows always.
+    """
+    from . import api
+    from .output import View
+
+    view = View(
+        columns=(
+            "session_id",
+            "turn",
+            "started_at",
+            "calls",
+            "tool_calls",
+            "wall_s",
+            "peak_occupancy",
+            "cumulative_input_measured",
+            "cumulative_input_estimated",
+            "largest_tool_result",
+            "largest_result_tokens_estimated",
+            "error_code",
+        ),
+        totals=("calls", "tool_calls", "cumulative_input_measured", "cumulative_input_estimated"),
+        provenance={
+            "peak_occupancy": "measured where usage exists, else estimated",
+            "peak_occupancy_measured": "measured",
+            "peak_occupancy_estimated": "estimated",
+            "cumulative_input_measured": "measured",
+            "cumulative_input_estimated": "estimated",
+            "largest_result_tokens_estimated": "estimated",
+            "wall_s": "measured (first to last stored event of the turn)",
+        },
+        footnote="peak_occupancy: measured where usage exists, else estimated; "
+        "cumulative_input_*: sum of the turn's call windows (measured / estimated)",
+    )
+    _emit(api.turns(session_id, db, app=app_name, user=user), fmt, view)
+
+
+@app.command()
+@boundary
+def calls(
+    session_id: SessionArg,
+    turn: Annotated[int | None, typer.Option("--turn", help="Only this turn (1 = first).")] = None,
+    app_name: AppPick = None,
+    user: UserPick = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Per model call: window occupancy by role and cumulative input so far in the turn.
+
+    The window is what ADK sent: rebuilt from the stored events with ADK's own rules
+    (compaction summaries, other agents' messages as quoted text, orphaned calls
+    dropped). Calls whose estimate and measurement differ by more than 25% are marked
+    gauge_blind.
+    """
+    from . import api
+    from .output import View
+
+    frame = api.calls(session_id, db, turn=turn, app=app_name, user=user)
+    table = frame.unnest("by_role") if fmt is Format.table else frame
+    view = View(
+        columns=(
+            "turn",
+            "timestamp",
+            "agent",
+            "kind",
+            "occupancy_measured",
+            "occupancy_estimated",
+            "user",
+            "model",
+            "tool",
+            "summary",
+            "inferred_system",
+            "cumulative_input_measured",
+            "cumulative_input_estimated",
+            "gauge_blind",
+            "error_code",
+            "call_id",
+        )
+        if fmt is Format.table
+        else None,
+        totals=("occupancy_measured", "occupancy_estimated"),
+        provenance={
+            "occupancy_measured": "measured",
+            "occupancy_estimated": "estimated",
+            "cumulative_input_measured": "measured",
+            "cumulative_input_estimated": "estimated",
+            "by_role": "estimated; inferred_system inferred",
+            "estimate_error": "inferred",
+        },
+        footnote=_ESTIMATE_NOTE.format(ratio=_ratio_note(frame))
+        + "; user..summary: estimated tokens by role",
+    )
+    _emit(table if fmt is Format.table else frame, fmt, view)
+
+
+@app.command()
+@boundary
+def window(
+    session_id: SessionArg,
+    call_id: Annotated[str, typer.Argument(help="The call's id (`forensics calls SESSION`).")],
+    app_name: AppPick = None,
+    user: UserPick = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """What one call's request contained: every event and part, in order, with its size.
+
+    relayed parts are another agent's messages, calls and results, which ADK sends as
+    quoted user text; a preamble part is ADK's own framing of such a message.
+    """
+    from . import api
+    from .output import View
+
+    view = View(
+        columns=(
+            "event_id",
+            "part_index",
+            "part_kind",
+            "author",
+            "role",
+            "relayed",
+            "tool_name",
+            "chars",
+            "tokens_estimated",
+        ),
+        totals=("chars", "tokens_estimated"),
+        provenance={
+            "chars": "measured from stored content (relayed: ADK's rendering)",
+            "tokens_estimated": "estimated",
+        },
+        footnote="chars: measured from the stored events; tokens_estimated: chars / ratio",
+    )
+    _emit(api.window(session_id, call_id, db, app=app_name, user=user), fmt, view)
+
+
+@app.command()
+@boundary
+def growth(
+    top: Annotated[int, typer.Option("--top", help="How many tool calls to show.")] = 10,
+    session_id: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Tool calls ranked by how much their result grew the next request, and its re-send cost.
+
+    latency_s is the time from the model request that issued the call to the stored
+    result: ADK stamps a model event when its request starts, so it includes the
+    model's own generation time (an upper bound on the tool's latency).
+    """
+    from . import api
+    from .output import View
+
+    view = View(
+        columns=(
+            "session_id",
+            "turn",
+            "tool_name",
+            "latency_s",
+            "rows",
+            "tokens_per_row",
+            "result_tokens_estimated",
+            "occupancy_before",
+            "occupancy_after",
+            "growth_tokens",
+            "resent_calls",
+            "resent_tokens",
+        ),
+        totals=("resent_tokens",),
+        provenance={
+            "latency_s": "inferred (upper bound: includes model generation time)",
+            "result_tokens_estimated": "estimated",
+            "tokens_per_row": "estimated",
+            "occupancy_before": "see occupancy_source",
+            "occupancy_after": "see occupancy_source",
+            "growth_tokens": "see occupancy_source; split by result size when parallel",
+            "resent_tokens": "estimated",
+        },
+        footnote="occupancy_*: measured when both calls have usage (occupancy_source); "
+        "resent_*: later calls that carried the result, and its estimated tokens times them",
+    )
+    _emit(api.growth(session_id, db, top=top), fmt, view)
+
+
 @app.command()
 @boundary
 def demo(

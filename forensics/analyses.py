@@ -1,0 +1,399 @@
+"""Calls, windows, growth and turns as polars DataFrames, from the store.
+
+Occupancy is given twice: `measured` (the call's own usage_metadata.prompt_token_count)
+and `estimated` (the window's characters over a chars-per-token ratio fitted on
+the calls that have both). What the measured figure holds beyond the visible
+window (system instruction, tool schemas) is `inferred`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import duckdb
+import polars as pl
+
+from . import queries
+from .windows import ROLES, Call, Session, build_sessions, calls, window
+
+DEFAULT_CHARS_PER_TOKEN = 3.0
+BLIND_GAUGE = 0.25  # estimate and measurement further apart than this are flagged
+
+
+@dataclass
+class Ratio:
+    """chars per token, fitted as prompt_tokens = chars / ratio + per-agent constant."""
+
+    chars_per_token: float
+    source: str  # fitted | default
+    calls: int  # calls the fit used
+    mean_abs_error: float | None  # of the fitted prompt tokens, as a fraction of measured
+    constant_tokens: dict[str, float] = field(default_factory=dict)  # per agent: system+tools
+
+    def tokens(self, chars: int) -> int:
+        return round(chars / self.chars_per_token)
+
+
+def fit_ratio(samples: list[tuple[str, int, int]]) -> Ratio:
+    """Least squares with one slope and an intercept per agent (fixed effects).
+
+    `samples`: (agent, window chars, measured prompt tokens). The intercept is the
+    part of the prompt the stored events do not show: system instruction and tool
+    schemas, which stay the same across one agent's calls.
+    """
+    by_agent: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for agent, chars, tokens in samples:
+        by_agent[agent].append((chars, tokens))
+    sxy = sxx = 0.0
+    means: dict[str, tuple[float, float]] = {}
+    for agent, pairs in by_agent.items():
+        mx = sum(c for c, _ in pairs) / len(pairs)
+        my = sum(t for _, t in pairs) / len(pairs)
+        means[agent] = (mx, my)
+        sxy += sum((c - mx) * (t - my) for c, t in pairs)
+        sxx += sum((c - mx) ** 2 for c, _ in pairs)
+    if len(samples) < 3 or sxx <= 0 or sxy <= 0:
+        return Ratio(DEFAULT_CHARS_PER_TOKEN, "default", 0, None)
+    slope = sxy / sxx
+    constant = {agent: my - slope * mx for agent, (mx, my) in means.items()}
+    errors = [
+        abs(chars * slope + constant[agent] - tokens) / tokens
+        for agent, chars, tokens in samples
+        if tokens
+    ]
+    return Ratio(1 / slope, "fitted", len(samples), sum(errors) / len(errors), constant)
+
+
+def load_sessions(con: duckdb.DuckDBPyConnection, session: str | None = None) -> list[Session]:
+    params = {"session": session}
+    events = con.sql(queries.load("session_events").sql, params=params).to_arrow_table()
+    parts = con.sql(queries.load("session_parts").sql, params=params).to_arrow_table()
+    return build_sessions(events.to_pylist(), parts.to_pylist())
+
+
+@dataclass
+class Reconstruction:
+    """Every call of the selected sessions, with the ratio that sizes them."""
+
+    sessions: list[Session]
+    calls: list[tuple[Session, Call]]
+    ratio: Ratio
+
+
+def reconstruct(con: duckdb.DuckDBPyConnection, session: str | None = None) -> Reconstruction:
+    sessions = load_sessions(con, session)
+    every = [(s, c) for s in sessions for c in calls(s)]
+    samples = [
+        (c.event.author or "", sum(c.chars_by_role.values()), c.event.prompt_tokens)
+        for _, c in every
+        if c.kind == "agent" and c.event.prompt_tokens
+    ]
+    return Reconstruction(sessions, every, fit_ratio(samples))
+
+
+def _occupancy(call: Call, ratio: Ratio) -> tuple[int | None, int | None]:
+    if call.kind == "summarizer":
+        return call.event.prompt_tokens, None
+    return call.event.prompt_tokens, ratio.tokens(sum(call.chars_by_role.values()))
+
+
+def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
+    """One row per call: occupancy measured/estimated, by role, cumulative input in its turn."""
+    ratio = rec.ratio
+    rows = []
+    running: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    for session, call in rec.calls:
+        measured, estimated = _occupancy(call, ratio)
+        by_role = {role: ratio.tokens(call.chars_by_role[role]) for role in ROLES}
+        visible = sum(by_role.values())
+        inferred = (
+            measured - visible if measured is not None and call.kind != "summarizer" else None
+        )
+        by_role["inferred_system"] = inferred
+        key = (session.app_name, session.user_id, session.session_id, call.event.invocation_id)
+        cumulative_measured = cumulative_estimated = None
+        if call.kind != "summarizer":
+            totals = running[key]
+            totals[0] += measured or 0
+            totals[1] += estimated or 0
+            cumulative_measured, cumulative_estimated = totals
+        error = None
+        if measured and estimated is not None and ratio.source == "fitted":
+            expected = estimated + ratio.constant_tokens.get(call.event.author or "", 0)
+            error = (expected - measured) / measured
+        rows.append(
+            {
+                "call_id": call.event.event_id,
+                "session_id": session.session_id,
+                "app_name": session.app_name,
+                "user_id": session.user_id,
+                "invocation_id": call.event.invocation_id,
+                "turn": call.turn,
+                "agent": "summarizer" if call.kind == "summarizer" else call.event.author,
+                "kind": call.kind,
+                "timestamp": call.event.epoch,
+                "model_version": call.event.model_version,
+                "occupancy_measured": measured,
+                "occupancy_estimated": estimated,
+                "cumulative_input_measured": cumulative_measured,
+                "cumulative_input_estimated": cumulative_estimated,
+                "cached_tokens": call.event.cached_tokens,
+                "chars": sum(call.chars_by_role.values()) if call.kind != "summarizer" else None,
+                "by_role": by_role,
+                "estimate_error": error,
+                "gauge_blind": error is not None and abs(error) > BLIND_GAUGE,
+                "ratio_source": ratio.source,
+                "error_code": call.event.error_code,
+            }
+        )
+    frame = _with_time(
+        pl.DataFrame(rows, schema_overrides=_CALL_SCHEMA, strict=False)
+        if rows
+        else pl.DataFrame(schema=_CALL_SCHEMA)
+    )
+    return frame if turn is None else frame.filter(pl.col("turn") == turn)
+
+
+_CALL_SCHEMA = {
+    "call_id": pl.String,
+    "session_id": pl.String,
+    "app_name": pl.String,
+    "user_id": pl.String,
+    "invocation_id": pl.String,
+    "turn": pl.Int64,
+    "agent": pl.String,
+    "kind": pl.String,
+    "timestamp": pl.Float64,
+    "model_version": pl.String,
+    "occupancy_measured": pl.Int64,
+    "occupancy_estimated": pl.Int64,
+    "cumulative_input_measured": pl.Int64,
+    "cumulative_input_estimated": pl.Int64,
+    "cached_tokens": pl.Int64,
+    "chars": pl.Int64,
+    "by_role": pl.Struct({r: pl.Int64 for r in (*ROLES, "inferred_system")}),
+    "estimate_error": pl.Float64,
+    "gauge_blind": pl.Boolean,
+    "ratio_source": pl.String,
+    "error_code": pl.String,
+}
+
+
+def _with_time(frame: pl.DataFrame, column: str = "timestamp") -> pl.DataFrame:
+    return frame.with_columns(
+        (pl.col(column) * 1_000_000).cast(pl.Int64).cast(pl.Datetime("us", "UTC")).alias(column)
+    )
+
+
+def window_frame(rec: Reconstruction, call_id: str) -> pl.DataFrame:
+    """The parts of one call's request, in request order, with their sizes."""
+    for session, call in rec.calls:
+        if call.event.event_id == call_id:
+            if call.kind == "summarizer":
+                break
+            parts = window(session, call.index)
+            return pl.DataFrame(
+                [
+                    {
+                        "event_id": p.event_id,
+                        "part_index": p.part_index,
+                        "part_kind": p.part_kind,
+                        "author": p.author,
+                        "role": p.role,
+                        "relayed": p.relayed,
+                        "tool_name": p.tool_name,
+                        "function_call_id": p.function_call_id,
+                        "chars": p.chars,
+                        "tokens_estimated": rec.ratio.tokens(p.chars),
+                    }
+                    for p in parts
+                ],
+                schema={
+                    "event_id": pl.String,
+                    "part_index": pl.Int64,
+                    "part_kind": pl.String,
+                    "author": pl.String,
+                    "role": pl.String,
+                    "relayed": pl.Boolean,
+                    "tool_name": pl.String,
+                    "function_call_id": pl.String,
+                    "chars": pl.Int64,
+                    "tokens_estimated": pl.Int64,
+                },
+            )
+    raise LookupError(call_id)
+
+
+def growth_frame(rec: Reconstruction) -> pl.DataFrame:
+    """Tool calls ranked by how much their result grew the next request's window."""
+    ratio = rec.ratio
+    rows = []
+    by_session: dict[int, list[Call]] = defaultdict(list)
+    for session, call in rec.calls:
+        by_session[id(session)].append(call)
+    for session in rec.sessions:
+        session_calls = by_session[id(session)]
+        issued: dict[str, tuple[Call, str]] = {}  # call id -> (the model call, tool name)
+        for call in session_calls:
+            for part in call.event.parts:
+                if part.kind == "function_call" and part.call_id:
+                    issued[part.call_id] = (call, part.tool_name or "")
+        # results grouped by the event that carried them (parallel calls share one)
+        results: dict[int, list[tuple[int, object]]] = defaultdict(list)
+        for index, event in enumerate(session.events):
+            for part in event.parts:
+                if part.kind == "function_response" and part.call_id in issued:
+                    results[index].append((index, part))
+        for index, items in results.items():
+            event = session.events[index]
+            later = [c for c in session_calls if c.index > index and c.kind != "summarizer"]
+            carriers = {
+                id(c): c
+                for c in later
+                if any(p.call_id in c.response_ids or p.call_id in c.relayed_ids for _, p in items)
+            }
+            after_call = next((c for c in later if id(c) in carriers), None)
+            total_tokens = sum(ratio.tokens(p.chars) for _, p in items) or 1
+            for _, part in items:
+                source_call, tool = issued[part.call_id]
+                before_m, before_e = _occupancy(source_call, ratio)
+                after_m, after_e = _occupancy(after_call, ratio) if after_call else (None, None)
+                measured = before_m is not None and after_m is not None
+                before, after = (before_m, after_m) if measured else (before_e, after_e)
+                tokens = ratio.tokens(part.chars)
+                jump = after - before if after is not None and before is not None else None
+                growth = round(jump * tokens / total_tokens) if jump is not None else None
+                resent = [
+                    c
+                    for c in later
+                    if part.call_id in c.response_ids or part.call_id in c.relayed_ids
+                ]
+                same_turn = [
+                    c for c in resent if c.event.invocation_id == source_call.event.invocation_id
+                ]
+                latency = event.epoch - source_call.event.epoch
+                rows.append(
+                    {
+                        "session_id": session.session_id,
+                        "invocation_id": source_call.event.invocation_id,
+                        "turn": source_call.turn,
+                        "agent": source_call.event.author,
+                        "tool_name": tool,
+                        "function_call_id": part.call_id,
+                        "latency_s": round(latency, 3),
+                        "result_chars": part.chars,
+                        "result_tokens_estimated": tokens,
+                        "rows": part.row_count,
+                        "tokens_per_row": round(tokens / part.row_count)
+                        if part.row_count
+                        else None,
+                        "occupancy_before": before,
+                        "occupancy_after": after,
+                        "occupancy_source": "measured" if measured else "estimated",
+                        "growth_tokens": growth,
+                        "growth_tokens_per_s": round(growth / latency)
+                        if growth is not None and latency > 0
+                        else None,
+                        "parallel_results": len(items),
+                        "resent_calls": len(resent),
+                        "resent_tokens": tokens * len(resent),
+                        "resent_calls_in_turn": len(same_turn),
+                        "resent_tokens_in_turn": tokens * len(same_turn),
+                    }
+                )
+    schema = {
+        "session_id": pl.String,
+        "invocation_id": pl.String,
+        "turn": pl.Int64,
+        "agent": pl.String,
+        "tool_name": pl.String,
+        "function_call_id": pl.String,
+        "latency_s": pl.Float64,
+        "result_chars": pl.Int64,
+        "result_tokens_estimated": pl.Int64,
+        "rows": pl.Int64,
+        "tokens_per_row": pl.Int64,
+        "occupancy_before": pl.Int64,
+        "occupancy_after": pl.Int64,
+        "occupancy_source": pl.String,
+        "growth_tokens": pl.Int64,
+        "growth_tokens_per_s": pl.Int64,
+        "parallel_results": pl.Int64,
+        "resent_calls": pl.Int64,
+        "resent_tokens": pl.Int64,
+        "resent_calls_in_turn": pl.Int64,
+        "resent_tokens_in_turn": pl.Int64,
+    }
+    frame = pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+    return frame.sort(["growth_tokens", "result_chars"], descending=True, nulls_last=True)
+
+
+def turns_frame(rec: Reconstruction) -> pl.DataFrame:
+    """Per turn: calls, tool calls, wall time, peak occupancy, cumulative input, largest result."""
+    ratio = rec.ratio
+    rows = []
+    by_session: dict[int, list[Call]] = defaultdict(list)
+    for session, call in rec.calls:
+        by_session[id(session)].append(call)
+    for session in rec.sessions:
+        events_by_turn: dict[str, list] = defaultdict(list)
+        for event in session.events:
+            if event.invocation_id and not event.is_compaction:
+                events_by_turn[event.invocation_id].append(event)
+        calls_by_turn: dict[str, list[Call]] = defaultdict(list)
+        for call in by_session[id(session)]:
+            if call.kind != "summarizer":
+                calls_by_turn[call.event.invocation_id or ""].append(call)
+        for number, (invocation, events) in enumerate(events_by_turn.items(), start=1):
+            turn_calls = calls_by_turn.get(invocation, [])
+            occupancies = [_occupancy(c, ratio) for c in turn_calls]
+            measured = [m for m, _ in occupancies if m is not None]
+            estimated = [e for _, e in occupancies if e is not None]
+            results = [p for e in events for p in e.parts if p.kind == "function_response"]
+            largest = max(results, key=lambda p: p.chars, default=None)
+            errors = [e.error_code for e in events if e.error_code]
+            rows.append(
+                {
+                    "session_id": session.session_id,
+                    "invocation_id": invocation,
+                    "turn": number,
+                    "calls": len(turn_calls),
+                    "tool_calls": sum(
+                        1 for e in events for p in e.parts if p.kind == "function_call"
+                    ),
+                    "wall_s": round(events[-1].epoch - events[0].epoch, 3),
+                    "peak_occupancy_measured": max(measured, default=None),
+                    "peak_occupancy_estimated": max(estimated, default=None),
+                    "peak_occupancy": max(measured, default=None)
+                    if measured
+                    else max(estimated, default=None),
+                    "cumulative_input_measured": sum(measured) if measured else None,
+                    "cumulative_input_estimated": sum(estimated),
+                    "largest_tool_result": largest.tool_name if largest else None,
+                    "largest_result_tokens_estimated": ratio.tokens(largest.chars)
+                    if largest
+                    else None,
+                    "error_code": errors[-1] if errors else None,
+                    "started_at": events[0].epoch,
+                }
+            )
+    schema = {
+        "session_id": pl.String,
+        "invocation_id": pl.String,
+        "turn": pl.Int64,
+        "calls": pl.Int64,
+        "tool_calls": pl.Int64,
+        "wall_s": pl.Float64,
+        "peak_occupancy_measured": pl.Int64,
+        "peak_occupancy_estimated": pl.Int64,
+        "peak_occupancy": pl.Int64,
+        "cumulative_input_measured": pl.Int64,
+        "cumulative_input_estimated": pl.Int64,
+        "largest_tool_result": pl.String,
+        "largest_result_tokens_estimated": pl.Int64,
+        "error_code": pl.String,
+        "started_at": pl.Float64,
+    }
+    frame = pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+    return _with_time(frame, "started_at")
