@@ -6,8 +6,8 @@ stored before it:
 
 - events of another branch (not an ancestor of the call's) or another isolation
   scope, partial events, ADK's framework/auth/confirmation events, and events
-  with no visible part are left out; a thought is invisible unless it carries a
-  thought_signature;
+  with no visible part are left out (a thought is invisible unless it carries a
+  thought_signature); an event with a visible part goes in with all its parts;
 - compaction events appended before the call replace the raw events inside their
   (merged) ranges by their summary, a range contained in another is superseded;
 - another agent's messages, calls and results arrive as user-role "For context"
@@ -144,6 +144,10 @@ def is_call(event: Event) -> str | None:
     if not event.author or event.author == "user":
         return None
     if event.error_code is not None:
+        # a model's error response carries its model_version (or usage); an error
+        # event without either is a crashed tool or the framework: not a call
+        if event.model_version is None and event.prompt_tokens is None:
+            return None
         return "failed"
     # usage marks a model response; without usage (some providers, older exports)
     # an agent event holding text or calls is one too, but a tool result is not
@@ -260,9 +264,9 @@ def window(session: Session, call_index: int) -> list[WindowPart]:
         if relayed:
             out += _relay(e)
             continue
+        # an event that has one visible part goes in whole: ADK copies every part,
+        # a plain thought beside a call included (only all-invisible events are left out)
         for p in e.parts:
-            if not p.visible:
-                continue
             if p.kind == "function_call" and p.call_id:
                 seen_calls.add(p.call_id)
                 if p.call_id not in own_responses and p.call_id not in long_running:
