@@ -78,18 +78,22 @@ class Reconstruction:
 
     sessions: list[Session]
     calls: list[tuple[Session, Call]]
-    ratio: Ratio
+    ratios: dict[str, Ratio]  # per source: each provider and tokenizer has its own
+
+    def ratio(self, session: Session) -> Ratio:
+        return self.ratios[session.source]
 
 
 def reconstruct(con: duckdb.DuckDBPyConnection, session: str | None = None) -> Reconstruction:
     sessions = load_sessions(con, session)
     every = [(s, c) for s in sessions for c in calls(s)]
-    samples = [
-        (c.event.author or "", sum(c.chars_by_role.values()), c.event.prompt_tokens)
-        for _, c in every
-        if c.kind == "agent" and c.event.prompt_tokens
-    ]
-    return Reconstruction(sessions, every, fit_ratio(samples))
+    samples: dict[str, list[tuple[str, int, int]]] = {s.source: [] for s in sessions}
+    for s, c in every:
+        if c.kind == "agent" and c.event.prompt_tokens:
+            samples[s.source].append(
+                (c.event.author or "", sum(c.chars_by_role.values()), c.event.prompt_tokens)
+            )
+    return Reconstruction(sessions, every, {src: fit_ratio(v) for src, v in samples.items()})
 
 
 def _occupancy(call: Call, ratio: Ratio) -> tuple[int | None, int | None]:
@@ -100,10 +104,10 @@ def _occupancy(call: Call, ratio: Ratio) -> tuple[int | None, int | None]:
 
 def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
     """One row per call: occupancy measured/estimated, by role, cumulative input in its turn."""
-    ratio = rec.ratio
     rows = []
     running: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
     for session, call in rec.calls:
+        ratio = rec.ratio(session)
         measured, estimated = _occupancy(call, ratio)
         by_role = {role: ratio.tokens(call.chars_by_role[role]) for role in ROLES}
         visible = sum(by_role.values())
@@ -144,6 +148,8 @@ def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
                 "estimate_error": error,
                 "gauge_blind": error is not None and abs(error) > BLIND_GAUGE,
                 "ratio_source": ratio.source,
+                "chars_per_token": round(ratio.chars_per_token, 3),
+                "source": session.source,
                 "error_code": call.event.error_code,
             }
         )
@@ -205,7 +211,7 @@ def window_frame(rec: Reconstruction, call_id: str) -> pl.DataFrame:
                         "tool_name": p.tool_name,
                         "function_call_id": p.function_call_id,
                         "chars": p.chars,
-                        "tokens_estimated": rec.ratio.tokens(p.chars),
+                        "tokens_estimated": rec.ratio(session).tokens(p.chars),
                     }
                     for p in parts
                 ],
@@ -227,12 +233,12 @@ def window_frame(rec: Reconstruction, call_id: str) -> pl.DataFrame:
 
 def growth_frame(rec: Reconstruction) -> pl.DataFrame:
     """Tool calls ranked by how much their result grew the next request's window."""
-    ratio = rec.ratio
     rows = []
     by_session: dict[int, list[Call]] = defaultdict(list)
     for session, call in rec.calls:
         by_session[id(session)].append(call)
     for session in rec.sessions:
+        ratio = rec.ratio(session)
         session_calls = by_session[id(session)]
         issued: dict[str, tuple[Call, str]] = {}  # call id -> (the model call, tool name)
         for call in session_calls:
@@ -331,12 +337,12 @@ def growth_frame(rec: Reconstruction) -> pl.DataFrame:
 
 def turns_frame(rec: Reconstruction) -> pl.DataFrame:
     """Per turn: calls, tool calls, wall time, peak occupancy, cumulative input, largest result."""
-    ratio = rec.ratio
     rows = []
     by_session: dict[int, list[Call]] = defaultdict(list)
     for session, call in rec.calls:
         by_session[id(session)].append(call)
     for session in rec.sessions:
+        ratio = rec.ratio(session)
         events_by_turn: dict[str, list] = defaultdict(list)
         for event in session.events:
             if event.invocation_id and not event.is_compaction:

@@ -230,6 +230,6 @@ def turns(
     return turns_frame(_reconstruct(db, session_id, app, user))
 
 
-def ratio(db: str | Path | None = None, session_id: str | None = None):
-    """The chars-per-token ratio the estimates use: fitted on measured calls, or the default."""
-    return _reconstruct(db, session_id, None, None).ratio
+def ratios(db: str | Path | None = None, session_id: str | None = None) -> dict:
+    """Per source, the chars-per-token ratio the estimates use: fitted, or the default."""
+    return _reconstruct(db, session_id, None, None).ratios

@@ -104,6 +104,7 @@ class Session:
     user_id: str
     session_id: str
     events: list[Event]
+    source: str = ""
 
 
 @dataclass(slots=True)
@@ -405,7 +406,7 @@ def build_sessions(events: Iterable[dict], parts: Iterable[dict]) -> list[Sessio
     for r in events:
         key = (r["app_name"], r["user_id"], r["session_id"])
         if current is None or (current.app_name, current.user_id, current.session_id) != key:
-            current = Session(*key, [])
+            current = Session(*key, [], r.get("source") or "")
             sessions.append(current)
         content, summary = by_event.get((*key, r["event_id"]), ([], []))
         current.events.append(

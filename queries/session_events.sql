@@ -1,10 +1,11 @@
 -- name: session_events
 -- Events of the selected sessions in stored order, with what window reconstruction needs.
 -- params: $session
-SELECT app_name, user_id, session_id, event_id, invocation_id, author, branch,
-       isolation_scope, epoch, partial, error_code, error_message, is_compaction,
-       compaction_start, compaction_end, prompt_tokens, cached_tokens, candidates_tokens,
-       long_running_tool_ids, model_version
-FROM events
-WHERE $session IS NULL OR session_id = $session
-ORDER BY app_name, user_id, session_id, epoch, event_id;
+SELECT e.app_name, e.user_id, e.session_id, e.event_id, e.invocation_id, e.author, e.branch,
+       e.isolation_scope, e.epoch, e.partial, e.error_code, e.error_message, e.is_compaction,
+       e.compaction_start, e.compaction_end, e.prompt_tokens, e.cached_tokens,
+       e.candidates_tokens, e.long_running_tool_ids, e.model_version, s.source
+FROM events AS e
+JOIN sessions AS s USING (app_name, user_id, session_id)
+WHERE $session IS NULL OR e.session_id = $session
+ORDER BY e.app_name, e.user_id, e.session_id, e.epoch, e.event_id;

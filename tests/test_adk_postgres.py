@@ -199,3 +199,14 @@ def test_options_in_the_dsn_are_kept(tmp_path, pg_db):
         assert con.execute("SHOW statement_timeout").fetchone()[0] == "4321ms"
         assert con.execute("SELECT current_schema()").fetchone()[0] == "adk"
     assert api.ingest_postgres(tmp_path / "f.duckdb", dsn).rows_loaded == copied["events"]
+
+
+def test_the_reconstruction_is_the_same_from_postgres(tmp_path, pg_db):
+    copy_adk_sqlite_to_pg(SAMPLES / "adk_v1.db", pg_db)
+    api.ingest_sqlite(tmp_path / "a.duckdb", SAMPLES / "adk_v1.db")
+    api.ingest_postgres(tmp_path / "b.duckdb", pg_db)
+    columns = ["call_id", "kind", "turn", "occupancy_measured", "occupancy_estimated",
+               "cumulative_input_measured", "cumulative_input_estimated", "by_role"]
+    assert api.calls(None, tmp_path / "b.duckdb").select(columns).equals(
+        api.calls(None, tmp_path / "a.duckdb").select(columns))
+    assert api.growth(None, tmp_path / "b.duckdb").equals(api.growth(None, tmp_path / "a.duckdb"))

@@ -93,7 +93,7 @@ def test_cumulative_input_is_the_running_sum_of_occupancy(sample_db):
 
 
 def test_the_ratio_is_fitted_from_measured_calls(sample_db):
-    ratio = api.ratio(sample_db)
+    (ratio,) = api.ratios(sample_db).values()
     assert ratio.source == "fitted"
     # the scripted model counts one token per 3.6 characters of its real request
     assert ratio.chars_per_token == pytest.approx(3.6, rel=0.01)
@@ -152,3 +152,25 @@ def test_window_and_turns_commands(sample_db):
     bad = runner.invoke(app, ["window", "incident", "nope", "--db", str(sample_db)])
     assert bad.exit_code == 1
     assert bad.stderr.startswith("Error: no agent call 'nope' in session 'incident'")
+
+
+REAL = ROOT.parent / "shared" / "real_data" / "adk"
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_data is absent")
+def test_real_sessions_reconstruct(tmp_path):
+    db = tmp_path / "r.duckdb"
+    for path in sorted(REAL.glob("*.db")):
+        api.ingest_sqlite(db, path)
+    api.ingest_json(db, sorted(REAL.glob("*.json")))
+    frame = api.calls(None, db)
+    sessions = api.sessions(db)
+    # every session with a model reply has calls; usage where the files carry it
+    assert set(frame["session_id"]) <= set(sessions["session_id"])
+    assert frame.height >= sessions.height
+    measured = frame.filter(pl.col("occupancy_measured").is_not_null())
+    assert measured.height > 0
+    assert (frame["occupancy_estimated"] >= 0).all()
+    turns = api.turns(None, db)
+    assert turns["calls"].sum() == frame.filter(pl.col("kind") != "summarizer").height
+    assert api.growth(None, db).height > 0
