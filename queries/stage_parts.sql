@@ -44,7 +44,7 @@ payloads AS (
     FROM kinded
 ),
 valued AS (
-    -- separators and escaped quotes counted on the first 64 KB only, and scaled to
+    -- separators and escaped quotes counted on the first 8 KB only, and scaled to
     -- the whole payload beyond that: a tool result's rows are alike, and a full
     -- pass over every 500 KB result cost more than the rest of the part together
     SELECT *,
@@ -52,7 +52,7 @@ valued AS (
                - (length(head) - length(replace(head, '\"', ''))) // 2 AS head_extra
     FROM (
         SELECT *, regexp_replace(head, '"(?:[^"\\]|\\.)*"', '', 'g') AS bare
-        FROM (SELECT *, left(payload, 65536) AS head FROM payloads)
+        FROM (SELECT *, left(payload, 8192) AS head FROM payloads)
     )
 )
 SELECT
@@ -90,11 +90,11 @@ SELECT
     -- The payload's size when ADK relays it to another agent as "For context"
     -- text (_fencing._present_other_agent_message renders args and responses
     -- with Python's str()): compact JSON plus a space after every ':' and ','
-    -- outside strings, with \" written as ". Exact up to 64 KB, scaled from the
-    -- first 64 KB above that. Text parts relay as written.
+    -- outside strings, with \" written as ". Exact up to 8 KB, scaled from the
+    -- first 8 KB above that. Text parts relay as written.
     CASE WHEN payload IS NULL THEN chars
-         WHEN length(payload) <= 65536 THEN length(payload) + head_extra
-         ELSE length(payload) + round(head_extra * length(payload) / 65536)
+         WHEN length(payload) <= 8192 THEN length(payload) + head_extra
+         ELSE length(payload) + round(head_extra * length(payload) / 8192)
     END::BIGINT AS relay_chars,
     -- what `chars` measures, cut to 2,000 characters: enough to recognise a
     -- payload, while the store stays a fraction of the source's size

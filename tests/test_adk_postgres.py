@@ -24,10 +24,10 @@ EVENT_FACTS = ("SELECT app_name, user_id, session_id, event_id, invocation_id, a
                "chars, part_count, kinds, prompt_tokens, candidates_tokens, cached_tokens, "
                "error_code, is_compaction, compaction_start, compaction_end "
                "FROM events ORDER BY ALL")
-# previews, and relay sizes of payloads over 64 KB (scaled from their first 64 KB),
+# previews, and relay sizes of payloads over 8 KB (scaled from their first 8 KB),
 # depend on key order: jsonb stores object keys sorted by length
 PART_FACTS = ("SELECT * EXCLUDE (app_name, user_id, preview, relay_chars), "
-              "CASE WHEN chars <= 65536 THEN relay_chars END FROM parts ORDER BY ALL")
+              "CASE WHEN chars <= 8192 THEN relay_chars END FROM parts ORDER BY ALL")
 
 
 def _facts(db: Path) -> tuple[list, list]:

@@ -38,6 +38,7 @@ def test_every_stress_call_matches_what_adk_sent(stress):
         (session,) = load_sessions(con)
     counted = {"agent": 0, "summarizer": 0, "relayed": 0, "after_compaction": 0}
     compacted = False
+    exact = 0
     for call in calls(session):
         record = records[call.event.event_id]
         counted[call.kind] += 1
@@ -45,8 +46,11 @@ def test_every_stress_call_matches_what_adk_sent(stress):
             compacted = True
             continue
         parts = window(session, call.index)
-        # sizes: to the character; function responses: by marker, and by name for all
-        assert sum(call.chars_by_role.values()) == record["content_chars"], call.event.event_id
+        # sizes within 0.2% (exact but for relayed payloads over 8 KB, whose str()
+        # size is scaled from their first 8 KB); function responses: by marker and name
+        chars = sum(call.chars_by_role.values())
+        assert abs(chars - record["content_chars"]) <= 0.002 * record["content_chars"]
+        exact += chars == record["content_chars"]
         assert sorted(marked[i] for i in call.response_ids if i in marked) == \
             sorted(record["function_response_result_ids"])
         names = [p.tool_name for p in parts if p.part_kind == "function_response"
@@ -56,6 +60,7 @@ def test_every_stress_call_matches_what_adk_sent(stress):
         counted["after_compaction"] += compacted
     agent_records = [r for r in records.values() if r["kind"] == "agent"]
     assert counted["agent"] == len(agent_records)
+    assert exact >= counted["agent"] - 3  # only the calls that carried the relayed big result
     assert counted["summarizer"] == len(records) - len(agent_records) >= 2
     assert counted["relayed"] >= 4
     assert counted["after_compaction"] >= 6
