@@ -149,6 +149,9 @@ def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
                 "gauge_blind": error is not None and abs(error) > BLIND_GAUGE,
                 "ratio_source": ratio.source,
                 "chars_per_token": round(ratio.chars_per_token, 3),
+                "ratio_mean_abs_error": None
+                if ratio.mean_abs_error is None
+                else round(ratio.mean_abs_error, 4),
                 "source": session.source,
                 "error_code": call.event.error_code,
             }

@@ -469,9 +469,19 @@ _ESTIMATE_NOTE = (
 
 
 def _ratio_note(frame) -> str:
-    if frame.is_empty() or "ratio_source" not in frame.columns:
-        return ""
-    return f"ratio {frame['ratio_source'][0]}"
+    """The ratios behind the estimates, one per source, with the fit's error."""
+    if frame.is_empty():
+        return "no calls"
+    notes = []
+    for row in frame.unique("source", maintain_order=True).iter_rows(named=True):
+        error = row["ratio_mean_abs_error"]
+        fit = (
+            f"fitted, mean error {error:.1%}"
+            if row["ratio_source"] == "fitted"
+            else "default: nothing measured to fit"
+        )
+        notes.append(f"{row['chars_per_token']:.2f} chars/token ({fit})")
+    return "; ".join(dict.fromkeys(notes))
 
 
 @app.command()
