@@ -233,3 +233,30 @@ def turns(
 def ratios(db: str | Path | None = None, session_id: str | None = None) -> dict:
     """Per source, the chars-per-token ratio the estimates use: fitted, or the default."""
     return _reconstruct(db, session_id, None, None).ratios
+
+
+def compaction(
+    session_id: str | None = None,
+    db: str | Path | None = None,
+    *,
+    app: str | None = None,
+    user: str | None = None,
+) -> pl.DataFrame:
+    """Per compaction event: its range, what it covers (stored), what the next call sent."""
+    from .compaction import audit_ranges
+
+    return audit_ranges(_reconstruct(db, session_id, app, user))
+
+
+def compaction_sessions(
+    session_id: str | None = None,
+    db: str | Path | None = None,
+    *,
+    threshold_tokens: int | None = None,
+    app: str | None = None,
+    user: str | None = None,
+) -> pl.DataFrame:
+    """Per session: the raw window retained after the last range; calls over a threshold."""
+    from .compaction import audit_sessions
+
+    return audit_sessions(_reconstruct(db, session_id, app, user), threshold_tokens)

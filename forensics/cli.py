@@ -683,6 +683,115 @@ def growth(
 
 @app.command()
 @boundary
+def compaction(
+    session_id: Annotated[
+        str | None, typer.Argument(help="One session; all sessions when left out.")
+    ] = None,
+    threshold_tokens: Annotated[
+        int | None,
+        typer.Option("--threshold-tokens", help="Count calls whose window exceeded this."),
+    ] = None,
+    by_session: Annotated[
+        bool, typer.Option("--by-session", help="One row per session instead of per range.")
+    ] = False,
+    app_name: AppPick = None,
+    user: UserPick = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Audit compaction: each range, what it covers, and what the next request still carried.
+
+    Stored and sent are kept apart: compaction deletes nothing, so raw_events_in_range
+    are still in the session table; summary_in_next_request and raw_in_range_sent_next
+    say what the next model call's request held (from the window reconstruction).
+    --by-session lists the raw window retained after the last range, its largest tool
+    result, and with --threshold-tokens the calls over it despite compaction, and the
+    sessions that crossed it with no compaction at all.
+    """
+    from . import api
+    from .output import View
+
+    sessions_view = View(
+        columns=(
+            "session_id",
+            "compactions",
+            "last_range_end",
+            "retained_events_after",
+            "retained_tokens_after",
+            "largest_retained_tool_result",
+            "largest_retained_result_tokens",
+            "calls_over_threshold",
+            "over_threshold_despite_compaction",
+            "compaction_never_fired",
+        ),
+        totals=("compactions", "retained_events_after", "calls_over_threshold"),
+        provenance={
+            "retained_tokens_after": "estimated",
+            "largest_retained_result_tokens": "estimated",
+            "calls_over_threshold": "measured where usage exists, else estimated",
+        },
+        footnote="retained: raw events after the last range, sent verbatim; "
+        "*_tokens: estimated from characters",
+    )
+    if by_session:
+        frame = api.compaction_sessions(
+            session_id, db, threshold_tokens=threshold_tokens, app=app_name, user=user
+        )
+        _emit(frame, fmt, sessions_view)
+        return
+    view = View(
+        columns=(
+            "session_id",
+            "appended_after_turn",
+            "start_timestamp",
+            "end_timestamp",
+            "raw_events_in_range",
+            "tool_results_in_range",
+            "tool_tokens_in_range",
+            "summary_tokens",
+            "summary_ratio",
+            "overlap_with_previous",
+            "retained_events_after",
+            "summary_in_next_request",
+            "raw_in_range_sent_next",
+            "compaction_event_id",
+        ),
+        totals=(
+            "raw_events_in_range",
+            "tool_results_in_range",
+            "tool_tokens_in_range",
+            "summary_tokens",
+        ),
+        provenance={
+            "raw_events_in_range": "measured (stored events)",
+            "tool_tokens_in_range": "estimated",
+            "raw_tokens_in_range": "estimated",
+            "summary_tokens": "estimated",
+            "summary_ratio": "estimated",
+            "summarizer_prompt_tokens": "measured",
+            "summarizer_output_tokens": "measured",
+            "retained_tokens_after": "estimated",
+            "summary_in_next_request": "inferred (window reconstruction)",
+            "raw_in_range_sent_next": "inferred (window reconstruction)",
+            "next_request_tokens_estimated": "estimated",
+        },
+        footnote="in range: still stored (compaction deletes nothing); *_next: what the next "
+        "call's request held, reconstructed; tokens estimated from characters",
+    )
+    _emit(api.compaction(session_id, db, app=app_name, user=user), fmt, view)
+    if fmt is Format.table:
+        typer.echo("")
+        _emit(
+            api.compaction_sessions(
+                session_id, db, threshold_tokens=threshold_tokens, app=app_name, user=user
+            ),
+            fmt,
+            sessions_view,
+        )
+
+
+@app.command()
+@boundary
 def demo(
     db: Annotated[
         Path | None,

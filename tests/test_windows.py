@@ -53,6 +53,9 @@ def check_against_oracle(db: Path, oracle_dir: Path) -> dict[str, int]:
             assert sorted(call.response_ids) == want, call.event.event_id
             chars = sum(call.chars_by_role.values())
             assert abs(chars - record["content_chars"]) <= 0.02 * record["content_chars"]
+            # one content per event, a compaction summary its own: the same events went in
+            parts = window(session, call.index)
+            assert len({(p.event_id, p.role == "summary") for p in parts}) == record["contents"]
             seen["after_compaction"] += compacted
             seen["relayed"] += bool(call.relayed_ids) or any(
                 p.relayed for p in window(session, call.index))

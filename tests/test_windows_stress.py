@@ -53,6 +53,7 @@ def test_every_stress_call_matches_what_adk_sent(stress):
         exact += chars == record["content_chars"]
         assert sorted(marked[i] for i in call.response_ids if i in marked) == \
             sorted(record["function_response_result_ids"])
+        assert len({(p.event_id, p.role == "summary") for p in parts}) == record["contents"]
         names = [p.tool_name for p in parts if p.part_kind == "function_response"
                  and not p.relayed]
         assert sorted(names) == sorted(record["function_response_names"])

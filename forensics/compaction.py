@@ -1,0 +1,221 @@
+"""Audit of ADK compaction: what each range covers, and what the next request still carried.
+
+Two facts are kept apart, as the founding investigation insists:
+- stored: compaction never deletes; the raw events inside a range stay in the
+  session table (`raw_events_in_range`, `tool_tokens_in_range`);
+- sent: what the next model call's request held, from the window reconstruction
+  (`summary_in_next_request`, `raw_in_range_sent_next`, `next_request_tokens_estimated`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import polars as pl
+
+from .analyses import Reconstruction, _occupancy
+from .windows import Call, Event, Session, turns, window
+
+RANGE_SCHEMA = {
+    "session_id": pl.String,
+    "compaction_event_id": pl.String,
+    "appended_at": pl.Float64,
+    "appended_after_turn": pl.Int64,
+    "start_timestamp": pl.Float64,
+    "end_timestamp": pl.Float64,
+    "invocations_in_range": pl.Int64,
+    "turns_in_range": pl.List(pl.Int64),
+    "raw_events_in_range": pl.Int64,
+    "raw_events_by_kind": pl.Struct(
+        {"user": pl.Int64, "model": pl.Int64, "tool_result": pl.Int64, "other": pl.Int64}
+    ),
+    "raw_tokens_in_range": pl.Int64,
+    "tool_results_in_range": pl.Int64,
+    "tool_tokens_in_range": pl.Int64,
+    "summary_tokens": pl.Int64,
+    "summary_ratio": pl.Float64,
+    "summarizer_prompt_tokens": pl.Int64,
+    "summarizer_output_tokens": pl.Int64,
+    "overlap_with_previous": pl.Int64,
+    "overlap_seconds": pl.Float64,
+    "retained_events_after": pl.Int64,
+    "retained_tokens_after": pl.Int64,
+    "next_call_id": pl.String,
+    "summary_in_next_request": pl.Boolean,
+    "raw_in_range_sent_next": pl.Int64,
+    "next_request_tokens_estimated": pl.Int64,
+}
+
+SESSION_SCHEMA = {
+    "session_id": pl.String,
+    "compactions": pl.Int64,
+    "last_range_end": pl.Float64,
+    "retained_events_after": pl.Int64,
+    "retained_tokens_after": pl.Int64,
+    "largest_retained_tool_result": pl.String,
+    "largest_retained_result_tokens": pl.Int64,
+    "threshold_tokens": pl.Int64,
+    "calls_over_threshold": pl.Int64,
+    "over_threshold_despite_compaction": pl.Int64,
+    "compaction_never_fired": pl.Boolean,
+}
+
+
+def _kind(event: Event) -> str:
+    kinds = {p.kind for p in event.parts}
+    if "function_response" in kinds:
+        return "tool_result"
+    if event.author == "user":
+        return "user"
+    if kinds & {"text", "function_call", "thought"}:
+        return "model"
+    return "other"
+
+
+def _raw(session: Session, lo: float, hi: float, before: int) -> list[tuple[int, Event]]:
+    """Stored, non-compaction events with content, lo <= epoch <= hi, stored before `before`."""
+    return [
+        (i, e)
+        for i, e in enumerate(session.events[:before])
+        if not e.is_compaction and e.parts and lo <= e.epoch <= hi
+    ]
+
+
+def audit_ranges(rec: Reconstruction) -> pl.DataFrame:
+    """One row per compaction event: its range, what it covers, what the next call sent."""
+    rows = []
+    calls_by_session: dict[int, list[Call]] = {}
+    for session, call in rec.calls:
+        calls_by_session.setdefault(id(session), []).append(call)
+    for session in rec.sessions:
+        ratio = rec.ratio(session)
+        turn_of = turns(session)
+        agent_calls = [c for c in calls_by_session.get(id(session), []) if c.kind != "summarizer"]
+        previous: Event | None = None
+        for index, event in enumerate(session.events):
+            if not event.is_compaction or event.c_start is None or event.c_end is None:
+                continue
+            start, end = event.c_start, event.c_end
+            inside = _raw(session, start, end, index)
+            by_kind = Counter(_kind(e) for _, e in inside)
+            results = [p for _, e in inside for p in e.parts if p.kind == "function_response"]
+            earlier = [e for e in session.events[:index] if not e.is_compaction]
+            after_turn = turn_of.get(earlier[-1].invocation_id or "") if earlier else None
+            overlap_events = overlap_s = 0
+            if previous is not None:
+                lo, hi = max(start, previous.c_start), min(end, previous.c_end)
+                if lo <= hi:
+                    overlap_s = hi - lo
+                    overlap_events = len(_raw(session, lo, hi, index))
+            retained = [e for _, e in _raw(session, end, float("inf"), index) if e.epoch > end]
+            following = next((c for c in agent_calls if c.index > index), None)
+            in_next = sent_raw = next_tokens = None
+            if following is not None:
+                parts = window(session, following.index)
+                in_next = any(p.event_id == event.event_id and p.role == "summary" for p in parts)
+                inside_ids = {e.event_id for _, e in inside}
+                sent_raw = len({p.event_id for p in parts if p.event_id in inside_ids})
+                next_tokens = _occupancy(following, ratio)[1]
+            raw_tokens = ratio.tokens(sum(p.chars for _, e in inside for p in e.parts))
+            summary_tokens = ratio.tokens(sum(p.chars for p in event.summary))
+            rows.append(
+                {
+                    "session_id": session.session_id,
+                    "compaction_event_id": event.event_id,
+                    "appended_at": event.epoch,
+                    "appended_after_turn": after_turn,
+                    "start_timestamp": start,
+                    "end_timestamp": end,
+                    "invocations_in_range": len({e.invocation_id for _, e in inside}),
+                    "turns_in_range": sorted(
+                        {turn_of[e.invocation_id] for _, e in inside if e.invocation_id in turn_of}
+                    ),
+                    "raw_events_in_range": len(inside),
+                    "raw_events_by_kind": {
+                        k: by_kind.get(k, 0) for k in ("user", "model", "tool_result", "other")
+                    },
+                    "raw_tokens_in_range": raw_tokens,
+                    "tool_results_in_range": len(results),
+                    "tool_tokens_in_range": ratio.tokens(sum(p.chars for p in results)),
+                    "summary_tokens": summary_tokens,
+                    "summary_ratio": round(summary_tokens / raw_tokens, 4) if raw_tokens else None,
+                    "summarizer_prompt_tokens": event.prompt_tokens,
+                    "summarizer_output_tokens": event.candidates_tokens,
+                    "overlap_with_previous": overlap_events,
+                    "overlap_seconds": round(overlap_s, 3),
+                    "retained_events_after": len(retained),
+                    "retained_tokens_after": ratio.tokens(
+                        sum(p.chars for e in retained for p in e.parts)
+                    ),
+                    "next_call_id": following.event.event_id if following else None,
+                    "summary_in_next_request": in_next,
+                    "raw_in_range_sent_next": sent_raw,
+                    "next_request_tokens_estimated": next_tokens,
+                }
+            )
+            previous = event
+    frame = pl.DataFrame(rows, schema=RANGE_SCHEMA) if rows else pl.DataFrame(schema=RANGE_SCHEMA)
+    return frame.with_columns(
+        [
+            (pl.col(c) * 1_000_000).cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
+            for c in ("appended_at", "start_timestamp", "end_timestamp")
+        ]
+    )
+
+
+def audit_sessions(rec: Reconstruction, threshold_tokens: int | None = None) -> pl.DataFrame:
+    """Per session: the retained raw window after the last range, calls over the threshold."""
+    rows = []
+    calls_by_session: dict[int, list[Call]] = {}
+    for session, call in rec.calls:
+        calls_by_session.setdefault(id(session), []).append(call)
+    for session in rec.sessions:
+        ratio = rec.ratio(session)
+        compactions = [
+            (i, e) for i, e in enumerate(session.events) if e.is_compaction and e.c_end is not None
+        ]
+        last_end = max((e.c_end for _, e in compactions), default=None)
+        retained = [
+            e
+            for e in session.events
+            if not e.is_compaction and e.parts and (last_end is None or e.epoch > last_end)
+        ]
+        results = [p for e in retained for p in e.parts if p.kind == "function_response"]
+        largest = max(results, key=lambda p: p.chars, default=None)
+        over = despite = 0
+        first_compaction = compactions[0][0] if compactions else None
+        for call in calls_by_session.get(id(session), []):
+            if call.kind == "summarizer" or threshold_tokens is None:
+                continue
+            measured, estimated = _occupancy(call, ratio)
+            size = measured if measured is not None else estimated
+            if size is not None and size > threshold_tokens:
+                over += 1
+                despite += first_compaction is not None and call.index > first_compaction
+        rows.append(
+            {
+                "session_id": session.session_id,
+                "compactions": len(compactions),
+                "last_range_end": last_end,
+                "retained_events_after": len(retained),
+                "retained_tokens_after": ratio.tokens(
+                    sum(p.chars for e in retained for p in e.parts)
+                ),
+                "largest_retained_tool_result": largest.tool_name if largest else None,
+                "largest_retained_result_tokens": ratio.tokens(largest.chars) if largest else None,
+                "threshold_tokens": threshold_tokens,
+                "calls_over_threshold": over if threshold_tokens is not None else None,
+                "over_threshold_despite_compaction": despite
+                if threshold_tokens is not None
+                else None,
+                "compaction_never_fired": (over > 0 and not compactions)
+                if threshold_tokens is not None
+                else None,
+            }
+        )
+    frame = (
+        pl.DataFrame(rows, schema=SESSION_SCHEMA) if rows else pl.DataFrame(schema=SESSION_SCHEMA)
+    )
+    return frame.with_columns(
+        (pl.col("last_range_end") * 1_000_000).cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
+    )
