@@ -361,7 +361,7 @@ def turns_frame(rec: Reconstruction) -> pl.DataFrame:
             estimated = [e for _, e in occupancies if e is not None]
             results = [p for e in events for p in e.parts if p.kind == "function_response"]
             largest = max(results, key=lambda p: p.chars, default=None)
-            errors = [e.error_code for e in events if e.error_code]
+            errors = [e for e in events if e.error_code]
             rows.append(
                 {
                     "session_id": session.session_id,
@@ -383,7 +383,8 @@ def turns_frame(rec: Reconstruction) -> pl.DataFrame:
                     "largest_result_tokens_estimated": ratio.tokens(largest.chars)
                     if largest
                     else None,
-                    "error_code": errors[-1] if errors else None,
+                    "error_code": errors[-1].error_code if errors else None,
+                    "error_message": errors[-1].error_message if errors else None,
                     "started_at": events[0].epoch,
                 }
             )
@@ -402,6 +403,7 @@ def turns_frame(rec: Reconstruction) -> pl.DataFrame:
         "largest_tool_result": pl.String,
         "largest_result_tokens_estimated": pl.Int64,
         "error_code": pl.String,
+        "error_message": pl.String,
         "started_at": pl.Float64,
     }
     frame = pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)

@@ -36,6 +36,8 @@ ingest_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(ingest_app, name="ingest")
+report_app = typer.Typer(help="Self-contained HTML reports to share.", no_args_is_help=True)
+app.add_typer(report_app, name="report")
 
 _state = {"debug": False}
 
@@ -790,26 +792,78 @@ def compaction(
         )
 
 
+@report_app.command("incident")
+@boundary
+def report_incident(
+    session_id: SessionArg,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the HTML file.")],
+    turn: Annotated[
+        int | None, typer.Option("--turn", help="Chart only this turn (default: every turn).")
+    ] = None,
+    show_content: Annotated[
+        bool,
+        typer.Option(
+            "--show-content",
+            help="Include the first 2,000 characters of the "
+            "largest tool results (default: names and sizes only).",
+        ),
+    ] = False,
+    app_name: AppPick = None,
+    user: UserPick = None,
+    db: DbOption = None,
+) -> None:
+    """Write the incident report for a session: one HTML file, no external requests.
+
+    Headline, turns, a chart of the window per call against cumulative input, the tool
+    calls that grew it, compaction, the failure, what is measured, estimated and open,
+    and the method. Example: forensics report incident incident --out incident.html
+    """
+    path = _write_incident(
+        session_id, out, db, turn=turn, show_content=show_content, app=app_name, user=user
+    )
+    typer.echo(str(path))
+
+
+def _write_incident(session_id: str, out: Path, db, **options) -> Path:
+    from .incident import build_incident
+    from .render import write_incident
+
+    if out.is_dir():
+        out = out / f"incident-{session_id}.html"
+    return write_incident(build_incident(session_id, db, **options), out)
+
+
 @app.command()
 @boundary
 def demo(
     db: Annotated[
         Path | None,
-        typer.Option("--db", help="Keep the demo store here (default: a temporary file)."),
+        typer.Option("--db", help="Keep the demo store here (default: a temporary folder)."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write the report here (default: next to the store)."),
     ] = None,
 ) -> None:
-    """Load the bundled sample data (real ADK output) into a store and show what it holds."""
+    """The main job on the bundled sample data: load it, write the sample incident's report.
+
+    The samples are real ADK output (sample_data/README.md). Prints the sessions it
+    loaded and the path of the HTML report to open in a browser.
+    """
     import tempfile
 
     from . import api
     from .resources import resource_dir
 
     samples = resource_dir("sample_data")
-    target = db or Path(tempfile.mkdtemp(prefix="forensics-demo-")) / "demo.duckdb"
+    folder = Path(tempfile.mkdtemp(prefix="forensics-demo-"))
+    target = db or folder / "demo.duckdb"
     result = api.ingest_sqlite(target, samples / "adk_v1.db")
     typer.echo(f"Loaded {result.rows_loaded:,} events from {samples / 'adk_v1.db'} into {target}\n")
     _emit(api.sessions(target), Format.table, _sessions_view())
-    typer.echo(f"\nNext: forensics events incident --db {target}")
+    report = _write_incident("incident", out or target.parent / "incident.html", target)
+    typer.echo(f"\nIncident report: {report}")
+    typer.echo(f"Next: forensics turns incident --db {target}")
 
 
 def main() -> None:

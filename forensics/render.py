@@ -1,0 +1,167 @@
+"""Render an `IncidentContext` to one self-contained HTML file: CSS inline, charts as SVG.
+
+Jinja2 autoescapes everything; the only markup passed through is the chart SVG,
+which matplotlib writes with text as glyph paths (`svg.fonttype = "path"`), so no
+agent-supplied string reaches the page as markup.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from .incident import Chart, IncidentContext
+from .resources import resource_dir
+
+ROLE_COLOURS = {  # colour-blind safe (Okabe-Ito)
+    "user": "#0072B2",
+    "model": "#009E73",
+    "tool": "#E69F00",
+    "summary": "#CC79A7",
+    "inferred_system": "#BBBBBB",
+}
+
+
+def chart_svg(chart: Chart) -> str:
+    """Stacked estimated window per call, measured size as markers, cumulative input as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    matplotlib.rcParams["svg.fonttype"] = "path"
+    matplotlib.rcParams["svg.hashsalt"] = "agent-forensics"  # the same chart, the same bytes
+    points = chart.points
+    xs = list(range(1, len(points) + 1))
+    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=100)
+    bottom = [0] * len(points)
+    for role, colour in ROLE_COLOURS.items():
+        values = [p.by_role.get(role) or 0 for p in points]
+        label = {"inferred_system": "system + tools (inferred)"}.get(role, f"{role} (estimated)")
+        ax.bar(
+            xs,
+            values,
+            bottom=bottom,
+            color=colour,
+            width=0.6,
+            label=label,
+            hatch="//" if role == "inferred_system" else None,
+            edgecolor="white",
+        )
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    measured = [(x, p.measured) for x, p in zip(xs, points, strict=True) if p.measured is not None]
+    if measured:
+        ax.scatter(
+            [x for x, _ in measured],
+            [m for _, m in measured],
+            marker="D",
+            s=36,
+            color="black",
+            zorder=5,
+            label="window (measured)",
+        )
+    thousands = FuncFormatter(lambda v, _: f"{v:,.0f}")
+    ax.yaxis.set_major_formatter(thousands)
+    ax.set_ylabel("tokens in the window")
+    ax.set_xlabel("model call in the turn (▲ tool result arrived, ◆ after compaction, ✕ failed)")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([_tick(p) for p in points])
+    top = max(bottom + [m for _, m in measured] + [1])
+    for x, p in zip(xs, points, strict=True):
+        if p.kind == "failed":
+            ax.annotate(
+                "failed",
+                (x, bottom[x - 1]),
+                textcoords="offset points",
+                xytext=(0, 6),
+                ha="center",
+                color="#D55E00",
+                fontsize=9,
+                fontweight="bold",
+            )
+    ax.set_ylim(0, top * 1.18)
+    twin = ax.twinx()
+    twin.plot(
+        xs,
+        [p.cumulative_estimated for p in points],
+        linestyle="--",
+        color="#555555",
+        marker="o",
+        markersize=3,
+        label="cumulative input (estimated)",
+    )
+    cumulative = [
+        (x, p.cumulative_measured)
+        for x, p in zip(xs, points, strict=True)
+        if p.measured is not None and p.cumulative_measured is not None
+    ]
+    if cumulative:
+        twin.plot(
+            [x for x, _ in cumulative],
+            [c for _, c in cumulative],
+            linestyle="-",
+            color="black",
+            marker="s",
+            markersize=3,
+            label="cumulative input (measured)",
+        )
+    twin.yaxis.set_major_formatter(thousands)
+    twin.set_ylabel("cumulative input in the turn (tokens)")
+    twin.set_ylim(
+        0, max([p.cumulative_estimated for p in points] + [c for _, c in cumulative] + [1]) * 1.18
+    )
+    handles, labels = ax.get_legend_handles_labels()
+    more, more_labels = twin.get_legend_handles_labels()
+    ax.legend(
+        handles + more, labels + more_labels, fontsize=7.5, loc="upper left", ncol=2, frameon=False
+    )
+    ax.set_title(chart.title, fontsize=11)
+    for side in ("top",):
+        ax.spines[side].set_visible(False)
+        twin.spines[side].set_visible(False)
+    fig.tight_layout()
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    svg = buffer.getvalue()
+    svg = svg[svg.index("<svg") :]  # drop the XML prolog and doctype: inline in HTML
+    start, end = svg.find("<metadata>"), svg.find("</metadata>")
+    if start != -1 and end != -1:  # RDF boilerplate, namespaces of outside vocabularies
+        svg = svg[:start] + svg[end + len("</metadata>") :]
+    return svg
+
+
+def _tick(point) -> str:
+    marks = (
+        ("▲" if point.result_arrived else "")
+        + ("◆" if point.after_compaction else "")
+        + ("✕" if point.kind == "failed" else "")
+    )
+    return f"{point.label}{marks}"
+
+
+def environment() -> Environment:
+    return Environment(
+        loader=FileSystemLoader(str(resource_dir("reports"))),
+        autoescape=select_autoescape(["html", "j2"], default_for_string=True, default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render_incident(context: IncidentContext) -> str:
+    """The report's HTML: charts drawn, then the template rendered with autoescaping on."""
+    for chart in context.charts:
+        chart.svg = chart_svg(chart)
+    template = environment().get_template("incident.html.j2")
+    return template.render(ctx=context, svg=lambda chart: Markup(chart.svg))  # noqa: S704
+
+
+def write_incident(context: IncidentContext, out: Path) -> Path:
+    out.write_text(render_incident(context), encoding="utf-8")
+    return out

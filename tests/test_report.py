@@ -1,0 +1,157 @@
+"""The incident report: figures from the analyses, autoescaped, self-contained."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import fields
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from forensics import api, incident
+from forensics.cli import app
+from forensics.incident import IncidentContext, build_incident, n
+from forensics.render import render_incident
+from forensics.resources import resource_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+class Tags(HTMLParser):
+    """Every start tag with its attributes, and the text, of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(html: str) -> Tags:
+    tags = Tags()
+    tags.feed(html)
+    return tags
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory):
+    db = tmp_path_factory.mktemp("report") / "f.duckdb"
+    api.ingest_sqlite(db, ROOT / "sample_data" / "adk_v1.db")
+    return db
+
+
+def test_every_context_field_is_used_by_the_template():
+    template = (resource_dir("reports") / "incident.html.j2").read_text()
+    for field in fields(IncidentContext):
+        assert f"ctx.{field.name}" in template, field.name
+
+
+def test_headline_and_tables_carry_the_analyses_figures(sample_db):
+    context = build_incident("incident", sample_db)
+    html = render_incident(context)
+    page = parse(html)
+    text = " ".join(page.text)
+    growth = api.growth("incident", sample_db).row(0, named=True)
+    for figure in ("occupancy_before", "occupancy_after", "resent_tokens", "rows",
+                   "tokens_per_row", "resent_calls"):
+        assert n(growth[figure]) in context.headline[1], figure
+    turns = api.turns("incident", sample_db)
+    failed = turns.filter(turns["error_code"].is_not_null()).row(0, named=True)
+    assert context.headline[0].startswith(f"Turn {failed['turn']} failed with "
+                                          f"{failed['error_code']}")
+    assert failed["error_message"] in text
+    for value in turns["cumulative_input_measured"].drop_nulls():
+        assert n(value) in text
+    assert len(context.turns) == turns.height
+    svgs = [t for t, _ in page.tags if t == "svg"]
+    assert len(svgs) == len(context.charts) == turns.height
+    # measured and estimated figures are told apart in the markup
+    classes = {a.get("class") for t, a in page.tags if t == "span"}
+    assert {"fig measured", "fig estimated", "fig inferred"} <= classes
+    assert set(context.evidence) == {"measured", "estimated", "inferred", "open"}
+    assert all(context.evidence[k] for k in context.evidence)
+
+
+def test_the_page_asks_for_nothing_outside_itself(sample_db):
+    html = render_incident(build_incident("incident", sample_db))
+    page = parse(html)
+    for tag, attrs in page.tags:
+        assert tag not in ("script", "link", "img", "iframe", "object"), tag
+        for name in ("src", "href"):
+            assert not attrs.get(name), (tag, attrs)
+    # no CSS fetch either; namespace names (xmlns="http://www.w3.org/...") are not requests
+    assert not re.search(r"url\((?!#)", html) and "@import" not in html  # url(#id): in page
+    assert not re.search(r"https?://(?!www\.w3\.org/)", html)
+
+
+def _hostile_session(path: Path) -> None:
+    hostile = '<script>alert("pwned")</script>"><img src=x onerror=alert(1)>'
+    events = [
+        {"id": "e1", "author": "user", "timestamp": 1.0, "invocation_id": "i1",
+         "content": {"role": "user", "parts": [{"text": "hi " + hostile}]}},
+        {"id": "e2", "author": "agent<b>", "timestamp": 2.0, "invocation_id": "i1",
+         "usage_metadata": {"prompt_token_count": 50},
+         "content": {"role": "model", "parts": [{"function_call": {
+             "id": "c1", "name": "lookup<script>", "args": {"q": hostile}}}]}},
+        {"id": "e3", "author": "agent<b>", "timestamp": 3.0, "invocation_id": "i1",
+         "content": {"role": "user", "parts": [{"function_response": {
+             "id": "c1", "name": "lookup<script>",
+             "response": {"data": [{"note": hostile}] * 20}}}]}},
+        {"id": "e4", "author": "agent<b>", "timestamp": 4.0, "invocation_id": "i1",
+         "usage_metadata": {"prompt_token_count": 900},
+         "content": {"role": "model", "parts": [{"text": hostile}]}},
+        {"id": "e5", "author": "agent<b>", "timestamp": 5.0, "invocation_id": "i2",
+         "model_version": "m", "error_code": '"><img src=x onerror=alert(2)>',
+         "error_message": hostile},
+    ]
+    path.write_text(json.dumps({"id": "evil", "app_name": "a<i>", "user_id": "u",
+                                "events": events}))
+
+
+def test_hostile_content_renders_as_text(tmp_path):
+    _hostile_session(tmp_path / "evil.json")
+    db = tmp_path / "f.duckdb"
+    api.ingest_json(db, [tmp_path / "evil.json"])
+    html = render_incident(build_incident("evil", db, show_content=True))
+    page = parse(html)
+    assert not [t for t, _ in page.tags if t in ("script", "img", "b", "i")]
+    assert not any(k.startswith("on") for _, a in page.tags for k in a)
+    text = " ".join(page.text)
+    assert '<script>alert("pwned")</script>' in text  # shown, as text
+    assert "&lt;script&gt;" in html
+    assert "lookup<script>" in text
+
+
+def test_cli_writes_the_report_and_demo_prints_its_path(sample_db, tmp_path):
+    out = tmp_path / "r.html"
+    result = runner.invoke(app, ["report", "incident", "incident", "--out", str(out),
+                                 "--db", str(sample_db)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == str(out)
+    assert out.stat().st_size > 20_000
+    result = runner.invoke(app, ["demo", "--db", str(tmp_path / "d.duckdb")])
+    assert result.exit_code == 0, result.output
+    report = re.search(r"Incident report: (\S+)", result.stdout).group(1)
+    assert Path(report).read_text().count("<svg") == 2
+
+
+def test_no_content_unless_asked(sample_db):
+    html = render_incident(build_incident("incident", sample_db))
+    assert "<pre>{" not in html  # tool result payloads are not in the page
+    html = render_incident(build_incident("incident", sample_db, show_content=True))
+    assert html.count("<pre>") >= 2
+
+
+def test_formatting_is_done_in_code():
+    assert n(1234567) == "1,234,567"
+    assert n(None) == "—"
+    assert incident.seconds(2.029) == "2.03 s"
