@@ -792,6 +792,90 @@ def compaction(
         )
 
 
+@app.command()
+@boundary
+def plan(
+    dsn: Annotated[
+        str, typer.Argument(help="PostgreSQL connection string; the password is never printed.")
+    ],
+    app_name: AppOption = None,
+    user: UserOption = None,
+    session: SessionOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    query: Annotated[
+        list[Path] | None,
+        typer.Option("--query", help="A file holding one SELECT to explain too (repeatable)."),
+    ] = None,
+    analyze: Annotated[
+        bool,
+        typer.Option(
+            "--analyze",
+            help="Also run each lookup (EXPLAIN ANALYZE), read-only, "
+            "rolled back, under the statement timeout.",
+        ),
+    ] = False,
+    statement_timeout: Annotated[
+        float, typer.Option("--statement-timeout", help="Seconds any one statement may run.")
+    ] = 30.0,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """How the forensic lookups run on an ADK PostgreSQL database: plans, indexes, advice.
+
+    For each named lookup (by session, a session's events in order, a compaction range,
+    by invocation, a time-only range, the loader's own queries with the filters given,
+    and every --query file): EXPLAIN (FORMAT JSON) only, the top node, scans, cost,
+    estimated rows, indexes used, and a verdict; a sequential scan gets a suggested
+    CREATE INDEX CONCURRENTLY, tried as a hypothetical index when HypoPG is installed
+    in that database. Nothing is written: one READ ONLY transaction, rolled back.
+
+    Example: forensics plan "postgresql://forensics@db/adk" --since 2026-10-01
+    """
+    from . import plan as planning
+    from .output import View
+
+    report = planning.plan_report(
+        dsn,
+        filters=_filters(app_name, user, session, since, until),
+        analyze=analyze,
+        extra_queries=query or [],
+        statement_timeout_ms=int(statement_timeout * 1000),
+    )
+    view = View(
+        columns=(
+            "name",
+            "top_node",
+            "total_cost",
+            "estimated_rows",
+            "uses_index",
+            "indexes_used",
+            "seq_scan_relations",
+            "hypothetical_cost",
+            "advice",
+        ),
+        json_columns=planning.JSON_COLUMNS,
+        provenance={
+            "total_cost": "estimated (the planner's)",
+            "estimated_rows": "estimated (the planner's)",
+            "hypothetical_cost": "estimated (the planner's, hypothetical index)",
+            "actual_ms": "measured (--analyze)",
+        },
+    )
+    _emit(report.lookups, fmt, view)
+    notes = [
+        f"server: {report.location} (PostgreSQL {report.server_version}, "
+        f"ADK schema {report.layout})",
+        f"HypoPG: {report.hypopg_note}",
+        *report.notes,
+    ]
+    if fmt is Format.table:
+        typer.echo("")
+        _emit(report.indexes, fmt)
+        typer.echo("\n".join(notes))
+    else:  # stdout stays the lookups alone
+        typer.echo("\n".join(notes), err=True)
+
+
 @report_app.command("incident")
 @boundary
 def report_incident(
