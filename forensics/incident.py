@@ -6,6 +6,7 @@ one self-contained HTML file. Nothing here imports jinja2 or matplotlib.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -450,7 +451,12 @@ def _evidence(
 
 def _method(db, calls: pl.DataFrame) -> Method:
     ledger = api.ingests(db).filter(pl.col("status") == "ok")
-    sources = sorted(set(ledger["source"].to_list()))
+    sources = []
+    for row in ledger.sort("ingest_id").iter_rows(named=True):
+        filters = json.loads(row["filters"] or "{}")
+        shown = ", ".join(f"{k}={v}" for k, v in filters.items()) or "no filters"
+        sources.append(f"{row['source']} ({shown}; ingest {row['ingest_id']}, "
+                       f"{n(row['rows_loaded'])} events loaded)")
     ratios = calls.unique("source", maintain_order=True)
     ratio = "; ".join(
         f"{r['chars_per_token']:.2f} chars per token, "

@@ -155,3 +155,15 @@ def test_formatting_is_done_in_code():
     assert n(1234567) == "1,234,567"
     assert n(None) == "—"
     assert incident.seconds(2.029) == "2.03 s"
+
+
+def test_method_names_sources_and_filters_without_passwords(tmp_path):
+    from test_store import make_sqlite_service_db
+
+    db = tmp_path / "f.duckdb"
+    api.ingest_sqlite(db, make_sqlite_service_db(tmp_path / "adk.db"),
+                      api.Filters(session="s0"))
+    context = build_incident("s0", db)
+    (source,) = context.method.sources
+    assert source.startswith(f"adk-sqlite:{tmp_path / 'adk.db'} (session=s0; ingest 1, 6 ")
+    assert "chars per token" in context.method.ratio
