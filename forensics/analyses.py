@@ -79,9 +79,18 @@ class Reconstruction:
     sessions: list[Session]
     calls: list[tuple[Session, Call]]
     ratios: dict[str, Ratio]  # per source: each provider and tokenizer has its own
+    _by_session: dict[int, list[Call]] | None = None
 
     def ratio(self, session: Session) -> Ratio:
         return self.ratios[session.source]
+
+    def calls_of(self, session: Session) -> list[Call]:
+        """The session's calls in order (the grouping is built once)."""
+        if self._by_session is None:
+            self._by_session = defaultdict(list)
+            for owner, call in self.calls:
+                self._by_session[id(owner)].append(call)
+        return self._by_session.get(id(session), [])
 
 
 def reconstruct(con: duckdb.DuckDBPyConnection, session: str | None = None) -> Reconstruction:
@@ -156,7 +165,7 @@ def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
                 "error_code": call.event.error_code,
             }
         )
-    frame = _with_time(
+    frame = with_time(
         pl.DataFrame(rows, schema_overrides=_CALL_SCHEMA, strict=False)
         if rows
         else pl.DataFrame(schema=_CALL_SCHEMA)
@@ -189,9 +198,11 @@ _CALL_SCHEMA = {
 }
 
 
-def _with_time(frame: pl.DataFrame, column: str = "timestamp") -> pl.DataFrame:
+def with_time(frame: pl.DataFrame, *columns: str) -> pl.DataFrame:
+    """Epoch-second columns as UTC datetimes."""
     return frame.with_columns(
-        (pl.col(column) * 1_000_000).cast(pl.Int64).cast(pl.Datetime("us", "UTC")).alias(column)
+        (pl.col(c) * 1_000_000).cast(pl.Int64).cast(pl.Datetime("us", "UTC")).alias(c)
+        for c in columns or ("timestamp",)
     )
 
 
@@ -237,12 +248,9 @@ def window_frame(rec: Reconstruction, call_id: str) -> pl.DataFrame:
 def growth_frame(rec: Reconstruction) -> pl.DataFrame:
     """Tool calls ranked by how much their result grew the next request's window."""
     rows = []
-    by_session: dict[int, list[Call]] = defaultdict(list)
-    for session, call in rec.calls:
-        by_session[id(session)].append(call)
     for session in rec.sessions:
         ratio = rec.ratio(session)
-        session_calls = by_session[id(session)]
+        session_calls = rec.calls_of(session)
         issued: dict[str, tuple[Call, str]] = {}  # call id -> (the model call, tool name)
         for call in session_calls:
             for part in call.event.parts:
@@ -341,9 +349,6 @@ def growth_frame(rec: Reconstruction) -> pl.DataFrame:
 def turns_frame(rec: Reconstruction) -> pl.DataFrame:
     """Per turn: calls, tool calls, wall time, peak occupancy, cumulative input, largest result."""
     rows = []
-    by_session: dict[int, list[Call]] = defaultdict(list)
-    for session, call in rec.calls:
-        by_session[id(session)].append(call)
     for session in rec.sessions:
         ratio = rec.ratio(session)
         events_by_turn: dict[str, list] = defaultdict(list)
@@ -351,7 +356,7 @@ def turns_frame(rec: Reconstruction) -> pl.DataFrame:
             if event.invocation_id and not event.is_compaction:
                 events_by_turn[event.invocation_id].append(event)
         calls_by_turn: dict[str, list[Call]] = defaultdict(list)
-        for call in by_session[id(session)]:
+        for call in rec.calls_of(session):
             if call.kind != "summarizer":
                 calls_by_turn[call.event.invocation_id or ""].append(call)
         for number, (invocation, events) in enumerate(events_by_turn.items(), start=1):
@@ -407,4 +412,4 @@ def turns_frame(rec: Reconstruction) -> pl.DataFrame:
         "started_at": pl.Float64,
     }
     frame = pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
-    return _with_time(frame, "started_at")
+    return with_time(frame, "started_at")

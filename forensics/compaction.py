@@ -13,8 +13,8 @@ from collections import Counter
 
 import polars as pl
 
-from .analyses import Reconstruction, _occupancy
-from .windows import Call, Event, Session, turns, window
+from .analyses import Reconstruction, _occupancy, with_time
+from .windows import Event, Session, turns, window
 
 RANGE_SCHEMA = {
     "session_id": pl.String,
@@ -84,13 +84,10 @@ def _raw(session: Session, lo: float, hi: float, before: int) -> list[tuple[int,
 def audit_ranges(rec: Reconstruction) -> pl.DataFrame:
     """One row per compaction event: its range, what it covers, what the next call sent."""
     rows = []
-    calls_by_session: dict[int, list[Call]] = {}
-    for session, call in rec.calls:
-        calls_by_session.setdefault(id(session), []).append(call)
     for session in rec.sessions:
         ratio = rec.ratio(session)
         turn_of = turns(session)
-        agent_calls = [c for c in calls_by_session.get(id(session), []) if c.kind != "summarizer"]
+        agent_calls = [c for c in rec.calls_of(session) if c.kind != "summarizer"]
         previous: Event | None = None
         for index, event in enumerate(session.events):
             if not event.is_compaction or event.c_start is None or event.c_end is None:
@@ -155,20 +152,12 @@ def audit_ranges(rec: Reconstruction) -> pl.DataFrame:
             )
             previous = event
     frame = pl.DataFrame(rows, schema=RANGE_SCHEMA) if rows else pl.DataFrame(schema=RANGE_SCHEMA)
-    return frame.with_columns(
-        [
-            (pl.col(c) * 1_000_000).cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
-            for c in ("appended_at", "start_timestamp", "end_timestamp")
-        ]
-    )
+    return with_time(frame, "appended_at", "start_timestamp", "end_timestamp")
 
 
 def audit_sessions(rec: Reconstruction, threshold_tokens: int | None = None) -> pl.DataFrame:
     """Per session: the retained raw window after the last range, calls over the threshold."""
     rows = []
-    calls_by_session: dict[int, list[Call]] = {}
-    for session, call in rec.calls:
-        calls_by_session.setdefault(id(session), []).append(call)
     for session in rec.sessions:
         ratio = rec.ratio(session)
         compactions = [
@@ -184,7 +173,7 @@ def audit_sessions(rec: Reconstruction, threshold_tokens: int | None = None) -> 
         largest = max(results, key=lambda p: p.chars, default=None)
         over = despite = 0
         first_compaction = compactions[0][0] if compactions else None
-        for call in calls_by_session.get(id(session), []):
+        for call in rec.calls_of(session):
             if call.kind == "summarizer" or threshold_tokens is None:
                 continue
             measured, estimated = _occupancy(call, ratio)
@@ -216,6 +205,4 @@ def audit_sessions(rec: Reconstruction, threshold_tokens: int | None = None) -> 
     frame = (
         pl.DataFrame(rows, schema=SESSION_SCHEMA) if rows else pl.DataFrame(schema=SESSION_SCHEMA)
     )
-    return frame.with_columns(
-        (pl.col("last_range_end") * 1_000_000).cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
-    )
+    return with_time(frame, "last_range_end")

@@ -455,8 +455,10 @@ def _method(db, calls: pl.DataFrame) -> Method:
     for row in ledger.sort("ingest_id").iter_rows(named=True):
         filters = json.loads(row["filters"] or "{}")
         shown = ", ".join(f"{k}={v}" for k, v in filters.items()) or "no filters"
-        sources.append(f"{row['source']} ({shown}; ingest {row['ingest_id']}, "
-                       f"{n(row['rows_loaded'])} events loaded)")
+        sources.append(
+            f"{row['source']} ({shown}; ingest {row['ingest_id']}, "
+            f"{n(row['rows_loaded'])} events loaded)"
+        )
     ratios = calls.unique("source", maintain_order=True)
     ratio = "; ".join(
         f"{r['chars_per_token']:.2f} chars per token, "
