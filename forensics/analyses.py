@@ -105,6 +105,20 @@ def reconstruct(con: duckdb.DuckDBPyConnection, session: str | None = None) -> R
     return Reconstruction(sessions, every, {src: fit_ratio(v) for src, v in samples.items()})
 
 
+def best_occupancy(call: Call, ratio: Ratio) -> tuple[int | None, str | None]:
+    """The call's window as well as it is known: measured, else estimated content plus the
+    agent's fitted system+tools constant (inferred), else the estimate alone."""
+    measured, estimated = _occupancy(call, ratio)
+    if measured is not None:
+        return measured, "measured"
+    if estimated is None:
+        return None, None
+    constant = ratio.constant_tokens.get(call.event.author or "")
+    if constant is None:
+        return estimated, "estimated"
+    return estimated + round(constant), "estimated+inferred"
+
+
 def _occupancy(call: Call, ratio: Ratio) -> tuple[int | None, int | None]:
     if call.kind == "summarizer":
         return call.event.prompt_tokens, None
@@ -114,7 +128,8 @@ def _occupancy(call: Call, ratio: Ratio) -> tuple[int | None, int | None]:
 def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
     """One row per call: occupancy measured/estimated, by role, cumulative input in its turn."""
     rows = []
-    running: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    # per turn: measured sum (None until a call has usage), estimated sum, best sum, kinds
+    running: dict[tuple, list] = defaultdict(lambda: [None, 0, 0, set()])
     for session, call in rec.calls:
         ratio = rec.ratio(session)
         measured, estimated = _occupancy(call, ratio)
@@ -125,12 +140,23 @@ def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
         )
         by_role["inferred_system"] = inferred
         key = (session.app_name, session.user_id, session.session_id, call.event.invocation_id)
-        cumulative_measured = cumulative_estimated = None
+        cumulative_measured = cumulative_estimated = cumulative = cumulative_source = None
         if call.kind != "summarizer":
             totals = running[key]
-            totals[0] += measured or 0
+            if measured is not None:
+                totals[0] = (totals[0] or 0) + measured
             totals[1] += estimated or 0
-            cumulative_measured, cumulative_estimated = totals
+            best, source = best_occupancy(call, ratio)
+            totals[2] += best or 0
+            totals[3].add(source)
+            cumulative_measured, cumulative_estimated, cumulative = totals[:3]
+            cumulative_source = (
+                "measured"
+                if totals[3] == {"measured"}
+                else "estimated"
+                if "measured" not in totals[3]
+                else "mixed"
+            )
         error = None
         if measured and estimated is not None and ratio.source == "fitted":
             expected = estimated + ratio.constant_tokens.get(call.event.author or "", 0)
@@ -149,8 +175,16 @@ def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
                 "model_version": call.event.model_version,
                 "occupancy_measured": measured,
                 "occupancy_estimated": estimated,
+                "occupancy": best_occupancy(call, ratio)[0]
+                if call.kind != "summarizer"
+                else measured,
+                "occupancy_source": best_occupancy(call, ratio)[1]
+                if call.kind != "summarizer"
+                else "measured",
                 "cumulative_input_measured": cumulative_measured,
                 "cumulative_input_estimated": cumulative_estimated,
+                "cumulative_input": cumulative,
+                "cumulative_input_source": cumulative_source,
                 "cached_tokens": call.event.cached_tokens,
                 "chars": sum(call.chars_by_role.values()) if call.kind != "summarizer" else None,
                 "by_role": by_role,
@@ -166,9 +200,7 @@ def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
             }
         )
     frame = with_time(
-        pl.DataFrame(rows, schema_overrides=_CALL_SCHEMA, strict=False)
-        if rows
-        else pl.DataFrame(schema=_CALL_SCHEMA)
+        pl.DataFrame(rows, schema=_CALL_SCHEMA) if rows else pl.DataFrame(schema=_CALL_SCHEMA)
     )
     return frame if turn is None else frame.filter(pl.col("turn") == turn)
 
@@ -186,14 +218,21 @@ _CALL_SCHEMA = {
     "model_version": pl.String,
     "occupancy_measured": pl.Int64,
     "occupancy_estimated": pl.Int64,
+    "occupancy": pl.Int64,
+    "occupancy_source": pl.String,
     "cumulative_input_measured": pl.Int64,
     "cumulative_input_estimated": pl.Int64,
+    "cumulative_input": pl.Int64,
+    "cumulative_input_source": pl.String,
     "cached_tokens": pl.Int64,
     "chars": pl.Int64,
     "by_role": pl.Struct({r: pl.Int64 for r in (*ROLES, "inferred_system")}),
     "estimate_error": pl.Float64,
     "gauge_blind": pl.Boolean,
     "ratio_source": pl.String,
+    "chars_per_token": pl.Float64,
+    "ratio_mean_abs_error": pl.Float64,
+    "source": pl.String,
     "error_code": pl.String,
 }
 
@@ -256,23 +295,24 @@ def growth_frame(rec: Reconstruction) -> pl.DataFrame:
             for part in call.event.parts:
                 if part.kind == "function_call" and part.call_id:
                     issued[part.call_id] = (call, part.tool_name or "")
+        # the calls that carried each result, in order: one pass over the windows
+        carried_by: dict[str, list[Call]] = defaultdict(list)
+        for call in session_calls:
+            if call.kind != "summarizer":
+                for call_id in {*call.response_ids, *call.relayed_ids}:
+                    carried_by[call_id].append(call)
         # results grouped by the event that carried them (parallel calls share one)
-        results: dict[int, list[tuple[int, object]]] = defaultdict(list)
+        results: dict[int, list] = defaultdict(list)
         for index, event in enumerate(session.events):
             for part in event.parts:
                 if part.kind == "function_response" and part.call_id in issued:
-                    results[index].append((index, part))
+                    results[index].append(part)
         for index, items in results.items():
             event = session.events[index]
-            later = [c for c in session_calls if c.index > index and c.kind != "summarizer"]
-            carriers = {
-                id(c): c
-                for c in later
-                if any(p.call_id in c.response_ids or p.call_id in c.relayed_ids for _, p in items)
-            }
-            after_call = next((c for c in later if id(c) in carriers), None)
-            total_tokens = sum(ratio.tokens(p.chars) for _, p in items) or 1
-            for _, part in items:
+            firsts = [carried_by[p.call_id][0] for p in items if carried_by[p.call_id]]
+            after_call = min(firsts, key=lambda c: c.index, default=None)
+            total_tokens = sum(ratio.tokens(p.chars) for p in items) or 1
+            for part in items:
                 source_call, tool = issued[part.call_id]
                 before_m, before_e = _occupancy(source_call, ratio)
                 after_m, after_e = _occupancy(after_call, ratio) if after_call else (None, None)
@@ -281,11 +321,7 @@ def growth_frame(rec: Reconstruction) -> pl.DataFrame:
                 tokens = ratio.tokens(part.chars)
                 jump = after - before if after is not None and before is not None else None
                 growth = round(jump * tokens / total_tokens) if jump is not None else None
-                resent = [
-                    c
-                    for c in later
-                    if part.call_id in c.response_ids or part.call_id in c.relayed_ids
-                ]
+                resent = carried_by[part.call_id]
                 same_turn = [
                     c for c in resent if c.event.invocation_id == source_call.event.invocation_id
                 ]
@@ -364,6 +400,9 @@ def turns_frame(rec: Reconstruction) -> pl.DataFrame:
             occupancies = [_occupancy(c, ratio) for c in turn_calls]
             measured = [m for m, _ in occupancies if m is not None]
             estimated = [e for _, e in occupancies if e is not None]
+            best = [b for b in (best_occupancy(c, ratio) for c in turn_calls) if b[0] is not None]
+            peak = max(best, default=(None, None), key=lambda b: b[0])
+            kinds = {k for _, k in best}
             results = [p for e in events for p in e.parts if p.kind == "function_response"]
             largest = max(results, key=lambda p: p.chars, default=None)
             errors = [e for e in events if e.error_code]
@@ -379,11 +418,20 @@ def turns_frame(rec: Reconstruction) -> pl.DataFrame:
                     "wall_s": round(events[-1].epoch - events[0].epoch, 3),
                     "peak_occupancy_measured": max(measured, default=None),
                     "peak_occupancy_estimated": max(estimated, default=None),
-                    "peak_occupancy": max(measured, default=None)
-                    if measured
-                    else max(estimated, default=None),
+                    # the largest window of the turn, a failed call's included (its
+                    # estimate plus the agent's inferred constant when unmeasured)
+                    "peak_occupancy": peak[0],
+                    "peak_occupancy_source": peak[1],
                     "cumulative_input_measured": sum(measured) if measured else None,
                     "cumulative_input_estimated": sum(estimated),
+                    "cumulative_input": sum(b for b, _ in best) if best else None,
+                    "cumulative_input_source": None
+                    if not kinds
+                    else "measured"
+                    if kinds == {"measured"}
+                    else "estimated"
+                    if "measured" not in kinds
+                    else "mixed",
                     "largest_tool_result": largest.tool_name if largest else None,
                     "largest_result_tokens_estimated": ratio.tokens(largest.chars)
                     if largest
@@ -403,8 +451,11 @@ def turns_frame(rec: Reconstruction) -> pl.DataFrame:
         "peak_occupancy_measured": pl.Int64,
         "peak_occupancy_estimated": pl.Int64,
         "peak_occupancy": pl.Int64,
+        "peak_occupancy_source": pl.String,
         "cumulative_input_measured": pl.Int64,
         "cumulative_input_estimated": pl.Int64,
+        "cumulative_input": pl.Int64,
+        "cumulative_input_source": pl.String,
         "largest_tool_result": pl.String,
         "largest_result_tokens_estimated": pl.Int64,
         "error_code": pl.String,

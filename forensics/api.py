@@ -11,7 +11,6 @@ import polars as pl
 from . import queries, store
 from .errors import ForensicsError
 from .sources.adk_json import AdkJsonSource
-from .sources.adk_postgres import AdkPostgresSource
 from .sources.adk_sqlite import AdkSqliteSource
 from .sources.base import Filters
 
@@ -32,6 +31,8 @@ def ingest_postgres(
     progress: store.Progress | None = None,
 ) -> store.IngestResult:
     """Load ADK events from a PostgreSQL DatabaseSessionService database (V0 or V1)."""
+    from .sources.adk_postgres import AdkPostgresSource  # psycopg only when it is used
+
     filters = filters or Filters()
     source = AdkPostgresSource(dsn, filters, statement_timeout_ms=statement_timeout_ms)
     return _ingest(db, source, filters, incremental, progress)
@@ -260,3 +261,15 @@ def compaction_sessions(
     from .compaction import audit_sessions
 
     return audit_sessions(_reconstruct(db, session_id, app, user), threshold_tokens)
+
+
+def reconstruction(
+    session_id: str | None = None,
+    db: str | Path | None = None,
+    *,
+    app: str | None = None,
+    user: str | None = None,
+):
+    """Every call of the selected sessions with its window sizes: what the frames are built
+    from. Build it once when you need several frames (`forensics.analyses.*_frame`)."""
+    return _reconstruct(db, session_id, app, user)

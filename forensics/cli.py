@@ -640,6 +640,8 @@ def window(
 def growth(
     top: Annotated[int, typer.Option("--top", help="How many tool calls to show.")] = 10,
     session_id: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
+    app_name: AppPick = None,
+    user: UserPick = None,
     db: DbOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -680,7 +682,7 @@ def growth(
         footnote="occupancy_*: measured when both calls have usage (occupancy_source); "
         "resent_*: later calls that carried the result, and its estimated tokens times them",
     )
-    _emit(api.growth(session_id, db, top=top), fmt, view)
+    _emit(api.growth(session_id, db, top=top, app=app_name, user=user), fmt, view)
 
 
 @app.command()
@@ -691,7 +693,11 @@ def compaction(
     ] = None,
     threshold_tokens: Annotated[
         int | None,
-        typer.Option("--threshold-tokens", help="Count calls whose window exceeded this."),
+        typer.Option(
+            "--threshold-tokens",
+            help="Count calls whose window exceeded this "
+            "(per-session part: --by-session, or the table's second section).",
+        ),
     ] = None,
     by_session: Annotated[
         bool, typer.Option("--by-session", help="One row per session instead of per range.")
@@ -732,8 +738,8 @@ def compaction(
             "largest_retained_result_tokens": "estimated",
             "calls_over_threshold": "measured where usage exists, else estimated",
         },
-        footnote="retained: raw events after the last range, sent verbatim; "
-        "*_tokens: estimated from characters",
+        footnote="retained: raw events stored after the last range (what ADK's filters let "
+        "through is sent verbatim); *_tokens: estimated from characters",
     )
     if by_session:
         frame = api.compaction_sessions(
@@ -780,16 +786,13 @@ def compaction(
         footnote="in range: still stored (compaction deletes nothing); *_next: what the next "
         "call's request held, reconstructed; tokens estimated from characters",
     )
-    _emit(api.compaction(session_id, db, app=app_name, user=user), fmt, view)
+    from .compaction import audit_ranges, audit_sessions
+
+    rec = api.reconstruction(session_id, db, app=app_name, user=user)
+    _emit(audit_ranges(rec), fmt, view)
     if fmt is Format.table:
         typer.echo("")
-        _emit(
-            api.compaction_sessions(
-                session_id, db, threshold_tokens=threshold_tokens, app=app_name, user=user
-            ),
-            fmt,
-            sessions_view,
-        )
+        _emit(audit_sessions(rec, threshold_tokens), fmt, sessions_view)
 
 
 @app.command()
@@ -940,8 +943,7 @@ def demo(
     from .resources import resource_dir
 
     samples = resource_dir("sample_data")
-    folder = Path(tempfile.mkdtemp(prefix="forensics-demo-"))
-    target = db or folder / "demo.duckdb"
+    target = db or Path(tempfile.mkdtemp(prefix="forensics-demo-")) / "demo.duckdb"
     result = api.ingest_sqlite(target, samples / "adk_v1.db")
     typer.echo(f"Loaded {result.rows_loaded:,} events from {samples / 'adk_v1.db'} into {target}\n")
     _emit(api.sessions(target), Format.table, _sessions_view())

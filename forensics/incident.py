@@ -168,13 +168,15 @@ def build_incident(
     user: str | None = None,
 ) -> IncidentContext:
     """The incident report for one session (one turn of interest with `turn`)."""
-    calls = api.calls(session_id, db, app=app, user=user)
-    turns = api.turns(session_id, db, app=app, user=user)
-    growth = api.growth(session_id, db, app=app, user=user)
-    compaction = api.compaction(session_id, db, app=app, user=user)
-    retained = api.compaction_sessions(session_id, db, app=app, user=user)
-    sessions = api.sessions(db, app=app, user=user).filter(pl.col("session_id") == session_id)
-    session = sessions.row(0, named=True)
+    from .analyses import calls_frame, growth_frame, turns_frame
+    from .compaction import audit_ranges, audit_sessions
+
+    rec = api.reconstruction(session_id, db, app=app, user=user)  # rebuilt once, used by all
+    calls, turns, growth = calls_frame(rec), turns_frame(rec), growth_frame(rec)
+    compaction, retained = audit_ranges(rec), audit_sessions(rec)
+    (owner,) = rec.sessions
+    sessions = api.sessions(db, app=owner.app_name, user=owner.user_id)
+    session = sessions.filter(pl.col("session_id") == session_id).row(0, named=True)
     agent_calls = calls.filter(pl.col("kind") != "summarizer")
     chosen = [turn] if turn is not None else turns["turn"].to_list()
 
@@ -193,8 +195,7 @@ def build_incident(
             if agent_calls.filter(pl.col("turn") == t).height
         ],
         growth=[
-            _growth_row(r, session_id, db, show_content)
-            for r in growth.head(5).iter_rows(named=True)
+            _growth_row(r, owner, db, show_content) for r in growth.head(5).iter_rows(named=True)
         ],
         compaction=[_compaction_row(r) for r in compaction.iter_rows(named=True)],
         retained=_retained(retained),
@@ -207,13 +208,15 @@ def build_incident(
 
 
 def _turn_row(r: dict) -> TurnRow:
-    peak_kind = MEASURED if r["peak_occupancy_measured"] is not None else ESTIMATED
+    peak_kind = {"measured": MEASURED, "estimated": ESTIMATED}.get(
+        r["peak_occupancy_source"] or "", INFERRED
+    )
     return TurnRow(
         turn=r["turn"],
         started=r["started_at"].astimezone(UTC).strftime("%H:%M:%S"),
-        calls=Cell(n(r["calls"]), MEASURED),
-        tool_calls=Cell(n(r["tool_calls"]), MEASURED),
-        wall=Cell(seconds(r["wall_s"]), MEASURED),
+        calls=Cell(n(r["calls"])),
+        tool_calls=Cell(n(r["tool_calls"])),
+        wall=Cell(seconds(r["wall_s"])),
         peak_occupancy=_cell(r["peak_occupancy"], peak_kind),
         cumulative_measured=_cell(r["cumulative_input_measured"], MEASURED),
         cumulative_estimated=_cell(r["cumulative_input_estimated"], ESTIMATED),
@@ -258,12 +261,16 @@ def _headline(
         failed_call = calls.filter(
             (pl.col("turn") == failure.turn) & pl.col("error_code").is_not_null()
         )
-        size = (
-            f"; the request it tried to send held an estimated "
-            f"{n(failed_call['occupancy_estimated'][-1])} tokens"
-            if not failed_call.is_empty()
-            else ""
-        )
+        size = ""
+        if not failed_call.is_empty():
+            content = failed_call["occupancy_estimated"][-1]
+            best, source = failed_call["occupancy"][-1], failed_call["occupancy_source"][-1]
+            size = f"; the request it tried to send held an estimated {n(content)} tokens"
+            if source == "estimated+inferred":
+                size += (
+                    f" of conversation, about {n(best)} with the system instruction and "
+                    "tools (inferred)"
+                )
         lines.append(
             f"Turn {failure.turn} failed with {failure.error_code} "
             f"{seconds(failed_turn['wall_s'])} after it started{size}."
@@ -278,8 +285,9 @@ def _headline(
         lines.append(
             f"In turn {g['turn']}, {g['tool_name']}{rows} within {seconds(g['latency_s'])} and "
             f"took the next request from {n(g['occupancy_before'])} to "
-            f"{n(g['occupancy_after'])} tokens ({g['occupancy_source']}); it was sent again in "
-            f"{n(g['resent_calls'])} later calls, about {n(g['resent_tokens'])} tokens of input."
+            f"{n(g['occupancy_after'])} tokens ({g['occupancy_source']}); the rest of the turn "
+            f"carried it in {n(g['resent_calls_in_turn'])} calls, about "
+            f"{n(g['resent_tokens_in_turn'])} tokens of input (estimated)."
         )
     if not lines:
         total = calls["cumulative_input_estimated"].max() if not calls.is_empty() else None
@@ -317,35 +325,35 @@ def _chart(calls: pl.DataFrame, compaction: pl.DataFrame, turn: int) -> Chart:
     )
 
 
-def _growth_row(r: dict, session_id: str, db, show_content: bool) -> GrowthRow:
+def _growth_row(r: dict, owner, db, show_content: bool) -> GrowthRow:
     preview = None
     if show_content:
-        preview = _preview(db, session_id, r["function_call_id"])
+        preview = _preview(db, owner, r["function_call_id"])
     return GrowthRow(
         turn=n(r["turn"]),
         tool=r["tool_name"],
         latency=Cell(f"≤ {seconds(r['latency_s'])}", INFERRED),
-        rows=_cell(r["rows"], MEASURED),
+        rows=Cell(n(r["rows"])),
         tokens_per_row=_cell(r["tokens_per_row"], ESTIMATED),
         result_tokens=_cell(r["result_tokens_estimated"], ESTIMATED),
         before=_cell(r["occupancy_before"], r["occupancy_source"]),
         after=_cell(r["occupancy_after"], r["occupancy_source"]),
         growth=_cell(r["growth_tokens"], r["occupancy_source"]),
-        resent_calls=_cell(r["resent_calls"], INFERRED),
-        resent_tokens=_cell(r["resent_tokens"], ESTIMATED),
+        resent_calls=_cell(r["resent_calls_in_turn"], INFERRED),
+        resent_tokens=_cell(r["resent_tokens_in_turn"], ESTIMATED),
         preview=preview,
     )
 
 
-def _preview(db, session_id: str, call_id: str) -> str | None:
+def _preview(db, owner, call_id: str) -> str | None:
     from .store import connect, run
 
     with connect(db, read_only=True) as con:
         rows = run(
             con,
-            "SELECT preview FROM parts WHERE session_id = ? AND function_call_id = ? "
-            "AND kind = 'function_response' LIMIT 1",
-            [session_id, call_id],
+            "SELECT preview FROM parts WHERE app_name = ? AND user_id = ? AND session_id = ? "
+            "AND function_call_id = ? AND kind = 'function_response' LIMIT 1",
+            [owner.app_name, owner.user_id, owner.session_id, call_id],
         )
     return rows[0][0] if rows else None
 
@@ -354,11 +362,11 @@ def _compaction_row(r: dict) -> CompactionRow:
     return CompactionRow(
         after_turn=n(r["appended_after_turn"]),
         range=f"{when(r['start_timestamp'])} – {when(r['end_timestamp'])}",
-        raw_events=_cell(r["raw_events_in_range"], MEASURED),
-        tool_results=_cell(r["tool_results_in_range"], MEASURED),
+        raw_events=Cell(n(r["raw_events_in_range"])),
+        tool_results=Cell(n(r["tool_results_in_range"])),
         tool_tokens=_cell(r["tool_tokens_in_range"], ESTIMATED),
         summary_tokens=_cell(r["summary_tokens"], ESTIMATED),
-        overlap=_cell(r["overlap_with_previous"], MEASURED),
+        overlap=Cell(n(r["overlap_with_previous"])),
         in_next_request=(
             "no next call"
             if r["summary_in_next_request"] is None
@@ -436,10 +444,13 @@ def _evidence(
         "store has no trace of the request itself."
     )
     if unmeasured:
-        calls_word = "call carries" if unmeasured == 1 else "calls carry"
+        failed = agent.filter(
+            pl.col("occupancy_measured").is_null() & (pl.col("kind") == "failed")
+        ).height
+        why = f" ({n(failed)} of them failed; a failed request reports none)" if failed else ""
         evidence["open"].append(
-            f"{n(unmeasured)} {calls_word} no usage (a failed call among "
-            "them has none): its size is only estimated."
+            f"{n(unmeasured)} of {n(agent.height)} calls carry no "
+            f"usage{why}: their size is only estimated."
         )
     if ctx.failure and "CONTEXT" not in ctx.failure.error_code.upper():
         evidence["open"].append(

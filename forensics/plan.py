@@ -1,6 +1,6 @@
 """How the forensic lookups will run on an ADK PostgreSQL database, checked read-only.
 
-Proposed CLI (`forensics plan`, wired in cli.py)::
+The CLI (`forensics plan`, in cli.py)::
 
     forensics plan DSN [--app APP] [--user USER] [--session SESSION]
                        [--since TIME] [--until TIME] [--query FILE.sql ...]

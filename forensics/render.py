@@ -30,11 +30,15 @@ def chart_svg(chart: Chart) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
+    # text as glyph paths, never markup; a fixed hash salt: the same chart, the same bytes
+    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "agent-forensics"}):
+        return _draw(chart)
+
+
+def _draw(chart: Chart) -> str:
     from matplotlib import pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
-    matplotlib.rcParams["svg.fonttype"] = "path"
-    matplotlib.rcParams["svg.hashsalt"] = "agent-forensics"  # the same chart, the same bytes
     points = chart.points
     xs = list(range(1, len(points) + 1))
     fig, ax = plt.subplots(figsize=(9, 4.2), dpi=100)

@@ -61,8 +61,8 @@ def test_headline_and_tables_carry_the_analyses_figures(sample_db):
     page = parse(html)
     text = " ".join(page.text)
     growth = api.growth("incident", sample_db).row(0, named=True)
-    for figure in ("occupancy_before", "occupancy_after", "resent_tokens", "rows",
-                   "tokens_per_row", "resent_calls"):
+    for figure in ("occupancy_before", "occupancy_after", "resent_tokens_in_turn", "rows",
+                   "tokens_per_row", "resent_calls_in_turn"):
         assert n(growth[figure]) in context.headline[1], figure
     turns = api.turns("incident", sample_db)
     failed = turns.filter(turns["error_code"].is_not_null()).row(0, named=True)
@@ -167,3 +167,18 @@ def test_method_names_sources_and_filters_without_passwords(tmp_path):
     (source,) = context.method.sources
     assert source.startswith(f"adk-sqlite:{tmp_path / 'adk.db'} (session=s0; ingest 1, 6 ")
     assert "chars per token" in context.method.ratio
+
+
+def test_a_session_without_calls_still_reports(tmp_path, sample_db):
+    (tmp_path / "quiet.json").write_text(json.dumps({"id": "quiet", "app_name": "a",
+                                                      "user_id": "u", "events": [
+        {"id": "e1", "author": "user", "timestamp": 1.0, "invocation_id": "i1",
+         "content": {"role": "user", "parts": [{"text": "hello?"}]}}]}))
+    db = tmp_path / "f.duckdb"
+    api.ingest_json(db, [tmp_path / "quiet.json"])
+    context = build_incident("quiet", db)
+    assert context.charts == [] and context.failure is None
+    assert "No model calls to chart." in render_incident(context)
+    # an empty frame has the same columns as a full one
+    assert api.calls("quiet", db).is_empty()
+    assert api.calls("quiet", db).columns == api.calls("incident", sample_db).columns

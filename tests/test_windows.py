@@ -87,8 +87,11 @@ def test_cumulative_input_is_the_running_sum_of_occupancy(sample_db):
     for _, turn in frame.group_by(["session_id", "invocation_id"]):
         assert turn["cumulative_input_estimated"].to_list() == \
             turn["occupancy_estimated"].cum_sum().to_list()
-        assert turn["cumulative_input_measured"].to_list() == \
-            turn["occupancy_measured"].fill_null(0).cum_sum().to_list()
+        running, expected = None, []
+        for value in turn["occupancy_measured"]:
+            running = running if value is None else (running or 0) + value
+            expected.append(running)  # stays null until a call of the turn has usage
+        assert turn["cumulative_input_measured"].to_list() == expected
     turns = api.turns(None, sample_db)
     totals = frame.group_by("invocation_id").agg(pl.col("occupancy_estimated").sum())
     joined = turns.join(totals, on="invocation_id")

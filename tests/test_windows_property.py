@@ -79,3 +79,14 @@ def test_windows_hold_only_earlier_events_and_turns_add_up(session):
     for _, turn in agent_calls.group_by("invocation_id"):
         assert turn["cumulative_input_estimated"].to_list() == \
             turn["occupancy_estimated"].cum_sum().to_list()
+        measured = turn["occupancy_measured"].to_list()
+        firsts = [i for i, m in enumerate(measured) if m is not None]
+        cumulative = turn["cumulative_input_measured"].to_list()
+        assert all(c is None for c in cumulative[: firsts[0] if firsts else len(cumulative)])
+        assert cumulative[-1] == (sum(m for m in measured if m is not None) if firsts else None)
+        # the best figure: measured where there is usage, else the estimate
+        assert turn["cumulative_input"].to_list() == turn["occupancy_measured"].fill_null(
+            turn["occupancy_estimated"]).cum_sum().to_list()
+        assert turn["cumulative_input_source"][-1] == (
+            "measured" if len(firsts) == len(measured) else "estimated" if not firsts
+            else "mixed")
