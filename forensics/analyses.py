@@ -65,8 +65,14 @@ def fit_ratio(samples: list[tuple[str, int, int]]) -> Ratio:
     return Ratio(1 / slope, "fitted", len(samples), sum(errors) / len(errors), constant)
 
 
-def load_sessions(con: duckdb.DuckDBPyConnection, session: str | None = None) -> list[Session]:
-    params = {"session": session}
+def load_sessions(
+    con: duckdb.DuckDBPyConnection,
+    session: str | None = None,
+    *,
+    sessions: list[str] | None = None,
+    source: str | None = None,
+) -> list[Session]:
+    params = {"session": session, "sessions": sessions, "source": source}
     events = con.sql(queries.load("session_events").sql, params=params).to_arrow_table()
     parts = con.sql(queries.load("session_parts").sql, params=params).to_arrow_table()
     return build_sessions(events.to_pylist(), parts.to_pylist())
@@ -93,16 +99,42 @@ class Reconstruction:
         return self._by_session.get(id(session), [])
 
 
+FIT_SESSIONS = 50  # per source: hundreds of calls for a steady fit, cheap to rebuild
+
+
 def reconstruct(con: duckdb.DuckDBPyConnection, session: str | None = None) -> Reconstruction:
+    """Every call of the selected sessions, and per source a ratio fitted on the same sample
+    whatever is selected: the source's FIT_SESSIONS sessions with the most measured calls
+    (so `calls SESSION` and `calls` give a call the same estimate)."""
     sessions = load_sessions(con, session)
     every = [(s, c) for s in sessions for c in calls(s)]
-    samples: dict[str, list[tuple[str, int, int]]] = {s.source: [] for s in sessions}
-    for s, c in every:
-        if c.kind == "agent" and c.event.prompt_tokens:
-            samples[s.source].append(
+    by_key = {(s.app_name, s.user_id, s.session_id): s for s in sessions}
+    calls_by_session: dict[int, list[Call]] = defaultdict(list)
+    for owner, call in every:
+        calls_by_session[id(owner)].append(call)
+    ratios: dict[str, Ratio] = {}
+    for source in dict.fromkeys(s.source for s in sessions):
+        keys = con.execute(
+            queries.load("fit_sessions").sql, {"source": source, "limit": FIT_SESSIONS}
+        ).fetchall()
+        missing = sorted({k[2] for k in keys if k not in by_key})
+        extra = {
+            (s.app_name, s.user_id, s.session_id): s
+            for s in (load_sessions(con, sessions=missing, source=source) if missing else [])
+        }
+        samples = []
+        for key in keys:
+            owner = by_key.get(key) or extra.get(key)
+            if owner is None:
+                continue
+            found = calls_by_session[id(owner)] if key in by_key else list(calls(owner))
+            samples += [
                 (c.event.author or "", sum(c.chars_by_role.values()), c.event.prompt_tokens)
-            )
-    return Reconstruction(sessions, every, {src: fit_ratio(v) for src, v in samples.items()})
+                for c in found
+                if c.kind == "agent" and c.event.prompt_tokens
+            ]
+        ratios[source] = fit_ratio(samples)
+    return Reconstruction(sessions, every, ratios, calls_by_session)
 
 
 def best_occupancy(call: Call, ratio: Ratio) -> tuple[int | None, str | None]:

@@ -180,3 +180,13 @@ def test_real_sessions_reconstruct(tmp_path):
     turns = api.turns(None, db)
     assert turns["calls"].sum() == frame.filter(pl.col("kind") != "summarizer").height
     assert api.growth(None, db).height > 0
+
+
+def test_one_session_gets_the_ratio_of_its_source(sample_db):
+    """The fit does not depend on what is queried: a call's estimate is the same."""
+    whole = api.calls(None, sample_db)
+    alone = api.calls("parallel", sample_db)
+    assert alone["chars_per_token"].unique().to_list() == \
+        whole["chars_per_token"].unique().to_list()
+    joined = alone.join(whole, on="call_id", suffix="_all")
+    assert (joined["occupancy_estimated"] == joined["occupancy_estimated_all"]).all()
