@@ -49,7 +49,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -60,9 +59,9 @@ import psycopg
 from psycopg import sql
 
 from . import queries
-from .errors import ForensicsError, SourceError, TransientSourceError
+from .errors import ForensicsError
 from .sources import adk_v0
-from .sources.adk_postgres import AdkPostgresSource, _scrub, where_clause
+from .sources.adk_postgres import AdkPostgresSource, where_clause
 from .sources.base import Filters
 
 CATALOGUE = (
@@ -159,8 +158,8 @@ def plan_frame(
 def plan_indexes(dsn: str, *, statement_timeout_ms: int = 30_000) -> pl.DataFrame:
     """The indexes on `events` and `sessions`: table, name, definition."""
     source = AdkPostgresSource(dsn, statement_timeout_ms=statement_timeout_ms)
-    with _read_only(source) as con:
-        source._detect(con)  # the loader's own check and message for a missing table
+    with source.read_only() as con:
+        source.detect(con)  # the loader's own check and message for a missing table
         return _indexes(con)
 
 
@@ -180,8 +179,8 @@ def plan_report(
     """
     files = [read_query_file(Path(p)) for p in extra_queries]  # refuse before connecting
     source = AdkPostgresSource(dsn, filters, statement_timeout_ms=statement_timeout_ms)
-    with _read_only(source) as con:
-        layout, columns = source._detect(con)
+    with source.read_only() as con:
+        layout, columns = source.detect(con)
         version = con.execute("SHOW server_version").fetchone()[0]
         notes: list[str] = []
         lookups = [
@@ -221,29 +220,6 @@ def read_query_file(path: Path) -> Lookup:
 # ---------------------------------------------------------------------------
 # Connection
 # ---------------------------------------------------------------------------
-
-
-@contextmanager
-def _read_only(source: AdkPostgresSource) -> Iterator[psycopg.Connection]:
-    """The loader's read-only connection, one transaction that is always rolled back."""
-    con = source.connect()
-    dsn = source._dsn
-    try:
-        with con.transaction():
-            yield con
-            raise psycopg.Rollback()  # read-only: end the transaction, commit nothing
-    except psycopg.errors.QueryCanceled as e:
-        raise TransientSourceError(
-            f"{source.location}: a statement ran past statement_timeout "
-            f"({source.statement_timeout_ms} ms): {_scrub(str(e).strip(), dsn)}",
-            hint="raise --statement-timeout",
-        ) from e
-    except psycopg.OperationalError as e:
-        raise TransientSourceError(f"{source.location}: {_scrub(str(e).strip(), dsn)}") from e
-    except psycopg.Error as e:
-        raise SourceError(f"{source.location}: {_scrub(str(e).strip(), dsn)}") from e
-    finally:
-        con.close()
 
 
 # ---------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -111,7 +112,7 @@ class AdkPostgresSource:
         con.read_only = True  # every transaction: BEGIN READ ONLY
         return con
 
-    def _detect(self, con: psycopg.Connection) -> tuple[str, list[str]]:
+    def detect(self, con: psycopg.Connection) -> tuple[str, list[str]]:
         columns = [
             r[0]
             for r in con.execute(
@@ -137,54 +138,20 @@ class AdkPostgresSource:
             "expected ADK schema V1 (event_data) or V0 (actions)"
         )
 
-    def batches(self, since_watermark: float | None) -> Iterator[Batch]:
+    @contextmanager
+    def read_only(self, hint: str = "raise --statement-timeout") -> Iterator[psycopg.Connection]:
+        """One read-only transaction on a fresh connection, always rolled back; driver
+        errors become SourceErrors that name the server and never the password."""
         con = self.connect()
         try:
             with con.transaction():
-                self.layout, columns = self._detect(con)
-                sessions = self._sessions(con)
-                where, params = where_clause(self.filters, since_watermark)
-                if self.layout == "v1":
-                    select = sql.SQL(
-                        "SELECT app_name, user_id, session_id, id, invocation_id, "
-                        "extract(epoch FROM timestamp)::float8, event_data::text FROM events"
-                    )
-                    names = [
-                        "app_name",
-                        "user_id",
-                        "session_id",
-                        "id",
-                        "invocation_id",
-                        "epoch",
-                        "event_data",
-                    ]
-                else:
-                    present = [c for c in adk_v0.ALL_COLUMNS if c in columns]
-                    names = [c for c in present if c != "timestamp"] + ["epoch"]
-                    select = sql.SQL(
-                        "SELECT {}, extract(epoch FROM timestamp)::float8 FROM events"
-                    ).format(sql.SQL(", ").join(sql.Identifier(c) for c in names[:-1]))
-                out = EventBatcher(self.batch_size)
-                with con.cursor(name="forensics_events") as cur:
-                    cur.itersize = FETCH_ROWS
-                    cur.execute(select + where, params)
-                    while rows := cur.fetchmany(FETCH_ROWS):
-                        if self.layout == "v1":
-                            self._add_v1(out, rows)
-                        else:
-                            for values in rows:
-                                self._add_v0(out, dict(zip(names, values, strict=True)))
-                        if out.full():
-                            yield out.take(sessions)
-                            sessions = None
-                if out.pending() or sessions is not None:
-                    yield out.take(sessions)
+                yield con
                 raise psycopg.Rollback()  # read-only: end the transaction, commit nothing
         except psycopg.errors.QueryCanceled as e:
             raise TransientSourceError(
                 f"{self.location}: a statement ran past statement_timeout "
                 f"({self.statement_timeout_ms} ms): {_scrub(str(e).strip(), self._dsn)}",
-                hint="raise --statement-timeout or narrow with --app/--user/--session/--since",
+                hint=hint,
             ) from e
         except psycopg.OperationalError as e:
             raise TransientSourceError(
@@ -194,6 +161,48 @@ class AdkPostgresSource:
             raise SourceError(f"{self.location}: {_scrub(str(e).strip(), self._dsn)}") from e
         finally:
             con.close()
+
+    def batches(self, since_watermark: float | None) -> Iterator[Batch]:
+        hint = "raise --statement-timeout or narrow with --app/--user/--session/--since"
+        with self.read_only(hint) as con:
+            self.layout, columns = self.detect(con)
+            sessions = self._sessions(con)
+            where, params = where_clause(self.filters, since_watermark)
+            if self.layout == "v1":
+                select = sql.SQL(
+                    "SELECT app_name, user_id, session_id, id, invocation_id, "
+                    "extract(epoch FROM timestamp)::float8, event_data::text FROM events"
+                )
+                names = [
+                    "app_name",
+                    "user_id",
+                    "session_id",
+                    "id",
+                    "invocation_id",
+                    "epoch",
+                    "event_data",
+                ]
+            else:
+                present = [c for c in adk_v0.ALL_COLUMNS if c in columns]
+                names = [c for c in present if c != "timestamp"] + ["epoch"]
+                select = sql.SQL(
+                    "SELECT {}, extract(epoch FROM timestamp)::float8 FROM events"
+                ).format(sql.SQL(", ").join(sql.Identifier(c) for c in names[:-1]))
+            out = EventBatcher(self.batch_size)
+            with con.cursor(name="forensics_events") as cur:
+                cur.itersize = FETCH_ROWS
+                cur.execute(select + where, params)
+                while rows := cur.fetchmany(FETCH_ROWS):
+                    if self.layout == "v1":
+                        self._add_v1(out, rows)
+                    else:
+                        for values in rows:
+                            self._add_v0(out, dict(zip(names, values, strict=True)))
+                    if out.full():
+                        yield out.take(sessions)
+                        sessions = None
+            if out.pending() or sessions is not None:
+                yield out.take(sessions)
 
     def _add_v1(self, out: EventBatcher, rows: list[tuple]) -> None:
         # the hot path: one call per fetched block, no dict per row
