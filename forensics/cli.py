@@ -523,13 +523,13 @@ def turns(
         ),
         totals=("calls", "tool_calls", "cumulative_input_measured", "cumulative_input_estimated"),
         provenance={
-            "peak_occupancy": "measured where usage exists, else estimated",
+            "wall_s": "measured (first to last stored event of the turn)",
             "peak_occupancy_measured": "measured",
             "peak_occupancy_estimated": "estimated",
+            "peak_occupancy": "measured where usage exists, else estimated",
             "cumulative_input_measured": "measured",
             "cumulative_input_estimated": "estimated",
             "largest_result_tokens_estimated": "estimated",
-            "wall_s": "measured (first to last stored event of the turn)",
         },
         footnote="peak_occupancy: measured where usage exists, else estimated; "
         "cumulative_input_*: sum of the turn's call windows (measured / estimated)",
@@ -772,8 +772,8 @@ def compaction(
         ),
         provenance={
             "raw_events_in_range": "measured (stored events)",
-            "tool_tokens_in_range": "estimated",
             "raw_tokens_in_range": "estimated",
+            "tool_tokens_in_range": "estimated",
             "summary_tokens": "estimated",
             "summary_ratio": "estimated",
             "summarizer_prompt_tokens": "measured",
