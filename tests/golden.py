@@ -1,0 +1,131 @@
+"""Golden output files: every query command, in every --format, on the bundled sample.
+
+`tests/test_golden.py` compares each command's stdout with its file in
+`tests/golden/`, byte for byte, and the incident report's template context with
+`tests/golden/incident-context.json`. After a deliberate change in output,
+regenerate them and review the diff before committing:
+
+    .venv/bin/python -m tests.golden
+
+The store is built from `sample_data/adk_v1.db`, read by its path relative to the
+repository root; the ledger's two clock readings (`started_at`, `finished_at`) are
+set to a fixed time, the only figures that differ from run to run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "golden"
+FORMATS = ("table", "json", "csv")
+FIXED_CLOCK = "2026-01-01 00:00:00"
+# The specialist's first call in the incident: its window holds relayed parts.
+WINDOW_CALL = "acfe7286-2ea4-408e-902c-cd0865e20b08"
+
+COMMANDS: dict[str, list[str]] = {
+    "sessions": ["sessions"],
+    "sessions-app": ["sessions", "--app", "store", "--user", "u-1001"],
+    "events-incident": ["events", "incident"],
+    "ingests": ["ingests"],
+    "turns": ["turns"],
+    "turns-incident": ["turns", "incident"],
+    "calls-incident": ["calls", "incident"],
+    "calls-compaction-turn-2": ["calls", "compaction", "--turn", "2"],
+    "window-incident": ["window", "incident", WINDOW_CALL],
+    "growth": ["growth", "--top", "5"],
+    "growth-session": ["growth", "--session", "parallel"],
+    "compaction": ["compaction"],
+    "compaction-by-session": ["compaction", "--by-session", "--threshold-tokens", "150000"],
+}
+
+
+@contextmanager
+def in_root() -> Iterator[None]:
+    here = Path.cwd()
+    os.chdir(ROOT)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+
+
+def build_store(db: Path) -> Path:
+    """The sample loaded into `db`, its ledger clock fixed."""
+    import duckdb
+    from typer.testing import CliRunner
+
+    from forensics.cli import app
+
+    with in_root():
+        result = CliRunner().invoke(
+            app, ["ingest", "adk-sqlite", "sample_data/adk_v1.db", "--db", str(db)]
+        )
+    assert result.exit_code == 0, result.output
+    con = duckdb.connect(str(db))
+    try:
+        con.execute(
+            "UPDATE ingests SET started_at = ?::TIMESTAMP, finished_at = ?::TIMESTAMP",
+            [FIXED_CLOCK, FIXED_CLOCK],
+        )
+    finally:
+        con.close()
+    return db
+
+
+def output(db: Path, name: str, fmt: str) -> str:
+    from typer.testing import CliRunner
+
+    from forensics.cli import app
+
+    result = CliRunner().invoke(app, [*COMMANDS[name], "--db", str(db), "--format", fmt])
+    assert result.exit_code == 0, (name, fmt, result.output)
+    return result.stdout
+
+
+def golden_path(name: str, fmt: str) -> Path:
+    return GOLDEN / f"{name}.{ {'table': 'txt'}.get(fmt, fmt) }"
+
+
+def incident_context(db: Path) -> str:
+    """The incident report's template context as JSON (charts not drawn: svg stays empty)."""
+    from forensics.incident import build_incident
+
+    context = build_incident("incident", db)
+    assert context.method is not None
+    context.method.generated_at = FIXED_CLOCK
+    return json.dumps(dataclasses.asdict(context), indent=1, ensure_ascii=False) + "\n"
+
+
+def regenerate(db: Path) -> list[Path]:
+    written = []
+    for name in COMMANDS:
+        for fmt in FORMATS:
+            path = golden_path(name, fmt)
+            path.write_text(output(db, name, fmt), encoding="utf-8")
+            written.append(path)
+    path = GOLDEN / "incident-context.json"
+    path.write_text(incident_context(db), encoding="utf-8")
+    written.append(path)
+    return written
+
+
+def main() -> None:
+    import tempfile
+
+    GOLDEN.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = build_store(Path(tmp) / "golden.duckdb")
+        for path in regenerate(db):
+            print(path.relative_to(ROOT))
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
