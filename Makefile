@@ -23,3 +23,5 @@ test: venv
 
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy

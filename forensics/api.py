@@ -1,275 +1,339 @@
-"""The library API: every question the CLI asks, answered as a polars DataFrame."""
+"""The library API: a Store and a Selection in, polars DataFrames out.
+
+The CLI and the reports call only this module, so a notebook gets the same answers
+as the terminal. Every function takes the store first (an open `Store`, or a path:
+then it is opened for that call alone), then what to select, then its options:
+
+    from forensics import api
+    with api.open_store("forensics.duckdb") as store:
+        scope = api.Scope(store, api.Selection(session="incident"))
+        calls, turns = scope.calls(), scope.turns()   # one reconstruction for both
+
+A selection may be given as a session id alone: `api.calls(store, "incident")`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
 import polars as pl
 
-from . import queries, store
-from .errors import ForensicsError
-from .sources.adk_json import AdkJsonSource
-from .sources.adk_sqlite import AdkSqliteSource
-from .sources.base import Filters
+from . import analysis
+from .analysis import Ratio, Reconstruction
+from .columns import EVENTS, INGEST_SKIPS, INGESTS, SESSIONS
+from .errors import ForensicsError, StoreError
+from .ingest import Progress, ingest
+from .selection import Selection
+from .sources.files.adk_json import AdkJsonSource
+from .sources.sqlite.adk import AdkSqliteSource
+from .store import WATERMARK_OVERLAP_S, IngestResult, Store, default_db_path
+from .store.reads import resolve_session, result_preview
+
+if TYPE_CHECKING:
+    from .plan import PlanReport
+
+__all__ = [
+    "WATERMARK_OVERLAP_S",
+    "IngestResult",
+    "PlanReport",
+    "Scope",
+    "Selection",
+    "Store",
+    "calls",
+    "compaction",
+    "compaction_sessions",
+    "default_db_path",
+    "events",
+    "growth",
+    "ingest_json",
+    "ingest_postgres",
+    "ingest_skips",
+    "ingest_sqlite",
+    "ingests",
+    "open_store",
+    "plan_report",
+    "ratios",
+    "sessions",
+    "turns",
+    "using",
+    "window",
+]
+
+StoreLike = Store | str | Path | None
+SelectionLike = Selection | str | None
 
 
-def _frame(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pl.DataFrame:
-    query = queries.load(name)
-    relation = con.sql(query.sql, params={k: params.get(k) for k in query.params})
-    return pl.from_arrow(relation.to_arrow_table())
+def open_store(path: str | Path | None = None, *, read_only: bool = True) -> Store:
+    """The store at `path` (default ./forensics.duckdb or FORENSICS_DB); close it when done."""
+    return Store.open(path, read_only=read_only)
+
+
+@contextmanager
+def using(store: StoreLike, *, read_only: bool = True) -> Iterator[Store]:
+    """`store` itself when it is open, else the store at that path, open for the block."""
+    if isinstance(store, Store):
+        if not read_only and store.read_only:
+            raise StoreError(f"{store.path} is open read-only; loading needs it writable")
+        yield store
+        return
+    opened = Store.open(store, read_only=read_only)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def _selection(selection: SelectionLike) -> Selection:
+    if isinstance(selection, str):
+        return Selection(session=selection)
+    return selection or Selection()
+
+
+# ---------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------
 
 
 def ingest_postgres(
-    db: str | Path | None,
+    store: StoreLike,
     dsn: str,
-    filters: Filters | None = None,
+    selection: Selection | None = None,
     *,
     incremental: bool = True,
     statement_timeout_ms: int = 60_000,
-    progress: store.Progress | None = None,
-) -> store.IngestResult:
+    progress: Progress | None = None,
+) -> IngestResult:
     """Load ADK events from a PostgreSQL DatabaseSessionService database (V0 or V1)."""
-    from .sources.adk_postgres import AdkPostgresSource  # psycopg only when it is used
+    from .sources.postgres.adk import AdkPostgresSource  # psycopg only when it is used
 
-    filters = filters or Filters()
-    source = AdkPostgresSource(dsn, filters, statement_timeout_ms=statement_timeout_ms)
-    return _ingest(db, source, filters, incremental, progress)
+    selection = selection or Selection()
+    source = AdkPostgresSource(dsn, selection, statement_timeout_ms=statement_timeout_ms)
+    with using(store, read_only=False) as target:
+        return ingest(
+            target,
+            source,
+            filters=selection.as_dict(),
+            incremental=incremental,
+            progress=progress,
+        )
 
 
 def ingest_sqlite(
-    db: str | Path | None,
+    store: StoreLike,
     path: str | Path,
-    filters: Filters | None = None,
+    selection: Selection | None = None,
     *,
     incremental: bool = True,
-    progress: store.Progress | None = None,
-) -> store.IngestResult:
+    progress: Progress | None = None,
+) -> IngestResult:
     """Load ADK events from a SQLite file (DatabaseSessionService V0/V1 or SqliteSessionService)."""
-    filters = filters or Filters()
-    return _ingest(db, AdkSqliteSource(Path(path), filters), filters, incremental, progress)
+    selection = selection or Selection()
+    with using(store, read_only=False) as target:
+        return ingest(
+            target,
+            AdkSqliteSource(Path(path), selection),
+            filters=selection.as_dict(),
+            incremental=incremental,
+            progress=progress,
+        )
 
 
 def ingest_json(
-    db: str | Path | None,
+    store: StoreLike,
     paths: Sequence[str | Path],
     *,
     app: str | None = None,
     user: str | None = None,
     session: str | None = None,
-    progress: store.Progress | None = None,
-) -> store.IngestResult:
+    progress: Progress | None = None,
+) -> IngestResult:
     """Load ADK JSON exports: Session objects (camelCase or snake_case), event lists, NDJSON."""
     source = AdkJsonSource([Path(p) for p in paths], app=app, user=user, session=session)
     # recorded in the ledger as what they are: defaults for files that do not say
-    defaults = {
+    defaults: dict[str, object] = {
         f"default_{k}": v for k, v in (("app", app), ("user", user), ("session", session)) if v
     }
-    return _ingest(db, source, Filters(), False, progress, extra=defaults)
+    with using(store, read_only=False) as target:
+        return ingest(target, source, filters=defaults, incremental=False, progress=progress)
 
 
-def _ingest(db, source, filters: Filters, incremental: bool, progress, extra=None):
-    con = store.connect(db)
-    try:
-        return store.ingest(
-            con,
-            source,
-            filters={**filters.as_dict(), **(extra or {})},
-            incremental=incremental,
-            progress=progress,
-        )
-    finally:
-        con.close()
+# ---------------------------------------------------------------------------
+# What is stored
+# ---------------------------------------------------------------------------
 
 
-def sessions(
-    db: str | Path | None = None, *, app: str | None = None, user: str | None = None
-) -> pl.DataFrame:
+def sessions(store: StoreLike, selection: SelectionLike = None) -> pl.DataFrame:
     """One row per session: events, turns, first/last event, errors, measured prompt tokens."""
-    with store.connect(db, read_only=True) as con:
-        return _frame(con, "sessions", app=app, user=user)
-
-
-def resolve_session(
-    con: duckdb.DuckDBPyConnection, session_id: str, app: str | None = None, user: str | None = None
-) -> tuple[str, str, str]:
-    """The one (app, user, session) key a session id names; an error lists the choices."""
-    keys = con.execute(
-        queries.load("session_keys").sql, {"session": session_id, "app": app, "user": user}
-    ).fetchall()
-    if not keys:
-        known = [
-            r[0]
-            for r in con.execute(
-                "SELECT session_id FROM sessions ORDER BY session_id LIMIT 10"
-            ).fetchall()
-        ]
-        raise ForensicsError(
-            f"no session {session_id!r} in the store",
-            hint=f"known sessions include: {', '.join(known)}"
-            if known
-            else "the store holds no sessions yet; run `forensics ingest ...`",
+    chosen = _selection(selection)
+    with using(store) as s:
+        frame = s.frame(
+            "store/sessions", app=chosen.app, user=chosen.user, session=chosen.session
         )
-    if len(keys) > 1:
-        choices = "; ".join(f"--app {a} --user {u}" for a, u, _ in keys)
-        raise ForensicsError(
-            f"session id {session_id!r} exists in {len(keys)} apps/users",
-            hint=f"add one of: {choices}",
-        )
-    return keys[0]
+        return SESSIONS.check(frame)
 
 
-def events(
-    session_id: str,
-    db: str | Path | None = None,
-    *,
-    app: str | None = None,
-    user: str | None = None,
-) -> pl.DataFrame:
-    """The session's events in order: kinds, parts, characters, usage, errors, compaction."""
-    with store.connect(db, read_only=True) as con:
-        app_name, user_id, sid = resolve_session(con, session_id, app, user)
-        return _frame(con, "events", app=app_name, user=user_id, session=sid)
+def events(store: StoreLike, selection: SelectionLike) -> pl.DataFrame:
+    """One session's events in order: kinds, parts, characters, usage, errors, compaction."""
+    chosen = _selection(selection)
+    if chosen.session is None:
+        raise ForensicsError("events needs a session id", hint="see `forensics sessions`")
+    with using(store) as s:
+        app, user, session = resolve_session(s, chosen.session, chosen.app, chosen.user)
+        return EVENTS.check(s.frame("store/events", app=app, user=user, session=session))
 
 
-def ingests(db: str | Path | None = None) -> pl.DataFrame:
+def ingests(store: StoreLike) -> pl.DataFrame:
     """The ingest ledger, newest first."""
-    with store.connect(db, read_only=True) as con:
-        return _frame(con, "ingests")
+    with using(store) as s:
+        return INGESTS.check(s.frame("store/ingests"))
 
 
-def ingest_skips(ingest_id: int, db: str | Path | None = None) -> pl.DataFrame:
+def ingest_skips(store: StoreLike, ingest_id: int) -> pl.DataFrame:
     """The rows one ingest skipped (the first few hundred), with locator and reason."""
-    with store.connect(db, read_only=True) as con:
-        return _frame(con, "ingest_skips", ingest_id=ingest_id)
+    with using(store) as s:
+        return INGEST_SKIPS.check(s.frame("store/ingest_skips", ingest_id=ingest_id))
 
 
-def _reconstruct(db, session_id: str | None, app: str | None, user: str | None):
-    from .analyses import reconstruct
+def plan_report(
+    dsn: str,
+    selection: Selection | None = None,
+    *,
+    analyze: bool = False,
+    extra_queries: Sequence[str | Path] = (),
+    statement_timeout_ms: int = 30_000,
+) -> PlanReport:
+    """How the forensic lookups run on an ADK PostgreSQL database (see `forensics.plan`)."""
+    from .plan import plan_report as report  # psycopg only when it is used
 
-    with store.connect(db, read_only=True) as con:
-        if session_id is not None:
-            resolve_session(con, session_id, app, user)
-        rec = reconstruct(con, session_id)
-    if app or user:
-        rec.calls = [
-            (s, c)
-            for s, c in rec.calls
-            if (not app or s.app_name == app) and (not user or s.user_id == user)
-        ]
-        rec.sessions = [
-            s
-            for s in rec.sessions
-            if (not app or s.app_name == app) and (not user or s.user_id == user)
-        ]
-    return rec
+    return report(
+        dsn,
+        selection=selection or Selection(),
+        analyze=analyze,
+        extra_queries=extra_queries,
+        statement_timeout_ms=statement_timeout_ms,
+    )
+
+
+# ---------------------------------------------------------------------------
+# What the calls saw: one reconstruction per scope
+# ---------------------------------------------------------------------------
+
+
+class Scope:
+    """The selected sessions of one open store, rebuilt once for every frame asked of them.
+
+    A session id in the selection must name one session (add app and user when it
+    exists in several); app, user, session and the time range are pushed into the
+    store's SQL, so only the selected sessions are read and rebuilt.
+    """
+
+    def __init__(self, store: Store, selection: SelectionLike = None):
+        self.store = store
+        chosen = _selection(selection)
+        if chosen.session is not None:
+            chosen = chosen.narrowed(
+                *resolve_session(store, chosen.session, chosen.app, chosen.user)
+            )
+        self.selection = chosen
+
+    @cached_property
+    def reconstruction(self) -> Reconstruction:
+        return analysis.reconstruct(self.store, self.selection)
+
+    def sessions(self) -> pl.DataFrame:
+        return sessions(self.store, self.selection)
+
+    def calls(self, turn: int | None = None) -> pl.DataFrame:
+        """Per call: window occupancy (measured, estimated, by role), cumulative input so far."""
+        return analysis.calls_frame(self.reconstruction, turn)
+
+    def window(self, call_id: str) -> pl.DataFrame:
+        """What one call's request contained: each event's parts, in order, with sizes."""
+        rec = self.reconstruction
+        try:
+            return analysis.window_frame(rec, call_id)
+        except LookupError:
+            known = [c.event.event_id for _, c in rec.calls if c.kind != "summarizer"][:5]
+            session = self.selection.session
+            raise ForensicsError(
+                f"no agent call {call_id!r} in session {session!r}",
+                hint=f"call ids come from `forensics calls {session}`"
+                + (f", e.g. {', '.join(known)}" if known else ""),
+            ) from None
+
+    def growth(self, top: int | None = None) -> pl.DataFrame:
+        """Tool calls ranked by how much they grew the window, with what re-sending cost."""
+        frame = analysis.growth_frame(self.reconstruction)
+        return frame.head(top) if top else frame
+
+    def turns(self) -> pl.DataFrame:
+        """Per turn: calls, tool calls, wall time, peak occupancy, cumulative input, error."""
+        return analysis.turns_frame(self.reconstruction)
+
+    def compaction(self) -> pl.DataFrame:
+        """Per compaction event: its range, what it covers (stored), what the next call sent."""
+        return analysis.audit_ranges(self.reconstruction)
+
+    def compaction_sessions(self, threshold_tokens: int | None = None) -> pl.DataFrame:
+        """Per session: the raw window retained after the last range; calls over a threshold."""
+        return analysis.audit_sessions(self.reconstruction, threshold_tokens)
+
+    def ratios(self) -> dict[str, Ratio]:
+        """Per source, the chars-per-token ratio the estimates use: fitted, or the default."""
+        return self.reconstruction.ratios
+
+    def result_preview(self, session: tuple[str, str, str], function_call_id: str) -> str | None:
+        """The first 2,000 characters of one tool call's stored result."""
+        return result_preview(self.store, session, function_call_id)
 
 
 def calls(
-    session_id: str | None = None,
-    db: str | Path | None = None,
-    *,
-    turn: int | None = None,
-    app: str | None = None,
-    user: str | None = None,
+    store: StoreLike, selection: SelectionLike = None, *, turn: int | None = None
 ) -> pl.DataFrame:
     """Per call: window occupancy (measured, estimated, by role) and cumulative input so far."""
-    from .analyses import calls_frame
+    with using(store) as s:
+        return Scope(s, selection).calls(turn)
 
-    return calls_frame(_reconstruct(db, session_id, app, user), turn)
 
-
-def window(
-    session_id: str,
-    call_id: str,
-    db: str | Path | None = None,
-    *,
-    app: str | None = None,
-    user: str | None = None,
-) -> pl.DataFrame:
+def window(store: StoreLike, selection: SelectionLike, call_id: str) -> pl.DataFrame:
     """What one call's request contained: each event's parts, in order, with sizes."""
-    from .analyses import window_frame
-
-    rec = _reconstruct(db, session_id, app, user)
-    try:
-        return window_frame(rec, call_id)
-    except LookupError:
-        known = [c.event.event_id for _, c in rec.calls if c.kind != "summarizer"][:5]
-        raise ForensicsError(
-            f"no agent call {call_id!r} in session {session_id!r}",
-            hint=f"call ids come from `forensics calls {session_id}`"
-            + (f", e.g. {', '.join(known)}" if known else ""),
-        ) from None
+    with using(store) as s:
+        return Scope(s, selection).window(call_id)
 
 
 def growth(
-    session_id: str | None = None,
-    db: str | Path | None = None,
-    *,
-    top: int | None = None,
-    app: str | None = None,
-    user: str | None = None,
+    store: StoreLike, selection: SelectionLike = None, *, top: int | None = None
 ) -> pl.DataFrame:
     """Tool calls ranked by how much they grew the window, with what re-sending them cost."""
-    from .analyses import growth_frame
-
-    frame = growth_frame(_reconstruct(db, session_id, app, user))
-    return frame.head(top) if top else frame
+    with using(store) as s:
+        return Scope(s, selection).growth(top)
 
 
-def turns(
-    session_id: str | None = None,
-    db: str | Path | None = None,
-    *,
-    app: str | None = None,
-    user: str | None = None,
-) -> pl.DataFrame:
+def turns(store: StoreLike, selection: SelectionLike = None) -> pl.DataFrame:
     """Per turn: calls, tool calls, wall time, peak occupancy, cumulative input, error."""
-    from .analyses import turns_frame
+    with using(store) as s:
+        return Scope(s, selection).turns()
 
-    return turns_frame(_reconstruct(db, session_id, app, user))
 
-
-def ratios(db: str | Path | None = None, session_id: str | None = None) -> dict:
+def ratios(store: StoreLike, selection: SelectionLike = None) -> dict[str, Ratio]:
     """Per source, the chars-per-token ratio the estimates use: fitted, or the default."""
-    return _reconstruct(db, session_id, None, None).ratios
+    with using(store) as s:
+        return Scope(s, selection).ratios()
 
 
-def compaction(
-    session_id: str | None = None,
-    db: str | Path | None = None,
-    *,
-    app: str | None = None,
-    user: str | None = None,
-) -> pl.DataFrame:
+def compaction(store: StoreLike, selection: SelectionLike = None) -> pl.DataFrame:
     """Per compaction event: its range, what it covers (stored), what the next call sent."""
-    from .compaction import audit_ranges
-
-    return audit_ranges(_reconstruct(db, session_id, app, user))
+    with using(store) as s:
+        return Scope(s, selection).compaction()
 
 
 def compaction_sessions(
-    session_id: str | None = None,
-    db: str | Path | None = None,
-    *,
-    threshold_tokens: int | None = None,
-    app: str | None = None,
-    user: str | None = None,
+    store: StoreLike, selection: SelectionLike = None, *, threshold_tokens: int | None = None
 ) -> pl.DataFrame:
     """Per session: the raw window retained after the last range; calls over a threshold."""
-    from .compaction import audit_sessions
-
-    return audit_sessions(_reconstruct(db, session_id, app, user), threshold_tokens)
-
-
-def reconstruction(
-    session_id: str | None = None,
-    db: str | Path | None = None,
-    *,
-    app: str | None = None,
-    user: str | None = None,
-):
-    """Every call of the selected sessions with its window sizes: what the frames are built
-    from. Build it once when you need several frames (`forensics.analyses.*_frame`)."""
-    return _reconstruct(db, session_id, app, user)
+    with using(store) as s:
+        return Scope(s, selection).compaction_sessions(threshold_tokens)

@@ -3,7 +3,8 @@
 `tests/test_golden.py` compares each command's stdout with its file in
 `tests/golden/`, byte for byte, and the incident report's template context with
 `tests/golden/incident-context.json`. After a deliberate change in output,
-regenerate them and review the diff before committing:
+regenerate them (and the README's field table, from forensics/columns.py) and
+review the diff before committing:
 
     .venv/bin/python -m tests.golden
 
@@ -95,9 +96,9 @@ def golden_path(name: str, fmt: str) -> Path:
 
 def incident_context(db: Path) -> str:
     """The incident report's template context as JSON (charts not drawn: svg stays empty)."""
-    from forensics.incident import build_incident
+    from forensics.reports.incident import build_incident
 
-    context = build_incident("incident", db)
+    context = build_incident(db, "incident")
     assert context.method is not None
     context.method.generated_at = FIXED_CLOCK
     return json.dumps(dataclasses.asdict(context), indent=1, ensure_ascii=False) + "\n"
@@ -116,9 +117,24 @@ def regenerate(db: Path) -> list[Path]:
     return written
 
 
+README = ROOT / "README.md"
+FIELDS_START, FIELDS_END = "<!-- fields:start -->\n", "<!-- fields:end -->"
+
+
+def readme_with_fields(text: str) -> str:
+    """The README with its field table generated from forensics/columns.py."""
+    from forensics.columns import field_table
+
+    head, rest = text.split(FIELDS_START, 1)
+    _, tail = rest.split(FIELDS_END, 1)
+    return head + FIELDS_START + field_table() + FIELDS_END + tail
+
+
 def main() -> None:
     import tempfile
 
+    README.write_text(readme_with_fields(README.read_text(encoding="utf-8")), encoding="utf-8")
+    print(README.relative_to(ROOT))
     GOLDEN.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         db = build_store(Path(tmp) / "golden.duckdb")

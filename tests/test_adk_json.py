@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from forensics import api
-from forensics.store import connect, run
+from forensics.store import Store
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_data" / "adk"
 
@@ -35,8 +35,8 @@ def _session(events: list, camel: bool = False) -> dict:
 
 
 def _count(db: Path, sql: str) -> int:
-    with connect(db, read_only=True) as con:
-        return run(con, sql)[0][0]
+    with Store.open(db, read_only=True) as con:
+        return con.run(sql)[0][0]
 
 
 @pytest.mark.parametrize("camel", [False, True])
@@ -45,7 +45,7 @@ def test_session_export_loads_usage_and_sizes(tmp_path, camel):
     path.write_text(json.dumps(_session([_event(i, camel=camel) for i in range(4)], camel)))
     result = api.ingest_json(tmp_path / "f.duckdb", [path])
     assert (result.rows_read, result.rows_loaded, result.rows_skipped) == (4, 4, 0)
-    df = api.events("s1", tmp_path / "f.duckdb")
+    df = api.events(tmp_path / "f.duckdb", "s1")
     assert df["prompt_tokens"].to_list() == [100, 101, 102, 103]
     assert df["chars"].to_list() == [5, 5, 5, 5]
     assert df["invocation_id"].to_list() == ["inv0", "inv0", "inv1", "inv1"]
@@ -130,9 +130,9 @@ def test_a_50_mb_event_is_loaded_and_sized(tmp_path):
     result = api.ingest_json(tmp_path / "f.duckdb", [path])
     assert result.rows_loaded == 3
     payload = json.dumps({"status": "ok", "data": rows}, separators=(",", ":"))
-    with connect(tmp_path / "f.duckdb", read_only=True) as con:
-        chars, row_count, kind = run(
-            con, "SELECT chars, row_count, kind FROM parts WHERE event_id = 'e1'")[0]
+    with Store.open(tmp_path / "f.duckdb", read_only=True) as con:
+        chars, row_count, kind = con.run(
+            "SELECT chars, row_count, kind FROM parts WHERE event_id = 'e1'")[0]
     assert kind == "function_response"
     assert chars == len("get_order_history") + len(payload)
     assert row_count == 50_000
@@ -150,8 +150,8 @@ def test_part_kinds_tool_names_and_row_counts(tmp_path):
     ]}
     (tmp_path / "k.json").write_text(json.dumps([event]))
     api.ingest_json(tmp_path / "f.duckdb", [tmp_path / "k.json"])
-    with connect(tmp_path / "f.duckdb", read_only=True) as con:
-        rows = run(con, "SELECT kind, tool_name, function_call_id, chars, row_count FROM parts "
+    with Store.open(tmp_path / "f.duckdb", read_only=True) as con:
+        rows = con.run("SELECT kind, tool_name, function_call_id, chars, row_count FROM parts "
                         "ORDER BY part_index")
     assert rows == [
         ("thought", None, None, 8, None),
@@ -161,7 +161,8 @@ def test_part_kinds_tool_names_and_row_counts(tmp_path):
         ("function_response", "wrap", "c2", len("wrap") + len('{"result":{"rows":[[1]]}}'), 1),
         ("other", None, None, len('{"mime_type":"image/png","data":"AAAA"}'), None),
     ]
-    kinds = api.events("k", tmp_path / "f.duckdb", app="unknown")["kinds"].to_list()
+    kinds = api.events(tmp_path / "f.duckdb", api.Selection(app="unknown", session="k"))
+    kinds = kinds["kinds"].to_list()
     assert kinds == [["text", "thought", "function_call", "function_response", "other"]]
 
 

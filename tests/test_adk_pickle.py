@@ -21,8 +21,8 @@ from types import SimpleNamespace
 import pytest
 
 from forensics.errors import UnsafePickleError
-from forensics.sources import adk_pickle
-from forensics.sources.adk_pickle import decode_actions
+from forensics.families.adk import v0_pickle as adk_pickle
+from forensics.families.adk.v0_pickle import decode_actions
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_V0_FILES = [
@@ -235,7 +235,7 @@ def test_adk_v0_storage_event_row_decodes(adk, tmp_path):
 def test_decoder_imports_no_adk_and_resolves_no_real_class():
     code = (
         "import sys\n"
-        "import forensics.sources.adk_pickle\n"
+        "import forensics.families.adk.v0_pickle\n"
         "bad = sorted(m for m in sys.modules if m.startswith(('google', 'pydantic', 'fastapi')))\n"
         "assert not bad, bad\n"
     )

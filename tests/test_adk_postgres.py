@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 from forensics import api
 from forensics.cli import app
 from forensics.errors import SourceError, TransientSourceError
-from forensics.sources.adk_postgres import AdkPostgresSource, where_clause
-from forensics.sources.base import Filters
-from forensics.store import connect, run
+from forensics.selection import Selection
+from forensics.sources.postgres.adk import AdkPostgresSource, where_clause
+from forensics.store import Store
 from tests.pg import copy_adk_sqlite_to_pg, create_adk_schema
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_data"
@@ -31,8 +31,8 @@ PART_FACTS = ("SELECT * EXCLUDE (app_name, user_id, preview, relay_chars), "
 
 
 def _facts(db: Path) -> tuple[list, list]:
-    with connect(db, read_only=True) as con:
-        return run(con, EVENT_FACTS), run(con, PART_FACTS)
+    with Store.open(db, read_only=True) as con:
+        return con.run(EVENT_FACTS), con.run(PART_FACTS)
 
 
 @pytest.mark.parametrize("sample", ["adk_v1.db", "adk_v0.db"])
@@ -51,14 +51,14 @@ def test_postgres_gives_the_same_events_and_sizes_as_sqlite(tmp_path, pg_db, sam
 
 
 def test_filters_push_down_in_index_order():
-    fragment, params = where_clause(Filters(app="store", user="u'1", session="s",
+    fragment, params = where_clause(Selection(app="store", user="u'1", session="s",
                                             since=1_761_123_600.0), since=None)
     text = fragment.as_string(None)
     assert text == (' WHERE "app_name" = %(app_name)s AND "user_id" = %(user_id)s AND '
                     '"session_id" = %(session_id)s AND timestamp >= %(since)s')
     assert params["user_id"] == "u'1"
     # the later of --since and the watermark wins
-    _, params = where_clause(Filters(since=100.0), since=200.0)
+    _, params = where_clause(Selection(since=100.0), since=200.0)
     assert params["since"].timestamp() == pytest.approx(200.0)
 
 
@@ -68,14 +68,14 @@ def test_filters_select_sessions_on_the_server(tmp_path, pg_db):
         session, count = con.execute(
             "SELECT session_id, count(*) FROM events GROUP BY 1 ORDER BY 2 DESC LIMIT 1"
         ).fetchone()
-    result = api.ingest_postgres(tmp_path / "f.duckdb", pg_db, Filters(session=session))
+    result = api.ingest_postgres(tmp_path / "f.duckdb", pg_db, Selection(session=session))
     assert result.rows_read == result.rows_loaded == count
 
 
 def test_the_connection_is_read_only_and_bounded(pg_db):
     create_adk_schema(pg_db, "1")
     source = AdkPostgresSource(pg_db, statement_timeout_ms=1234)
-    with source.connect() as con:
+    with source.server.connect() as con:
         assert con.execute("SHOW statement_timeout").fetchone()[0] == "1234ms"
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
             con.execute("CREATE TABLE intruder (a int)")
@@ -182,8 +182,8 @@ def test_a_hostile_v0_pickle_is_skipped_and_its_neighbours_loaded(tmp_path, pg_d
     assert result.rows_loaded == 2
     assert [s.locator for s in result.skips] == ["events row id='e1' session='s1'"]
     assert "os.system" in result.skips[0].reason or "posix.system" in result.skips[0].reason
-    with connect(tmp_path / "f.duckdb", read_only=True) as con:
-        assert run(con, "SELECT DISTINCT transfer_to_agent FROM events") == [("orders_specialist",)]
+    with Store.open(tmp_path / "f.duckdb", read_only=True) as con:
+        assert con.run("SELECT DISTINCT transfer_to_agent FROM events") == [("orders_specialist",)]
 
 
 def test_options_in_the_dsn_are_kept(tmp_path, pg_db):
@@ -195,7 +195,7 @@ def test_options_in_the_dsn_are_kept(tmp_path, pg_db):
     with psycopg.connect(pg_db) as con:
         assert con.execute("SELECT count(*) FROM adk.events").fetchone()[0] == copied["events"]
     source = AdkPostgresSource(dsn, statement_timeout_ms=4321)
-    with source.connect() as con:
+    with source.server.connect() as con:
         assert con.execute("SHOW statement_timeout").fetchone()[0] == "4321ms"
         assert con.execute("SELECT current_schema()").fetchone()[0] == "adk"
     assert api.ingest_postgres(tmp_path / "f.duckdb", dsn).rows_loaded == copied["events"]
@@ -207,6 +207,6 @@ def test_the_reconstruction_is_the_same_from_postgres(tmp_path, pg_db):
     api.ingest_postgres(tmp_path / "b.duckdb", pg_db)
     columns = ["call_id", "kind", "turn", "occupancy_measured", "occupancy_estimated",
                "cumulative_input_measured", "cumulative_input_estimated", "by_role"]
-    assert api.calls(None, tmp_path / "b.duckdb").select(columns).equals(
-        api.calls(None, tmp_path / "a.duckdb").select(columns))
-    assert api.growth(None, tmp_path / "b.duckdb").equals(api.growth(None, tmp_path / "a.duckdb"))
+    assert api.calls(tmp_path / "b.duckdb").select(columns).equals(
+        api.calls(tmp_path / "a.duckdb").select(columns))
+    assert api.growth(tmp_path / "b.duckdb").equals(api.growth(tmp_path / "a.duckdb"))

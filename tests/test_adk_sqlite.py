@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from forensics import api
-from forensics.store import connect, run
+from forensics.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_data"
@@ -22,8 +22,8 @@ PARTS = "SELECT * FROM parts ORDER BY ALL"
 
 
 def _facts(db: Path) -> tuple[list, list]:
-    with connect(db, read_only=True) as con:
-        return run(con, FACTS), run(con, PARTS)
+    with Store.open(db, read_only=True) as con:
+        return con.run(FACTS), con.run(PARTS)
 
 
 def _source_count(path: Path) -> int:

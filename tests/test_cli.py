@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from forensics.cli import app
-from forensics.dsn import Secret, redact
+from forensics.secrets import Secret, redact
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()

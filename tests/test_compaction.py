@@ -56,7 +56,7 @@ def case(request, tmp_path_factory):
 
 def test_next_request_agrees_with_adk(case):
     db, events, oracle = case
-    frame = api.compaction(None, db).filter(pl.col("next_call_id").is_not_null())
+    frame = api.compaction(db).filter(pl.col("next_call_id").is_not_null())
     assert frame.height >= 2
     by_id = {e.id: e for e in events}
     for row in frame.iter_rows(named=True):
@@ -73,13 +73,13 @@ def test_next_request_agrees_with_adk(case):
         if sent:
             assert row["raw_in_range_sent_next"] == 0
         # the next request's size, reconstructed, is what the model received
-        window = api.window(row["session_id"], row["next_call_id"], db)
+        window = api.window(db, row["session_id"], row["next_call_id"])
         assert window["chars"].sum() == pytest.approx(call["content_chars"], rel=0.002)
 
 
 def test_stored_counts_and_overlap(case):
     db, events, _ = case
-    frame = api.compaction(None, db)
+    frame = api.compaction(db)
     for row in frame.iter_rows(named=True):
         start, end = row["start_timestamp"].timestamp(), row["end_timestamp"].timestamp()
         appended = row["appended_at"].timestamp()
@@ -100,10 +100,10 @@ def test_stored_counts_and_overlap(case):
 
 def test_threshold_audit_by_session(case):
     db, _, _ = case
-    calls = api.calls(None, db).filter(pl.col("kind") != "summarizer")
+    calls = api.calls(db).filter(pl.col("kind") != "summarizer")
     size = calls["occupancy_measured"].fill_null(calls["occupancy_estimated"])
     threshold = int(size.median())
-    sessions = api.compaction_sessions(None, db, threshold_tokens=threshold)
+    sessions = api.compaction_sessions(db, threshold_tokens=threshold)
     assert sessions["calls_over_threshold"].sum() == int((size > threshold).sum())
     never = sessions.filter(pl.col("compaction_never_fired"))
     assert (never["compactions"] == 0).all() and (never["calls_over_threshold"] > 0).all()

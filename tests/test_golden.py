@@ -49,3 +49,8 @@ def test_every_golden_file_belongs_to_a_command():
     wanted = {golden.golden_path(n, f) for n in golden.COMMANDS for f in golden.FORMATS}
     wanted.add(golden.GOLDEN / "incident-context.json")
     assert set(golden.GOLDEN.glob("*.*")) - {golden.GOLDEN / "README.md"} == wanted
+
+
+def test_the_readme_field_table_is_generated_from_the_column_specs():
+    text = golden.README.read_text(encoding="utf-8")
+    _same(golden.readme_with_fields(text), text, "README.md's field table")

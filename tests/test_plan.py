@@ -19,15 +19,16 @@ import pytest
 
 from forensics import plan
 from forensics.errors import MissingRelationError, TransientSourceError
-from forensics.sources.adk_postgres import where_clause
-from forensics.sources.base import Filters
+from forensics.plan import advice
+from forensics.selection import Selection
+from forensics.sources.postgres.adk import where_clause
 from tests.benchmarks import generate_pg_events
 from tests.pg import PgServer, create_adk_schema
 
 COMPOSITE_INDEX = "idx_events_app_user_session_ts_id"
 EVENTS = 150_000
 # One day inside the generated month: selective enough that an index on timestamp pays.
-DAY = Filters(
+DAY = Selection(
     since=generate_pg_events.BASE_TS + 9 * 86400, until=generate_pg_events.BASE_TS + 10 * 86400
 )
 ENV_REQUIRE_HYPOPG = "FORENSICS_REQUIRE_HYPOPG"
@@ -61,7 +62,7 @@ def by_name(frame) -> dict[str, dict]:
 
 
 def test_time_only_range_is_a_sequential_scan_with_a_suggested_index(plan_db):
-    rows = by_name(plan.plan_frame(plan_db, filters=DAY))
+    rows = by_name(plan.plan_frame(plan_db, selection=DAY))
     time_range = rows["time_range"]
     assert time_range["seq_scan_relations"] == ["events"]
     assert time_range["uses_index"] is False and time_range["indexes_used"] == []
@@ -114,8 +115,8 @@ def test_session_lookups_use_adks_composite_index(plan_db):
 
 def test_the_loader_lookup_is_the_statement_ingest_sends_with_values_bound(plan_db):
     app = 'o\'brien "quoted" %s; DROP TABLE events --'
-    filters = Filters(app=app, user="u'1", since=DAY.since)
-    report = plan.plan_report(plan_db, filters=filters)
+    filters = Selection(app=app, user="u'1", since=DAY.since)
+    report = plan.plan_report(plan_db, selection=filters)
     rows = by_name(report.lookups)
     loader = rows["loader_events"]
     where, params = where_clause(filters, None)
@@ -146,7 +147,7 @@ def test_condition_columns_put_equality_before_ranges():
         "((app_name)::text = 'it''s user_id'::text))"
     )
     columns = ["id", "app_name", "user_id", "timestamp"]
-    assert plan._condition_columns(condition, columns) == [
+    assert advice.condition_columns(condition, columns) == [
         ("app_name", "eq"),
         ("timestamp", "range"),
     ]
@@ -204,8 +205,8 @@ def test_nothing_is_written_even_with_analyze(plan_db, tmp_path):
     query = tmp_path / "mine.sql"
     query.write_text("SELECT count(*) FROM events WHERE invocation_id LIKE 'e-%';\n")
     before = snapshot(plan_db)
-    plain = plan.plan_frame(plan_db, filters=DAY, extra_queries=[query])
-    analyzed = plan.plan_frame(plan_db, filters=DAY, analyze=True, extra_queries=[query])
+    plain = plan.plan_frame(plan_db, selection=DAY, extra_queries=[query])
+    analyzed = plan.plan_frame(plan_db, selection=DAY, analyze=True, extra_queries=[query])
     after = snapshot(plan_db)
     assert after == before
     assert plain["actual_ms"].null_count() == len(plain)
@@ -239,7 +240,7 @@ def test_hypopg_shows_the_plan_with_the_suggested_index_without_building_it(plan
         con.execute("CREATE EXTENSION hypopg")  # setup on the test's own database
     try:
         before = snapshot(plan_db)
-        report = plan.plan_report(plan_db, filters=DAY)
+        report = plan.plan_report(plan_db, selection=DAY)
         after = snapshot(plan_db)
     finally:
         with psycopg.connect(plan_db, autocommit=True) as con:

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from forensics import api, incident
+from forensics import api
 from forensics.cli import app
-from forensics.incident import IncidentContext, build_incident, n
-from forensics.render import render_incident
+from forensics.reports import incident
+from forensics.reports.incident import IncidentContext, build_incident, n
+from forensics.reports.render import render_incident
 from forensics.resources import resource_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,15 +57,15 @@ def test_every_context_field_is_used_by_the_template():
 
 
 def test_headline_and_tables_carry_the_analyses_figures(sample_db):
-    context = build_incident("incident", sample_db)
+    context = build_incident(sample_db, "incident")
     html = render_incident(context)
     page = parse(html)
     text = " ".join(page.text)
-    growth = api.growth("incident", sample_db).row(0, named=True)
+    growth = api.growth(sample_db, "incident").row(0, named=True)
     for figure in ("occupancy_before", "occupancy_after", "resent_tokens_in_turn", "rows",
                    "tokens_per_row", "resent_calls_in_turn"):
         assert n(growth[figure]) in context.headline[1], figure
-    turns = api.turns("incident", sample_db)
+    turns = api.turns(sample_db, "incident")
     failed = turns.filter(turns["error_code"].is_not_null()).row(0, named=True)
     assert context.headline[0].startswith(f"Turn {failed['turn']} failed with "
                                           f"{failed['error_code']}")
@@ -82,7 +83,7 @@ def test_headline_and_tables_carry_the_analyses_figures(sample_db):
 
 
 def test_the_page_asks_for_nothing_outside_itself(sample_db):
-    html = render_incident(build_incident("incident", sample_db))
+    html = render_incident(build_incident(sample_db, "incident"))
     page = parse(html)
     for tag, attrs in page.tags:
         assert tag not in ("script", "link", "img", "iframe", "object"), tag
@@ -121,7 +122,7 @@ def test_hostile_content_renders_as_text(tmp_path):
     _hostile_session(tmp_path / "evil.json")
     db = tmp_path / "f.duckdb"
     api.ingest_json(db, [tmp_path / "evil.json"])
-    html = render_incident(build_incident("evil", db, show_content=True))
+    html = render_incident(build_incident(db, "evil", show_content=True))
     page = parse(html)
     assert not [t for t, _ in page.tags if t in ("script", "img", "b", "i")]
     assert not any(k.startswith("on") for _, a in page.tags for k in a)
@@ -145,9 +146,9 @@ def test_cli_writes_the_report_and_demo_prints_its_path(sample_db, tmp_path):
 
 
 def test_no_content_unless_asked(sample_db):
-    html = render_incident(build_incident("incident", sample_db))
+    html = render_incident(build_incident(sample_db, "incident"))
     assert "<pre>{" not in html  # tool result payloads are not in the page
-    html = render_incident(build_incident("incident", sample_db, show_content=True))
+    html = render_incident(build_incident(sample_db, "incident", show_content=True))
     assert html.count("<pre>") >= 2
 
 
@@ -162,8 +163,8 @@ def test_method_names_sources_and_filters_without_passwords(tmp_path):
 
     db = tmp_path / "f.duckdb"
     api.ingest_sqlite(db, make_sqlite_service_db(tmp_path / "adk.db"),
-                      api.Filters(session="s0"))
-    context = build_incident("s0", db)
+                      api.Selection(session="s0"))
+    context = build_incident(db, "s0")
     (source,) = context.method.sources
     assert source.startswith(f"adk-sqlite:{tmp_path / 'adk.db'} (session=s0; ingest 1, 6 ")
     assert "chars per token" in context.method.ratio
@@ -176,9 +177,9 @@ def test_a_session_without_calls_still_reports(tmp_path, sample_db):
          "content": {"role": "user", "parts": [{"text": "hello?"}]}}]}))
     db = tmp_path / "f.duckdb"
     api.ingest_json(db, [tmp_path / "quiet.json"])
-    context = build_incident("quiet", db)
+    context = build_incident(db, "quiet")
     assert context.charts == [] and context.failure is None
     assert "No model calls to chart." in render_incident(context)
     # an empty frame has the same columns as a full one
-    assert api.calls("quiet", db).is_empty()
-    assert api.calls("quiet", db).columns == api.calls("incident", sample_db).columns
+    assert api.calls(db, "quiet").is_empty()
+    assert api.calls(db, "quiet").columns == api.calls(sample_db, "incident").columns

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from forensics import api
-from forensics.incident import build_incident
-from forensics.render import write_incident
+from forensics.reports.incident import build_incident
+from forensics.reports.render import write_incident
 from tests.browser import load_page, require_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,7 +22,7 @@ def chromium():
 def test_the_sample_report_loads_cleanly(chromium, tmp_path):
     db = tmp_path / "f.duckdb"
     api.ingest_sqlite(db, ROOT / "sample_data" / "adk_v1.db")
-    context = build_incident("incident", db)
+    context = build_incident(db, "incident")
     page_path = write_incident(context, tmp_path / "incident.html")
     report = load_page(page_path, screenshot=tmp_path / "incident.png")
     assert report.console_errors == []
@@ -41,7 +41,7 @@ def test_hostile_content_runs_nothing_in_the_browser(chromium, tmp_path):
     _hostile_session(tmp_path / "evil.json")
     db = tmp_path / "f.duckdb"
     api.ingest_json(db, [tmp_path / "evil.json"])
-    page_path = write_incident(build_incident("evil", db, show_content=True),
+    page_path = write_incident(build_incident(db, "evil", show_content=True),
                                tmp_path / "evil.html")
     report = load_page(page_path)
     assert report.console_errors == []  # alert() never ran, no broken image was fetched

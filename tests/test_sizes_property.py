@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from forensics import api
-from forensics.store import connect, run
+from forensics.store import Store
 
 text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
 scalars = st.none() | st.booleans() | st.integers(-10**12, 10**12) | text
@@ -56,10 +56,10 @@ def test_stored_sizes_match_the_definition(tmp_path_factory, events, camel):
     (tmp / "s.json").write_text(json.dumps(dumped, ensure_ascii=bool(camel)))
     result = api.ingest_json(tmp / "f.duckdb", [tmp / "s.json"])
     assert result.rows_loaded == len(events)
-    with connect(tmp / "f.duckdb", read_only=True) as con:
-        stored = run(con, "SELECT event_id, part_index, chars FROM parts ORDER BY event_id, "
+    with Store.open(tmp / "f.duckdb", read_only=True) as con:
+        stored = con.run("SELECT event_id, part_index, chars FROM parts ORDER BY event_id, "
                           "part_index")
-        totals = dict(run(con, "SELECT event_id, chars FROM events"))
+        totals = dict(con.run("SELECT event_id, chars FROM events"))
     want = [(f"e{i}", j, expected_chars(p)) for i, ps in enumerate(events)
             for j, p in enumerate(ps)]
     assert stored == want
@@ -85,6 +85,6 @@ def test_relay_size_is_the_length_of_pythons_str(tmp_path_factory, args):
         {"function_response": {"id": "c", "name": "t", "response": args}}]}}
     (tmp / "r.json").write_text(json.dumps([event]))
     api.ingest_json(tmp / "f.duckdb", [tmp / "r.json"])
-    with connect(tmp / "f.duckdb", read_only=True) as con:
-        relayed = [r[0] for r in run(con, "SELECT relay_chars FROM parts ORDER BY part_index")]
+    with Store.open(tmp / "f.duckdb", read_only=True) as con:
+        relayed = [r[0] for r in con.run("SELECT relay_chars FROM parts ORDER BY part_index")]
     assert relayed == [len(str(dict(sorted(args.items())))), len(str(args))]

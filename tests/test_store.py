@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from forensics import api, queries
-from forensics.sources.base import EventBatcher, Filters
-from forensics.store import WATERMARK_OVERLAP_S, connect, ingest, run
+from forensics import api
+from forensics import sql as queries
+from forensics.ingest import ingest
+from forensics.selection import Selection
+from forensics.sources.base import EventBatcher
+from forensics.store import WATERMARK_OVERLAP_S, Store
 
 sqlite_service = pytest.importorskip("google.adk.sessions.sqlite_session_service")
 
@@ -88,9 +91,9 @@ def test_second_run_loads_nothing_and_third_reads_only_new_rows(tmp_path):
 def test_filters_select_rows_and_keep_separate_watermarks(tmp_path):
     src = make_sqlite_service_db(tmp_path / "adk.db")
     db = tmp_path / "f.duckdb"
-    only_s0 = api.ingest_sqlite(db, src, Filters(session="s0"))
+    only_s0 = api.ingest_sqlite(db, src, Selection(session="s0"))
     assert only_s0.rows_loaded == 6
-    window = api.ingest_sqlite(db, src, Filters(since=_epoch(2), until=_epoch(4)))
+    window = api.ingest_sqlite(db, src, Selection(since=_epoch(2), until=_epoch(4)))
     assert window.rows_read == 4  # s0 and s1, events 2 and 3
     assert window.rows_loaded == 2  # s1's; s0's are stored already
 
@@ -133,13 +136,13 @@ class HangingSource(FailingSource):
 @pytest.mark.parametrize("error", [KeyboardInterrupt(), RuntimeError("server went away")])
 def test_an_interrupted_ingest_commits_nothing_and_the_ledger_says_so(tmp_path, error):
     db = tmp_path / "f.duckdb"
-    con = connect(db)
+    con = Store.open(db)
     with pytest.raises(type(error)):
         ingest(con, FailingSource(error))
-    assert run(con, "SELECT count(*) FROM events")[0][0] == 0
-    assert run(con, "SELECT count(*) FROM sessions")[0][0] == 0
-    status, read, loaded, err = run(
-        con, "SELECT status, rows_read, rows_loaded, error FROM ingests")[0]
+    assert con.run("SELECT count(*) FROM events")[0][0] == 0
+    assert con.run("SELECT count(*) FROM sessions")[0][0] == 0
+    status, read, loaded, err = con.run(
+        "SELECT status, rows_read, rows_loaded, error FROM ingests")[0]
     assert (status, read, loaded) == ("failed", 10, 0)
     assert err == ("interrupted" if isinstance(error, KeyboardInterrupt)
                    else "RuntimeError: server went away")
@@ -155,8 +158,9 @@ def test_a_killed_ingest_process_leaves_the_store_usable(tmp_path):
         import sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_store import HangingSource
-        from forensics.store import connect, ingest
-        ingest(connect({str(db)!r}), HangingSource())
+        from forensics.ingest import ingest
+        from forensics.store import Store
+        ingest(Store.open({str(db)!r}), HangingSource())
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
@@ -165,8 +169,8 @@ def test_a_killed_ingest_process_leaves_the_store_usable(tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     time.sleep(0.1)
-    con = connect(db)
-    assert run(con, "SELECT count(*) FROM events")[0][0] == 0
+    con = Store.open(db)
+    assert con.run("SELECT count(*) FROM events")[0][0] == 0
     con.close()
     src = make_sqlite_service_db(tmp_path / "adk.db")
     assert api.ingest_sqlite(db, src).rows_loaded == 12
@@ -187,6 +191,6 @@ def test_unreadable_event_rows_are_skipped_by_name_and_neighbours_kept(tmp_path)
         f"{src}: events row id='bad-json' session='s0'": "event is not valid JSON",
         f"{src}: events row id='bad-shape' session='s0'": "event is JSON but not an object",
     }
-    skips = api.ingest_skips(result.ingest_id, tmp_path / "f.duckdb")
+    skips = api.ingest_skips(tmp_path / "f.duckdb", result.ingest_id)
     assert skips["reason"].to_list() == ["event is not valid JSON",
                                          "event is JSON but not an object"]

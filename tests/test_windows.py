@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from forensics import api
-from forensics.analyses import load_sessions
 from forensics.cli import app
-from forensics.store import connect
-from forensics.windows import calls, window
+from forensics.families.adk.windows import calls, window
+from forensics.store import Store
+from forensics.store.reads import load_sessions
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_data"
@@ -38,7 +38,7 @@ def check_against_oracle(db: Path, oracle_dir: Path) -> dict[str, int]:
     """Every agent call: same function_response ids, content size within 2%."""
     oracle, to_call = load_oracle(oracle_dir)
     seen = {"agent": 0, "failed": 0, "summarizer": 0, "after_compaction": 0, "relayed": 0}
-    with connect(db, read_only=True) as con:
+    with Store.open(db, read_only=True) as con:
         sessions = load_sessions(con)
     for session in sessions:
         compacted = False
@@ -73,7 +73,7 @@ def test_every_sample_call_matches_what_adk_sent(sample_db):
 
 
 def test_windows_never_hold_a_later_event(sample_db):
-    with connect(sample_db, read_only=True) as con:
+    with Store.open(sample_db, read_only=True) as con:
         sessions = load_sessions(con)
     for session in sessions:
         position = {e.event_id: i for i, e in enumerate(session.events)}
@@ -83,7 +83,7 @@ def test_windows_never_hold_a_later_event(sample_db):
 
 
 def test_cumulative_input_is_the_running_sum_of_occupancy(sample_db):
-    frame = api.calls(None, sample_db).filter(pl.col("kind") != "summarizer")
+    frame = api.calls(sample_db).filter(pl.col("kind") != "summarizer")
     for _, turn in frame.group_by(["session_id", "invocation_id"]):
         assert turn["cumulative_input_estimated"].to_list() == \
             turn["occupancy_estimated"].cum_sum().to_list()
@@ -92,7 +92,7 @@ def test_cumulative_input_is_the_running_sum_of_occupancy(sample_db):
             running = running if value is None else (running or 0) + value
             expected.append(running)  # stays null until a call of the turn has usage
         assert turn["cumulative_input_measured"].to_list() == expected
-    turns = api.turns(None, sample_db)
+    turns = api.turns(sample_db)
     totals = frame.group_by("invocation_id").agg(pl.col("occupancy_estimated").sum())
     joined = turns.join(totals, on="invocation_id")
     assert (joined["cumulative_input_estimated"] == joined["occupancy_estimated"]).all()
@@ -104,7 +104,7 @@ def test_the_ratio_is_fitted_from_measured_calls(sample_db):
     # the scripted model counts one token per 3.6 characters of its real request
     assert ratio.chars_per_token == pytest.approx(3.6, rel=0.01)
     assert ratio.mean_abs_error < 0.01
-    frame = api.calls(None, sample_db)
+    frame = api.calls(sample_db)
     assert not frame["gauge_blind"].any()
 
 
@@ -169,7 +169,7 @@ def test_real_sessions_reconstruct(tmp_path):
     for path in sorted(REAL.glob("*.db")):
         api.ingest_sqlite(db, path)
     api.ingest_json(db, sorted(REAL.glob("*.json")))
-    frame = api.calls(None, db)
+    frame = api.calls(db)
     sessions = api.sessions(db)
     # every session with a model reply has calls; usage where the files carry it
     assert set(frame["session_id"]) <= set(sessions["session_id"])
@@ -177,15 +177,15 @@ def test_real_sessions_reconstruct(tmp_path):
     measured = frame.filter(pl.col("occupancy_measured").is_not_null())
     assert measured.height > 0
     assert (frame["occupancy_estimated"] >= 0).all()
-    turns = api.turns(None, db)
+    turns = api.turns(db)
     assert turns["calls"].sum() == frame.filter(pl.col("kind") != "summarizer").height
-    assert api.growth(None, db).height > 0
+    assert api.growth(db).height > 0
 
 
 def test_one_session_gets_the_ratio_of_its_source(sample_db):
     """The fit does not depend on what is queried: a call's estimate is the same."""
-    whole = api.calls(None, sample_db)
-    alone = api.calls("parallel", sample_db)
+    whole = api.calls(sample_db)
+    alone = api.calls(sample_db, "parallel")
     assert alone["chars_per_token"].unique().to_list() == \
         whole["chars_per_token"].unique().to_list()
     joined = alone.join(whole, on="call_id", suffix="_all")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.analyses import Reconstruction, calls_frame, fit_ratio, turns_frame
-from forensics.windows import Event, Part, Session, calls, window
+from forensics.analysis import Reconstruction, calls_frame, fit_ratio, turns_frame
+from forensics.families.adk.windows import calls, window
+from forensics.model import CompactionRange, Event, Part, Session
 
 AGENTS = ("root", "helper")
 
@@ -41,7 +42,7 @@ def sessions(draw) -> Session:
                 compaction = _event(len(events), f"cmp{len(events)}", "user", clock, [],
                                     draw(st.none() | st.integers(1, 500)))
                 compaction.is_compaction = True
-                compaction.c_start, compaction.c_end = start, events[-1].epoch
+                compaction.compaction = CompactionRange(start, events[-1].epoch)
                 compaction.summary = [_part("text", draw(st.integers(1, 300)))]
                 events.append(compaction)
             else:
@@ -57,7 +58,7 @@ def _part(kind: str, chars: int, call_id: str | None = None) -> Part:
 
 def _event(n, invocation, author, epoch, parts, prompt=None) -> Event:
     return Event(f"e{n:03d}", invocation, author, None, None, epoch, False, None, None, False,
-                 None, None, prompt, None, None, frozenset(), "m" if prompt else None, parts)
+                 None, prompt, None, None, frozenset(), "m" if prompt else None, parts)
 
 
 @settings(max_examples=150, deadline=None)

@@ -14,9 +14,9 @@ import pytest
 pytest.importorskip("google.adk")
 
 from forensics import api  # noqa: E402
-from forensics.analyses import load_sessions  # noqa: E402
-from forensics.store import connect  # noqa: E402
-from forensics.windows import calls, window  # noqa: E402
+from forensics.families.adk.windows import calls, window  # noqa: E402
+from forensics.store import Store  # noqa: E402
+from forensics.store.reads import load_sessions  # noqa: E402
 from tests.adk_stress import DB_FILE, generate_stress, load_oracle  # noqa: E402
 
 
@@ -34,7 +34,7 @@ def test_every_stress_call_matches_what_adk_sent(stress):
     records = {r["event_id"]: r for r in load_oracle(out)}
     marked = {v["function_call_id"]: k for k, v in
               json.loads((out / "result_ids.json").read_text()).items()}
-    with connect(db, read_only=True) as con:
+    with Store.open(db, read_only=True) as con:
         (session,) = load_sessions(con)
     counted = {"agent": 0, "summarizer": 0, "relayed": 0, "after_compaction": 0}
     compacted = False
@@ -69,7 +69,7 @@ def test_every_stress_call_matches_what_adk_sent(stress):
 
 def test_a_crashed_tool_is_not_a_call(stress):
     _, db = stress
-    frame = api.calls(None, db)
-    events = api.events(frame["session_id"][0], db)
+    frame = api.calls(db)
+    events = api.events(db, frame["session_id"][0])
     assert events["error_code"].drop_nulls().to_list() == ["ToolCrash"]  # stored, not a call
     assert set(frame["kind"]) == {"agent", "summarizer"}

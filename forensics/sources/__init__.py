@@ -1,1 +1,2 @@
-"""Loaders: one module per source, each yielding `Batch`es of raw events."""
+"""Transports: one package per way records arrive (postgres/, sqlite/, files/), each module
+in it reading one family's records and yielding `model.Batch`es of raw events."""

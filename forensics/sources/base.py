@@ -1,79 +1,30 @@
-"""The interface every loader shares: raw events as Arrow batches, plus skips.
+"""The interface every transport shares: raw events as Arrow batches, plus skips.
 
-A loader does not interpret events. It hands the store each event as JSON text
+A loader does not interpret events. It hands the pipeline each event as JSON text
 (ADK's own `Event.model_dump` shape, snake_case or camelCase) with its identity
-columns; the normaliser's SQL (queries/stage_*.sql) extracts parts, usage and
-compaction from that text, so every source is measured by the same code.
+columns (`model.Batch`); the ADK family's normaliser (queries/adk_stage_*.sql)
+extracts parts, usage and compaction from that text, so every transport is
+measured by the same code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Protocol
 
 import pyarrow as pa
+
+from ..model import RAW_EVENT_SCHEMA, Batch, Skip
 
 # Normalising a batch costs about 0.1 s whatever its size (measured), so batches
 # are large; the character cap keeps one of fat tool results near 100 MB.
 BATCH_ROWS = 20_000
 BATCH_CHARS = 32_000_000
 
-RAW_EVENT_SCHEMA = pa.schema(
-    [
-        ("app_name", pa.string()),
-        ("user_id", pa.string()),
-        ("session_id", pa.string()),
-        ("event_id", pa.string()),
-        ("invocation_id", pa.string()),
-        ("timestamp", pa.float64()),  # epoch seconds, UTC
-        ("event_json", pa.large_string()),
-        ("locator", pa.string()),  # where the row came from, for messages
-    ]
-)
-
-RAW_SESSION_SCHEMA = pa.schema(
-    [
-        ("app_name", pa.string()),
-        ("user_id", pa.string()),
-        ("session_id", pa.string()),
-        ("create_time", pa.float64()),
-        ("update_time", pa.float64()),
-    ]
-)
-
-
-@dataclass(frozen=True)
-class Skip:
-    """One source row that was not loaded, and why."""
-
-    locator: str
-    reason: str
-
-
-@dataclass
-class Batch:
-    events: pa.Table
-    sessions: pa.Table | None = None
-    skipped: list[Skip] = field(default_factory=list)
-    rows_read: int = 0
-
-
-@dataclass(frozen=True)
-class Filters:
-    """Row filters a database loader pushes down into its SQL."""
-
-    app: str | None = None
-    user: str | None = None
-    session: str | None = None
-    since: float | None = None  # epoch seconds, inclusive
-    until: float | None = None  # epoch seconds, exclusive
-
-    def as_dict(self) -> dict[str, object]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
-
 
 class Source(Protocol):
+    """What the ingest pipeline reads: batches of raw events newer than a watermark."""
+
     kind: str  # "adk-postgres", "adk-sqlite", "adk-json"
     location: str  # path or DSN, password already redacted
 
@@ -98,10 +49,10 @@ class EventBatcher:
 
     def _reset(self) -> None:
         self._chunks: list[pa.RecordBatch] = []
-        self._cols: dict[str, list] = {name: [] for name in RAW_EVENT_SCHEMA.names}
+        self._cols: dict[str, list[object]] = {name: [] for name in RAW_EVENT_SCHEMA.names}
         self._rows = 0
         self._chars = 0
-        self._keys: set[tuple] = set()
+        self._keys: set[tuple[object, ...]] = set()
 
     def add(self, **row: object) -> None:
         """Add one event; a row whose identity is not text is skipped with the reason."""

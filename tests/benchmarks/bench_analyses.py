@@ -54,11 +54,11 @@ def _subset(source: Path, target: Path, fraction: float) -> int:
 def _measure(db: Path) -> dict:
     """In this process: one full pass; prints JSON."""
     sys.path.insert(0, str(ROOT))
-    from forensics.analyses import calls_frame, growth_frame, reconstruct, turns_frame
-    from forensics.store import connect
+    from forensics.analysis import calls_frame, growth_frame, reconstruct, turns_frame
+    from forensics.store import Store
 
     started = time.perf_counter()
-    with connect(db, read_only=True) as con:
+    with Store.open(db, read_only=True) as con:
         rec = reconstruct(con)
     loaded = time.perf_counter()
     calls = calls_frame(rec)

@@ -1,0 +1,39 @@
+"""The `forensics` command: a thin layer over `forensics.api`, one module per command group.
+
+common.py holds the Typer apps, the options (defined once), the error boundary and
+the output formats; importing a command module registers its commands, in the order
+`--help` lists them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Annotated
+
+import typer
+
+from .. import __version__
+from .common import app, state
+
+# Each module registers its commands when imported; `--help` lists them in this order.
+for _module in ("stored", "windows", "compaction", "plan", "report", "ingest"):
+    importlib.import_module(f"{__name__}.{_module}")
+
+__all__ = ["app", "main"]
+
+
+@app.callback()
+def _main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+) -> None:
+    state["debug"] = debug
+    if version:
+        typer.echo(f"agent-forensics {__version__}")
+        raise typer.Exit()
+
+
+def main() -> None:
+    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    app()

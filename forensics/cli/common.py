@@ -1,0 +1,193 @@
+"""What every command shares: the Typer apps, options defined once, the error boundary,
+output in the three formats, the ingest progress line.
+
+polars, duckdb and psycopg are imported inside the commands, so `forensics --help`
+starts without them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from ..errors import ForensicsError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from ..api import IngestResult
+    from ..provenance import Spec
+    from ..selection import Selection
+
+app = typer.Typer(
+    help="Offline forensics for tool-calling LLM agents: load ADK sessions into a local "
+    "DuckDB store and read them back call by call.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,  # locals would print DSNs with passwords
+    add_completion=False,
+)
+ingest_app = typer.Typer(
+    help="Load ADK session events into the store (idempotent: the same event is stored once).",
+    no_args_is_help=True,
+)
+report_app = typer.Typer(help="Self-contained HTML reports to share.", no_args_is_help=True)
+app.add_typer(ingest_app, name="ingest")
+app.add_typer(report_app, name="report")
+
+state = {"debug": False}
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+# --- options, defined once ----------------------------------------------------
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--db",
+        envvar="FORENSICS_DB",
+        show_default="./forensics.duckdb",
+        help="The DuckDB store file.",
+    ),
+]
+FormatOption = Annotated[Format, typer.Option("--format", "-f", help="table, json or csv.")]
+# filters a loader pushes into the source's SQL
+AppOption = Annotated[str | None, typer.Option("--app", help="Only this app_name.")]
+UserOption = Annotated[str | None, typer.Option("--user", help="Only this user_id.")]
+SessionOption = Annotated[str | None, typer.Option("--session", help="Only this session id.")]
+SinceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--since", help="Events at or after this UTC time (2026-10-01 or 2026-10-01T12:00)."
+    ),
+]
+UntilOption = Annotated[str | None, typer.Option("--until", help="Events before this UTC time.")]
+FullOption = Annotated[
+    bool,
+    typer.Option("--full", help="Ignore the watermark of earlier runs and read everything again."),
+]
+StatementTimeoutOption = Annotated[
+    float,
+    typer.Option("--statement-timeout", help="Seconds any one statement may run on the server."),
+]
+# which stored session a session id means, when it exists in several apps or users
+SessionArg = Annotated[str, typer.Argument(help="The session id (see `forensics sessions`).")]
+OptionalSessionArg = Annotated[
+    str | None, typer.Argument(help="One session; all sessions when left out.")
+]
+AppPick = Annotated[str | None, typer.Option("--app", help="The app, when the id is in several.")]
+UserPick = Annotated[
+    str | None, typer.Option("--user", help="The user, when the id exists for several.")
+]
+
+
+def selection(
+    app_name: str | None = None,
+    user: str | None = None,
+    session: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> Selection:
+    from ..selection import Selection
+
+    return Selection.parse(app_name, user, session, since, until)
+
+
+# --- the one error boundary -----------------------------------------------------
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def boundary(command: F) -> F:
+    """`Error: ...` and a hint on stderr, exit 1; traceback only with --debug."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except ForensicsError as e:
+            if state["debug"]:
+                raise
+            typer.echo(f"Error: {e}", err=True)
+            if e.hint:
+                typer.echo(f"Hint: {e.hint}", err=True)
+            raise typer.Exit(1) from None
+        except BrokenPipeError:  # `forensics events x | head`: the reader left, not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(0) from None
+        except KeyboardInterrupt:
+            typer.echo("Interrupted: nothing from this run was committed.", err=True)
+            raise typer.Exit(130) from None
+        except (typer.Exit, typer.Abort, SystemExit):
+            raise
+        except Exception as e:
+            if state["debug"]:
+                raise
+            typer.echo(f"Error: unexpected {type(e).__name__}: {e}", err=True)
+            typer.echo("Hint: run again with --debug for the traceback, and report it", err=True)
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+# --- output -------------------------------------------------------------------
+
+
+def emit(
+    frame: pl.DataFrame, fmt: Format, spec: Spec | None = None, footnote: str | None = None
+) -> None:
+    """The frame on stdout: an aligned table with totals, JSON with provenance, or CSV."""
+    from .output import to_csv, to_json, to_table
+
+    json_columns = spec.json_columns if spec else ()
+    if fmt is Format.json:
+        extra = {"provenance": spec.provenance} if spec and spec.provenance else None
+        typer.echo(to_json(frame, json_columns, extra))
+    elif fmt is Format.csv:
+        typer.echo(to_csv(frame, json_columns), nl=False)
+    else:
+        table = frame.unnest(*spec.unnest) if spec and spec.unnest else frame
+        typer.echo(
+            to_table(
+                table,
+                spec.table if spec else None,
+                spec.totals if spec else (),
+                footnote or (spec.footnote if spec else None),
+                json_columns,
+            ),
+            nl=False,
+        )
+
+
+class Progress:
+    """One line on stderr, rewritten at most twice a second, only on a terminal."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, result: IngestResult) -> None:
+        now = time.monotonic()
+        if self.enabled and now - self.last >= 0.5:
+            self.last = now
+            sys.stderr.write(
+                f"\rread {result.rows_read:,} events, loaded {result.rows_loaded:,},"
+                f" skipped {result.rows_skipped:,} "
+            )
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled and self.last:
+            sys.stderr.write("\r\033[K")

@@ -1,0 +1,180 @@
+"""`forensics ingest ...`: load ADK events into the store, and say what was loaded."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .common import (
+    AppOption,
+    DbOption,
+    Format,
+    FormatOption,
+    FullOption,
+    Progress,
+    SessionOption,
+    SinceOption,
+    StatementTimeoutOption,
+    UntilOption,
+    UserOption,
+    boundary,
+    emit,
+    ingest_app,
+    selection,
+)
+
+if TYPE_CHECKING:
+    from ..api import IngestResult
+
+
+def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
+    from ..api import WATERMARK_OVERLAP_S, default_db_path
+    from ..columns import INGEST_RUN
+    from .output import iso
+
+    if fmt is not Format.table:
+        emit(INGEST_RUN.frame([result.as_record()]), fmt, INGEST_RUN)
+        return
+    target = db or default_db_path()
+    typer.echo(f"ingest {result.ingest_id}: {result.kind}:{result.location} -> {target}")
+    if result.rows_loaded == 0 and result.rows_skipped == 0:
+        typer.echo(
+            f"no new events (read {result.rows_read:,}, all already stored) "
+            f"in {result.seconds:.1f} s"
+        )
+    else:
+        typer.echo(
+            f"read {result.rows_read:,} events: loaded {result.rows_loaded:,} new, "
+            f"{result.rows_already_stored:,} already stored, "
+            f"skipped {result.rows_skipped:,} in {result.seconds:.1f} s"
+        )
+    if result.incremental and result.watermark is not None:
+        newest = iso(datetime.fromtimestamp(result.watermark, UTC))
+        typer.echo(
+            f"newest event: {newest}; the next run of this source reads from "
+            f"{WATERMARK_OVERLAP_S / 60:.0f} minutes before it (--full reads everything)"
+        )
+    for reason, count in result.skip_reasons.items():
+        typer.echo(f"  skipped {count:,}: {reason}")
+    for skip in result.skips[:10]:
+        typer.echo(f"    {skip.locator}: {skip.reason}")
+    if result.rows_skipped > 10:
+        typer.echo(f"    ... `forensics ingests --skips {result.ingest_id}` lists up to 500")
+
+
+@ingest_app.command("adk-postgres")
+@boundary
+def ingest_postgres(
+    dsn: Annotated[
+        str,
+        typer.Argument(
+            help="PostgreSQL connection string, e.g. postgresql://user@host/db. Prefer PGPASSWORD "
+            "or ~/.pgpass to a password in the string; it is never printed or stored."
+        ),
+    ],
+    app_name: AppOption = None,
+    user: UserOption = None,
+    session: SessionOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    full: FullOption = False,
+    statement_timeout: StatementTimeoutOption = 60.0,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Read an ADK DatabaseSessionService database (schema V0 or V1) in PostgreSQL.
+
+    Read-only transaction, statement_timeout, rows streamed through a server-side
+    cursor; filters use ADK's (app_name, user_id, session_id, timestamp) index.
+    A second run reads only from the newest event the first one saw.
+
+    Example:
+    forensics ingest adk-postgres "postgresql://forensics@db/adk" --app store --since 2026-10-01
+    """
+    from .. import api
+
+    progress = Progress()
+    result = api.ingest_postgres(
+        db,
+        dsn,
+        selection(app_name, user, session, since, until),
+        incremental=not full,
+        statement_timeout_ms=int(statement_timeout * 1000),
+        progress=progress,
+    )
+    progress.done()
+    _report(result, fmt, db)
+
+
+@ingest_app.command("adk-sqlite")
+@boundary
+def ingest_sqlite(
+    path: Annotated[Path, typer.Argument(help="An ADK SQLite session file.")],
+    app_name: AppOption = None,
+    user: UserOption = None,
+    session: SessionOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    full: FullOption = False,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Read an ADK SQLite file: DatabaseSessionService (V0 or V1) or SqliteSessionService.
+
+    Example: forensics ingest adk-sqlite .adk/session.db --app store
+    """
+    from .. import api
+
+    progress = Progress()
+    result = api.ingest_sqlite(
+        db,
+        path,
+        selection(app_name, user, session, since, until),
+        incremental=not full,
+        progress=progress,
+    )
+    progress.done()
+    _report(result, fmt, db)
+
+
+@ingest_app.command("adk-json")
+@boundary
+def ingest_json(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Session exports (web API camelCase or `adk run --save_session`), event lists "
+            "or NDJSON files."
+        ),
+    ],
+    app_name: Annotated[
+        str | None,
+        typer.Option("--app", help="app_name for files that do not say (event lists, NDJSON)."),
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", help="user_id for files that do not say.")
+    ] = None,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            help="Session id for files that do not say (default: the file's name "
+            "up to its first dot).",
+        ),
+    ] = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Read ADK JSON files: a Session, a list of events, or NDJSON; one file or many.
+
+    Example: forensics ingest adk-json exports/*.json
+    """
+    from .. import api
+
+    progress = Progress()
+    result = api.ingest_json(db, paths, app=app_name, user=user, session=session, progress=progress)
+    progress.done()
+    _report(result, fmt, db)

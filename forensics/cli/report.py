@@ -1,0 +1,115 @@
+"""`forensics report incident` and `forensics demo`: the HTML incident report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import (
+    AppPick,
+    DbOption,
+    Format,
+    SessionArg,
+    UserPick,
+    app,
+    boundary,
+    emit,
+    report_app,
+    selection,
+)
+
+
+def _write_incident(
+    db: Path | None,
+    session_id: str,
+    out: Path,
+    *,
+    turn: int | None = None,
+    show_content: bool = False,
+    app_name: str | None = None,
+    user: str | None = None,
+) -> Path:
+    from .. import api
+    from ..reports.incident import build_incident
+    from ..reports.render import write_incident
+
+    if out.is_dir():
+        out = out / f"incident-{session_id}.html"
+    with api.open_store(db) as store:
+        context = build_incident(
+            store, selection(app_name, user, session_id), turn=turn, show_content=show_content
+        )
+    return write_incident(context, out)
+
+
+@report_app.command("incident")
+@boundary
+def report_incident(
+    session_id: SessionArg,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the HTML file.")],
+    turn: Annotated[
+        int | None, typer.Option("--turn", help="Chart only this turn (default: every turn).")
+    ] = None,
+    show_content: Annotated[
+        bool,
+        typer.Option(
+            "--show-content",
+            help="Include the first 2,000 characters of the "
+            "largest tool results (default: names and sizes only).",
+        ),
+    ] = False,
+    app_name: AppPick = None,
+    user: UserPick = None,
+    db: DbOption = None,
+) -> None:
+    """Write the incident report for a session: one HTML file, no external requests.
+
+    Headline, turns, a chart of the window per call against cumulative input, the tool
+    calls that grew it, compaction, the failure, what is measured, estimated and open,
+    and the method. Example: forensics report incident incident --out incident.html
+    """
+    path = _write_incident(
+        db,
+        session_id,
+        out,
+        turn=turn,
+        show_content=show_content,
+        app_name=app_name,
+        user=user,
+    )
+    typer.echo(str(path))
+
+
+@app.command()
+@boundary
+def demo(
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", help="Keep the demo store here (default: a temporary folder)."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write the report here (default: next to the store)."),
+    ] = None,
+) -> None:
+    """The main job on the bundled sample data: load it, write the sample incident's report.
+
+    The samples are real ADK output (sample_data/README.md). Prints the sessions it
+    loaded and the path of the HTML report to open in a browser.
+    """
+    import tempfile
+
+    from .. import api
+    from ..columns import SESSIONS
+    from ..resources import resource_dir
+
+    samples = resource_dir("sample_data")
+    target = db or Path(tempfile.mkdtemp(prefix="forensics-demo-")) / "demo.duckdb"
+    result = api.ingest_sqlite(target, samples / "adk_v1.db")
+    typer.echo(f"Loaded {result.rows_loaded:,} events from {samples / 'adk_v1.db'} into {target}\n")
+    emit(api.sessions(target), Format.table, SESSIONS)
+    report = _write_incident(target, "incident", out or target.parent / "incident.html")
+    typer.echo(f"\nIncident report: {report}")
+    typer.echo(f"Next: forensics turns incident --db {target}")

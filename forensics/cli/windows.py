@@ -1,0 +1,135 @@
+"""`forensics turns`, `calls`, `window`, `growth`: how the context grew, call by call."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .common import (
+    AppPick,
+    DbOption,
+    Format,
+    FormatOption,
+    OptionalSessionArg,
+    SessionArg,
+    UserPick,
+    app,
+    boundary,
+    emit,
+    selection,
+)
+
+if TYPE_CHECKING:
+    import polars as pl
+
+_ESTIMATE_NOTE = (
+    "measured: provider usage_metadata; estimated: window characters / chars-per-token "
+    "({ratio}); inferred: measured minus estimated visible content (system + tool schemas)"
+)
+
+
+def _ratio_note(frame: pl.DataFrame) -> str:
+    """The ratios behind the estimates, one per source, with the fit's error."""
+    if frame.is_empty():
+        return "no calls"
+    notes = []
+    for row in frame.unique("source", maintain_order=True).iter_rows(named=True):
+        error = row["ratio_mean_abs_error"]
+        fit = (
+            f"fitted, mean error {error:.1%}"
+            if row["ratio_source"] == "fitted"
+            else "default: nothing measured to fit"
+        )
+        notes.append(f"{row['chars_per_token']:.2f} chars/token ({fit})")
+    return "; ".join(dict.fromkeys(notes))
+
+
+@app.command()
+@boundary
+def turns(
+    session_id: OptionalSessionArg = None,
+    app_name: AppPick = None,
+    user: UserPick = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Per turn: calls, tool calls, wall time, peak occupancy, cumulative input, error.
+
+    Cumulative input is the sum of the window over the turn's calls: what is billed as
+    input again and again. Measured from usage where the calls have it, estimated
+    from the reconstructed windows always.
+    """
+    from .. import api
+    from ..columns import TURNS
+
+    emit(api.turns(db, selection(app_name, user, session_id)), fmt, TURNS)
+
+
+@app.command()
+@boundary
+def calls(
+    session_id: SessionArg,
+    turn: Annotated[int | None, typer.Option("--turn", help="Only this turn (1 = first).")] = None,
+    app_name: AppPick = None,
+    user: UserPick = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Per model call: window occupancy by role and cumulative input so far in the turn.
+
+    The window is what ADK sent: rebuilt from the stored events with ADK's own rules
+    (compaction summaries, other agents' messages as quoted text, orphaned calls
+    dropped). Calls whose estimate and measurement differ by more than 25% are marked
+    gauge_blind.
+    """
+    from .. import api
+    from ..columns import CALLS
+
+    frame = api.calls(db, selection(app_name, user, session_id), turn=turn)
+    note = _ESTIMATE_NOTE.format(ratio=_ratio_note(frame))
+    note += "; user..summary: estimated tokens by role"
+    emit(frame, fmt, CALLS, footnote=note)
+
+
+@app.command()
+@boundary
+def window(
+    session_id: SessionArg,
+    call_id: Annotated[str, typer.Argument(help="The call's id (`forensics calls SESSION`).")],
+    app_name: AppPick = None,
+    user: UserPick = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """What one call's request contained: every event and part, in order, with its size.
+
+    relayed parts are another agent's messages, calls and results, which ADK sends as
+    quoted user text; a preamble part is ADK's own framing of such a message.
+    """
+    from .. import api
+    from ..columns import WINDOW
+
+    emit(api.window(db, selection(app_name, user, session_id), call_id), fmt, WINDOW)
+
+
+@app.command()
+@boundary
+def growth(
+    top: Annotated[int, typer.Option("--top", help="How many tool calls to show.")] = 10,
+    session_id: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
+    app_name: AppPick = None,
+    user: UserPick = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Tool calls ranked by how much their result grew the next request, and its re-send cost.
+
+    latency_s is the time from the model request that issued the call to the stored
+    result: ADK stamps a model event when its request starts, so it includes the
+    model's own generation time (an upper bound on the tool's latency).
+    """
+    from .. import api
+    from ..columns import GROWTH
+
+    emit(api.growth(db, selection(app_name, user, session_id), top=top), fmt, GROWTH)

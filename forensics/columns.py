@@ -1,0 +1,600 @@
+"""Every frame the toolkit outputs, declared once: columns, types, provenance, meaning.
+
+The frames' builders (store queries, analysis, plan) produce exactly these columns;
+the CLI shows them with the table columns, totals and footnotes given here; the
+README's field table is generated from the `help` texts (tests/test_docs.py checks
+it is current).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .provenance import ESTIMATED, INFERRED, MEASURED, Column, Spec, epoch
+
+S, I64, I32, F64, B = pl.String, pl.Int64, pl.Int32, pl.Float64, pl.Boolean
+NAIVE = pl.Datetime("us")  # DuckDB TIMESTAMP: UTC without a zone
+ROLES = ("user", "model", "tool", "summary")
+
+# ---------------------------------------------------------------------------
+# The store: sessions, events, the ledger
+# ---------------------------------------------------------------------------
+
+SESSIONS = Spec(
+    "sessions",
+    (
+        Column("app_name", S),
+        Column("user_id", S),
+        Column("session_id", S),
+        Column("events", I64),
+        Column(
+            "turns",
+            I64,
+            help="counted: distinct `invocation_id`s in the session; a compaction event's "
+            "own invocation id is not a turn",
+        ),
+        Column("first_event_at", NAIVE),
+        Column("last_event_at", NAIVE),
+        Column("errors", I64),
+        Column("prompt_tokens", I64, MEASURED),
+        Column("source", S),
+    ),
+    table=(
+        "session_id",
+        "app_name",
+        "user_id",
+        "events",
+        "turns",
+        "errors",
+        "prompt_tokens",
+        "first_event_at",
+        "last_event_at",
+        "source",
+    ),
+    totals=("events", "turns", "errors", "prompt_tokens"),
+    footnote="prompt_tokens: measured (provider usage_metadata), summed over the session; "
+    "turns: invocations, compaction events not counted",
+)
+
+EVENTS = Spec(
+    "events",
+    (
+        Column("event_id", S),
+        Column("invocation_id", S),
+        Column("author", S),
+        Column("timestamp", NAIVE),
+        Column("kinds", pl.List(S)),
+        Column("parts", I32),
+        Column(
+            "chars",
+            I64,
+            MEASURED,
+            help="characters of the stored content parts: text and "
+            "thoughts as written; a function_call's name + its args as compact JSON; a "
+            "function_response's name + its response as compact JSON; any other part its "
+            "payload (inline_data, file_data, code) as compact JSON",
+        ),
+        Column(
+            "prompt_tokens",
+            I64,
+            MEASURED,
+            help="the provider's `usage_metadata.prompt_token_count` on that event; empty "
+            "when the event carried none",
+        ),
+        Column(
+            "candidates_token_count",
+            I64,
+            MEASURED,
+            help="the provider's `usage_metadata.candidates_token_count`",
+        ),
+        Column(
+            "cached_tokens",
+            I64,
+            MEASURED,
+            help="the provider's `usage_metadata.cached_content_token_count`",
+        ),
+        Column("error_code", S),
+        Column("error_message", S),
+        Column("is_compaction", B),
+        Column("branch", S),
+        Column("transfer_to_agent", S),
+        Column("app_name", S),
+        Column("user_id", S),
+        Column("session_id", S),
+    ),
+    table=(
+        "timestamp",
+        "author",
+        "invocation_id",
+        "kinds",
+        "chars",
+        "prompt_tokens",
+        "candidates_token_count",
+        "cached_tokens",
+        "error_code",
+        "is_compaction",
+        "event_id",
+    ),
+    totals=("chars", "prompt_tokens", "candidates_token_count", "cached_tokens"),
+    footnote="chars: measured from stored content; *_tokens: measured (usage_metadata)",
+)
+
+INGESTS = Spec(
+    "ingests",
+    (
+        Column("ingest_id", I64),
+        Column("source", S),
+        Column("kind", S),
+        Column("filters", S),
+        Column("started_at", NAIVE),
+        Column("finished_at", NAIVE),
+        Column("status", S),
+        Column(
+            "rows_read",
+            I64,
+            help="counted: source rows this ingest read; `rows_read - rows_loaded - "
+            "rows_skipped` were already stored",
+        ),
+        Column("rows_loaded", I64, help="counted: events stored by this ingest"),
+        Column("rows_skipped", I64, help="counted: rows not loaded, each with its reason"),
+        Column("rows_already_stored", I64),
+        Column("skip_reasons", S),
+        Column("watermark", F64),
+        Column("error", S),
+    ),
+    table=(
+        "ingest_id",
+        "started_at",
+        "status",
+        "source",
+        "rows_read",
+        "rows_loaded",
+        "rows_skipped",
+        "skip_reasons",
+        "error",
+    ),
+    totals=("rows_read", "rows_loaded", "rows_skipped"),
+    json_columns=("filters", "skip_reasons"),
+)
+
+INGEST_SKIPS = Spec(
+    "ingest_skips", (Column("locator", S), Column("reason", S)), command="ingests --skips"
+)
+
+INGEST_RUN = Spec(
+    "ingest_run",
+    (
+        Column("ingest_id", I64),
+        Column("source", S),
+        Column("rows_read", I64),
+        Column("rows_loaded", I64),
+        Column("rows_skipped", I64),
+        Column("rows_already_stored", I64),
+        Column("skip_reasons", S),
+        Column("watermark", F64),
+        Column("seconds", F64),
+    ),
+    json_columns=("skip_reasons",),
+    command="ingest ...",
+)
+
+# ---------------------------------------------------------------------------
+# Windows: calls, one call's window, tool-call growth, turns
+# ---------------------------------------------------------------------------
+
+CALLS = Spec(
+    "calls",
+    (
+        Column("call_id", S),
+        Column("session_id", S),
+        Column("app_name", S),
+        Column("user_id", S),
+        Column("invocation_id", S),
+        Column("turn", I64),
+        Column("agent", S),
+        Column("kind", S),
+        epoch("timestamp"),
+        Column("model_version", S),
+        Column(
+            "occupancy_measured",
+            I64,
+            MEASURED,
+            help="the call's `prompt_token_count`: tokens in its window",
+        ),
+        Column(
+            "occupancy_estimated",
+            I64,
+            ESTIMATED,
+            help="the rebuilt window's characters over the fitted chars-per-token ratio",
+        ),
+        Column(
+            "occupancy",
+            I64,
+            help="measured where the call has usage, else the estimate plus the agent's "
+            "fitted constant; `occupancy_source` says which (`measured`, `estimated+inferred`)",
+        ),
+        Column("occupancy_source", S),
+        Column(
+            "cumulative_input_measured",
+            I64,
+            MEASURED,
+            help="running sum of measured windows in the turn; null until a call has usage",
+        ),
+        Column(
+            "cumulative_input_estimated",
+            I64,
+            ESTIMATED,
+            help="running sum of estimated windows in the turn",
+        ),
+        Column(
+            "cumulative_input",
+            I64,
+            help="running sum of `occupancy` in the turn: what is billed as input again and "
+            "again; `cumulative_input_source` says how it is known",
+        ),
+        Column("cumulative_input_source", S),
+        Column("cached_tokens", I64),
+        Column("chars", I64),
+        Column(
+            "by_role",
+            pl.Struct({r: I64 for r in (*ROLES, "inferred_system")}),
+            "estimated; inferred_system inferred",
+            help="the window's tokens by role (user, model, tool, summary: estimated); "
+            "`inferred_system`: measured minus the estimated window, i.e. system "
+            "instruction and tool schemas (inferred)",
+        ),
+        Column("estimate_error", F64, INFERRED),
+        Column("gauge_blind", B),
+        Column("ratio_source", S),
+        Column("chars_per_token", F64),
+        Column("ratio_mean_abs_error", F64),
+        Column("source", S),
+        Column("error_code", S),
+    ),
+    table=(
+        "turn",
+        "timestamp",
+        "agent",
+        "kind",
+        "occupancy_measured",
+        "occupancy_estimated",
+        "user",
+        "model",
+        "tool",
+        "summary",
+        "inferred_system",
+        "cumulative_input_measured",
+        "cumulative_input_estimated",
+        "gauge_blind",
+        "error_code",
+        "call_id",
+    ),
+    totals=("occupancy_measured", "occupancy_estimated"),
+    unnest=("by_role",),
+    # the footnote names the ratio behind the estimates: see cli.windows
+)
+
+WINDOW = Spec(
+    "window",
+    (
+        Column("event_id", S),
+        Column("part_index", I64),
+        Column("part_kind", S),
+        Column("author", S),
+        Column("role", S),
+        Column("relayed", B),
+        Column("tool_name", S),
+        Column("function_call_id", S),
+        Column("chars", I64, "measured from stored content (relayed: ADK's rendering)"),
+        Column("tokens_estimated", I64, ESTIMATED),
+    ),
+    table=(
+        "event_id",
+        "part_index",
+        "part_kind",
+        "author",
+        "role",
+        "relayed",
+        "tool_name",
+        "chars",
+        "tokens_estimated",
+    ),
+    totals=("chars", "tokens_estimated"),
+    footnote="chars: measured from the stored events; tokens_estimated: chars / ratio",
+)
+
+GROWTH = Spec(
+    "growth",
+    (
+        Column("session_id", S),
+        Column("invocation_id", S),
+        Column("turn", I64),
+        Column("agent", S),
+        Column("tool_name", S),
+        Column("function_call_id", S),
+        Column(
+            "latency_s",
+            F64,
+            "inferred (upper bound: includes model generation time)",
+            help="upper bound: stored result minus the start of the model request that asked "
+            "for the tool",
+        ),
+        Column("result_chars", I64),
+        Column("result_tokens_estimated", I64, ESTIMATED),
+        Column("rows", I64),
+        Column("tokens_per_row", I64, ESTIMATED),
+        Column("occupancy_before", I64, "see occupancy_source"),
+        Column("occupancy_after", I64, "see occupancy_source"),
+        Column("occupancy_source", S),
+        Column(
+            "growth_tokens",
+            I64,
+            "see occupancy_source; split by result size when parallel",
+            help="window of the first call that carried the result minus the window of the "
+            "call that asked; split by result size between parallel results",
+        ),
+        Column("growth_tokens_per_s", I64),
+        Column("parallel_results", I64),
+        Column(
+            "resent_calls",
+            I64,
+            help="inferred: later calls whose rebuilt window carried the result (in the "
+            "session; `resent_calls_in_turn`: in the same turn)",
+        ),
+        Column(
+            "resent_tokens",
+            I64,
+            ESTIMATED,
+            help="the result's estimated tokens times `resent_calls` (`resent_tokens_in_turn`: "
+            "times `resent_calls_in_turn`)",
+        ),
+        Column("resent_calls_in_turn", I64),
+        Column("resent_tokens_in_turn", I64),
+    ),
+    table=(
+        "session_id",
+        "turn",
+        "tool_name",
+        "latency_s",
+        "rows",
+        "tokens_per_row",
+        "result_tokens_estimated",
+        "occupancy_before",
+        "occupancy_after",
+        "growth_tokens",
+        "resent_calls",
+        "resent_tokens",
+    ),
+    totals=("resent_tokens",),
+    footnote="occupancy_*: measured when both calls have usage (occupancy_source); "
+    "resent_*: later calls that carried the result, and its estimated tokens times them",
+)
+
+TURNS = Spec(
+    "turns",
+    (
+        Column("session_id", S),
+        Column("invocation_id", S),
+        Column("turn", I64),
+        Column("calls", I64),
+        Column("tool_calls", I64),
+        Column("wall_s", F64, "measured (first to last stored event of the turn)"),
+        Column("peak_occupancy_measured", I64, MEASURED),
+        Column("peak_occupancy_estimated", I64, ESTIMATED),
+        Column("peak_occupancy", I64, "measured where usage exists, else estimated"),
+        Column("peak_occupancy_source", S),
+        Column("cumulative_input_measured", I64, MEASURED),
+        Column("cumulative_input_estimated", I64, ESTIMATED),
+        Column("cumulative_input", I64),
+        Column("cumulative_input_source", S),
+        Column("largest_tool_result", S),
+        Column("largest_result_tokens_estimated", I64, ESTIMATED),
+        Column("error_code", S),
+        Column("error_message", S),
+        epoch("started_at"),
+    ),
+    table=(
+        "session_id",
+        "turn",
+        "started_at",
+        "calls",
+        "tool_calls",
+        "wall_s",
+        "peak_occupancy",
+        "cumulative_input_measured",
+        "cumulative_input_estimated",
+        "largest_tool_result",
+        "largest_result_tokens_estimated",
+        "error_code",
+    ),
+    totals=("calls", "tool_calls", "cumulative_input_measured", "cumulative_input_estimated"),
+    footnote="peak_occupancy: measured where usage exists, else estimated; "
+    "cumulative_input_*: sum of the turn's call windows (measured / estimated)",
+)
+
+# ---------------------------------------------------------------------------
+# Compaction audit
+# ---------------------------------------------------------------------------
+
+COMPACTION_RANGES = Spec(
+    "compaction_ranges",
+    (
+        Column("session_id", S),
+        Column("compaction_event_id", S),
+        epoch("appended_at"),
+        Column("appended_after_turn", I64),
+        epoch("start_timestamp"),
+        epoch("end_timestamp"),
+        Column("invocations_in_range", I64),
+        Column("turns_in_range", pl.List(I64)),
+        Column("raw_events_in_range", I64, "measured (stored events)"),
+        Column(
+            "raw_events_by_kind",
+            pl.Struct({"user": I64, "model": I64, "tool_result": I64, "other": I64}),
+        ),
+        Column("raw_tokens_in_range", I64, ESTIMATED),
+        Column("tool_results_in_range", I64),
+        Column("tool_tokens_in_range", I64, ESTIMATED),
+        Column("summary_tokens", I64, ESTIMATED),
+        Column("summary_ratio", F64, ESTIMATED),
+        Column("summarizer_prompt_tokens", I64, MEASURED),
+        Column("summarizer_output_tokens", I64, MEASURED),
+        Column("overlap_with_previous", I64),
+        Column("overlap_seconds", F64),
+        Column("retained_events_after", I64),
+        Column("retained_tokens_after", I64, ESTIMATED),
+        Column("next_call_id", S),
+        Column("summary_in_next_request", B, "inferred (window reconstruction)"),
+        Column("raw_in_range_sent_next", I64, "inferred (window reconstruction)"),
+        Column("next_request_tokens_estimated", I64, ESTIMATED),
+    ),
+    table=(
+        "session_id",
+        "appended_after_turn",
+        "start_timestamp",
+        "end_timestamp",
+        "raw_events_in_range",
+        "tool_results_in_range",
+        "tool_tokens_in_range",
+        "summary_tokens",
+        "summary_ratio",
+        "overlap_with_previous",
+        "retained_events_after",
+        "summary_in_next_request",
+        "raw_in_range_sent_next",
+        "compaction_event_id",
+    ),
+    totals=(
+        "raw_events_in_range",
+        "tool_results_in_range",
+        "tool_tokens_in_range",
+        "summary_tokens",
+    ),
+    footnote="in range: still stored (compaction deletes nothing); *_next: what the next "
+    "call's request held, reconstructed; tokens estimated from characters",
+    command="compaction",
+)
+
+COMPACTION_SESSIONS = Spec(
+    "compaction_sessions",
+    (
+        Column("session_id", S),
+        Column("compactions", I64),
+        epoch("last_range_end"),
+        Column("retained_events_after", I64),
+        Column("retained_tokens_after", I64, ESTIMATED),
+        Column("largest_retained_tool_result", S),
+        Column("largest_retained_result_tokens", I64, ESTIMATED),
+        Column("threshold_tokens", I64),
+        Column("calls_over_threshold", I64, "measured where usage exists, else estimated"),
+        Column("over_threshold_despite_compaction", I64),
+        Column("compaction_never_fired", B),
+    ),
+    table=(
+        "session_id",
+        "compactions",
+        "last_range_end",
+        "retained_events_after",
+        "retained_tokens_after",
+        "largest_retained_tool_result",
+        "largest_retained_result_tokens",
+        "calls_over_threshold",
+        "over_threshold_despite_compaction",
+        "compaction_never_fired",
+    ),
+    totals=("compactions", "retained_events_after", "calls_over_threshold"),
+    footnote="retained: raw events stored after the last range (what ADK's filters let "
+    "through is sent verbatim); *_tokens: estimated from characters",
+    command="compaction --by-session",
+)
+
+# ---------------------------------------------------------------------------
+# Query plans on an ADK PostgreSQL database
+# ---------------------------------------------------------------------------
+
+PLAN_LOOKUPS = Spec(
+    "plan_lookups",
+    (
+        Column("name", S),
+        Column("kind", S),  # catalogue | loader | query
+        Column("sql", S),  # as passed to psycopg: %(name)s placeholders
+        Column("params", S),  # JSON object: the bound values
+        Column("top_node", S),
+        Column(
+            "total_cost",
+            F64,
+            "estimated (the planner's)",
+            help="PostgreSQL's planner: the lookup's total cost",
+        ),
+        Column(
+            "estimated_rows",
+            I64,
+            "estimated (the planner's)",
+            help="PostgreSQL's planner: rows the top node returns",
+        ),
+        Column("uses_index", B),
+        Column("indexes_used", pl.List(S)),
+        Column("seq_scan_relations", pl.List(S)),
+        Column("relation_rows", S),  # JSON object: relation -> pg_class.reltuples
+        Column("scans", S),  # JSON list: every scan node
+        Column("suggested_index", S),
+        Column("hypothetical_cost", F64, "estimated (the planner's, hypothetical index)"),
+        Column("hypothetical_uses_index", B),
+        Column(
+            "actual_ms",
+            F64,
+            "measured (--analyze)",
+            help="with `--analyze`: the lookup's execution time, inside a rolled-back READ "
+            "ONLY transaction",
+        ),
+        Column("actual_rows", I64),
+        Column("advice", S),
+    ),
+    table=(
+        "name",
+        "top_node",
+        "total_cost",
+        "estimated_rows",
+        "uses_index",
+        "indexes_used",
+        "seq_scan_relations",
+        "hypothetical_cost",
+        "advice",
+    ),
+    json_columns=("params", "scans", "relation_rows"),
+    command="plan",
+)
+
+PLAN_INDEXES = Spec(
+    "plan_indexes",
+    (Column("table", S), Column("name", S), Column("definition", S)),
+    command="plan",
+)
+
+ALL: tuple[Spec, ...] = (
+    SESSIONS,
+    EVENTS,
+    INGESTS,
+    INGEST_SKIPS,
+    INGEST_RUN,
+    CALLS,
+    WINDOW,
+    GROWTH,
+    TURNS,
+    COMPACTION_RANGES,
+    COMPACTION_SESSIONS,
+    PLAN_LOOKUPS,
+    PLAN_INDEXES,
+)
+
+
+def field_table() -> str:
+    """The README's field table: every column with a `help`, in frame order."""
+    lines = ["| field | command | provenance | meaning |", "|---|---|---|---|"]
+    for spec in ALL:
+        for column in spec.columns:
+            if column.help:
+                shown = column.provenance or "—"
+                command = spec.command or spec.name
+                lines.append(f"| `{column.name}` | {command} | {shown} | {column.help} |")
+    return "\n".join(lines) + "\n"

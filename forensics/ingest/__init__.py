@@ -1,0 +1,6 @@
+"""The ingest pipeline: a source's batches, normalised by their family, written to the store
+in one transaction, with a ledger row whatever happens."""
+
+from .pipeline import Progress, ingest, prefetch
+
+__all__ = ["Progress", "ingest", "prefetch"]

@@ -1,0 +1,162 @@
+"""read -> normalise -> store, each stage in a thread of its own; all or nothing per run."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator
+from datetime import UTC, datetime
+from typing import TypeVar
+
+import duckdb
+
+from ..families.adk.normalize import Normalized, Normalizer
+from ..sources.base import Source
+from ..store import Store, ledger
+from ..store.ledger import WATERMARK_OVERLAP_S, IngestResult
+from ..store.writes import insert_batch
+
+# While ingesting, the store's DuckDB buffers at most this much (see
+# families.adk.normalize.MEMORY_LIMIT for the measurement behind both caps).
+INGEST_MEMORY_LIMIT = "256MB"
+
+Progress = Callable[[IngestResult], None]
+T = TypeVar("T")
+
+
+def ingest(
+    store: Store,
+    source: Source,
+    *,
+    filters: dict[str, object] | None = None,
+    incremental: bool = True,
+    progress: Progress | None = None,
+) -> IngestResult:
+    """Load every batch of `source` in one transaction; a failure commits nothing.
+
+    A failed run is still written to the ledger (status `failed`, with the error)
+    in a transaction of its own, so the ledger tells what was tried.
+    """
+    filters = filters or {}
+    newest_seen = (
+        ledger.watermark(store, source.kind, source.location, filters) if incremental else None
+    )
+    # Re-read a margin before it: a writer's clock, or a commit that landed after
+    # the last read with an earlier timestamp, must not drop events; the store
+    # keeps an event once, so the overlap costs reading only.
+    since = None if newest_seen is None else newest_seen - WATERMARK_OVERLAP_S
+    result = IngestResult(
+        ledger.next_id(store),
+        source.kind,
+        source.location,
+        filters,
+        watermark_before=since,
+        incremental=incremental,
+    )
+    started = _now()
+    clock = time.monotonic()
+    label = f"{source.kind}:{source.location}"
+    with store.memory_limit(INGEST_MEMORY_LIMIT):
+        try:
+            with store.transaction():
+                for batch in prefetch(_normalized(source, since)):
+                    result.rows_read += batch.rows_read
+                    result.skips.extend(batch.skipped)
+                    result.rows_loaded += insert_batch(
+                        store,
+                        events=batch.events,
+                        parts=batch.parts,
+                        sessions=batch.sessions,
+                        ingest_id=result.ingest_id,
+                        source=label,
+                    )
+                    if batch.newest is not None:
+                        result.watermark = max(batch.newest, result.watermark or batch.newest)
+                    if progress:
+                        progress(result)
+                result.seconds = time.monotonic() - clock
+                ledger.write(store, result, started, _now(), "ok", None)
+        except BaseException as e:
+            result.seconds = time.monotonic() - clock
+            try:
+                with store.transaction():
+                    ledger.write(store, result, started, _now(), "failed", _describe(e))
+            except duckdb.Error:
+                pass
+            raise
+    return result
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _normalized(source: Source, since: float | None) -> Iterator[Normalized]:
+    """The source's batches, normalised; reading runs one batch ahead in its own thread."""
+    normalizer = Normalizer()
+    batches = prefetch(source.batches(since))
+    try:
+        for batch in batches:
+            yield normalizer(batch)
+    finally:
+        batches.close()
+        normalizer.close()
+
+
+def prefetch(batches: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
+    """Run `batches` in a thread of its own, `depth` items ahead of the consumer.
+
+    Ingest chains two: reading (network, JSON text) runs ahead of normalising,
+    which runs ahead of inserting; DuckDB releases the GIL while it works, so
+    the three overlap. The reader stops, and closes its source, as soon as the
+    consumer goes away (error, interrupt) or the source is done.
+    """
+    box: queue.Queue[object] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def reader() -> None:
+        item: object = done
+        try:
+            for batch in batches:
+                while not stop.is_set():
+                    try:
+                        box.put(batch, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    break
+        except BaseException as e:  # handed to the consumer, raised there
+            item = e
+        finally:
+            close = getattr(batches, "close", None)
+            if close:
+                close()
+        while not stop.is_set():
+            try:
+                box.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    thread = threading.Thread(target=reader, name="forensics-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = box.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item  # type: ignore[misc]  # anything else the reader put is a T
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted"
+    return f"{type(error).__name__}: {error}"

@@ -1,0 +1,165 @@
+"""The records every layer shares, free of any one framework's storage.
+
+Two groups: what a loader hands the pipeline (`Batch`: raw events as Arrow, `Skip`:
+a row not loaded and why), and what the analyses read back from the store (`Session`,
+`Event`, `Part`) and build from it (`Call`, `WindowPart`). docs/architecture.md
+defines the words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+# ---------------------------------------------------------------------------
+# Loader output
+# ---------------------------------------------------------------------------
+
+RAW_EVENT_SCHEMA = pa.schema(
+    [
+        ("app_name", pa.string()),
+        ("user_id", pa.string()),
+        ("session_id", pa.string()),
+        ("event_id", pa.string()),
+        ("invocation_id", pa.string()),
+        ("timestamp", pa.float64()),  # epoch seconds, UTC
+        ("event_json", pa.large_string()),
+        ("locator", pa.string()),  # where the row came from, for messages
+    ]
+)
+
+RAW_SESSION_SCHEMA = pa.schema(
+    [
+        ("app_name", pa.string()),
+        ("user_id", pa.string()),
+        ("session_id", pa.string()),
+        ("create_time", pa.float64()),
+        ("update_time", pa.float64()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Skip:
+    """One source row that was not loaded, and why."""
+
+    locator: str
+    reason: str
+
+
+@dataclass
+class Batch:
+    """Raw events (RAW_EVENT_SCHEMA), the sessions they belong to, and rows not loaded."""
+
+    events: pa.Table
+    sessions: pa.Table | None = None
+    skipped: list[Skip] = field(default_factory=list)
+    rows_read: int = 0
+
+
+# ---------------------------------------------------------------------------
+# Stored events, as the analyses read them
+# ---------------------------------------------------------------------------
+
+ROLES = ("user", "model", "tool", "summary")
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRange:
+    """[start, end] in epoch seconds: the raw events a compaction summary replaces."""
+
+    start: float
+    end: float
+
+    def covers(self, epoch: float) -> bool:
+        return self.start <= epoch <= self.end
+
+
+@dataclass(slots=True)
+class Part:
+    origin: str  # content | compaction
+    index: int
+    kind: str  # text | thought | function_call | function_response | other
+    tool_name: str | None
+    call_id: str | None
+    has_signature: bool
+    chars: int
+    relay_chars: int  # size of the part as another agent's relayed text shows it
+    row_count: int | None
+
+    @property
+    def visible(self) -> bool:
+        if self.kind in ("function_call", "function_response"):
+            return True
+        if self.has_signature:
+            return True
+        return self.kind != "thought" and self.chars > 0
+
+
+@dataclass(slots=True)
+class Event:
+    event_id: str
+    invocation_id: str | None
+    author: str | None
+    branch: str | None
+    scope: str | None
+    epoch: float
+    partial: bool
+    error_code: str | None
+    error_message: str | None
+    is_compaction: bool
+    compaction: CompactionRange | None
+    prompt_tokens: int | None
+    cached_tokens: int | None
+    candidates_tokens: int | None
+    long_running: frozenset[str]
+    model_version: str | None
+    parts: list[Part] = field(default_factory=list)
+    summary: list[Part] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Session:
+    app_name: str
+    user_id: str
+    session_id: str
+    events: list[Event]
+    source: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.app_name, self.user_id, self.session_id)
+
+
+@dataclass(slots=True)
+class WindowPart:
+    """One part as the request carried it: its own or relayed, its role and size."""
+
+    event_id: str
+    part_index: int  # -1: the preamble ADK adds to another agent's message
+    part_kind: str  # the stored kind, or "preamble"
+    origin: str
+    author: str | None
+    role: str  # user | model | tool | summary
+    relayed: bool
+    tool_name: str | None
+    function_call_id: str | None
+    chars: int
+
+
+@dataclass(slots=True)
+class Call:
+    """One model call and what its request held."""
+
+    event: Event
+    index: int  # position of the call's event in the session
+    kind: str  # agent | failed | summarizer
+    turn: int | None
+    chars_by_role: dict[str, int]
+    response_ids: list[str]  # call ids of the function_response parts it carried (not relayed)
+    relayed_ids: list[str] = field(default_factory=list)  # results it carried as quoted text
+
+    @property
+    def chars(self) -> int:
+        return sum(self.chars_by_role.values())

@@ -1,0 +1,142 @@
+"""The incident report's chart: per call, the window by role against cumulative input, as SVG.
+
+matplotlib writes text as glyph paths (`svg.fonttype = "path"`), never as markup, and
+with a fixed hash salt and no date, so the same chart is the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+
+from .incident import CallPoint, Chart
+
+ROLE_COLOURS = {  # colour-blind safe (Okabe-Ito)
+    "user": "#0072B2",
+    "model": "#009E73",
+    "tool": "#E69F00",
+    "summary": "#CC79A7",
+    "inferred_system": "#BBBBBB",
+}
+
+
+def chart_svg(chart: Chart) -> str:
+    """Stacked estimated window per call, measured size as markers, cumulative input as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    # text as glyph paths, never markup; a fixed hash salt: the same chart, the same bytes
+    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "agent-forensics"}):
+        return _draw(chart)
+
+
+def _draw(chart: Chart) -> str:
+    from matplotlib import pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    points = chart.points
+    xs = list(range(1, len(points) + 1))
+    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=100)
+    bottom = [0] * len(points)
+    for role, colour in ROLE_COLOURS.items():
+        values = [p.by_role.get(role) or 0 for p in points]
+        label = {"inferred_system": "system + tools (inferred)"}.get(role, f"{role} (estimated)")
+        ax.bar(
+            xs,
+            values,
+            bottom=bottom,
+            color=colour,
+            width=0.6,
+            label=label,
+            hatch="//" if role == "inferred_system" else None,
+            edgecolor="white",
+        )
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    measured = [(x, p.measured) for x, p in zip(xs, points, strict=True) if p.measured is not None]
+    if measured:
+        ax.scatter(
+            [x for x, _ in measured],
+            [m for _, m in measured],
+            marker="D",
+            s=36,
+            color="black",
+            zorder=5,
+            label="window (measured)",
+        )
+    thousands = FuncFormatter(lambda v, _: f"{v:,.0f}")
+    ax.yaxis.set_major_formatter(thousands)
+    ax.set_ylabel("tokens in the window")
+    ax.set_xlabel("model call in the turn (▲ tool result arrived, ◆ after compaction, ✕ failed)")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([_tick(p) for p in points])
+    top = max(bottom + [m for _, m in measured] + [1])
+    for x, p in zip(xs, points, strict=True):
+        if p.kind == "failed":
+            ax.annotate(
+                "failed",
+                (x, bottom[x - 1]),
+                textcoords="offset points",
+                xytext=(0, 6),
+                ha="center",
+                color="#D55E00",
+                fontsize=9,
+                fontweight="bold",
+            )
+    ax.set_ylim(0, top * 1.18)
+    twin = ax.twinx()
+    twin.plot(
+        xs,
+        [p.cumulative_estimated for p in points],
+        linestyle="--",
+        color="#555555",
+        marker="o",
+        markersize=3,
+        label="cumulative input (estimated)",
+    )
+    cumulative = [
+        (x, p.cumulative_measured)
+        for x, p in zip(xs, points, strict=True)
+        if p.measured is not None and p.cumulative_measured is not None
+    ]
+    if cumulative:
+        twin.plot(
+            [x for x, _ in cumulative],
+            [c for _, c in cumulative],
+            linestyle="-",
+            color="black",
+            marker="s",
+            markersize=3,
+            label="cumulative input (measured)",
+        )
+    twin.yaxis.set_major_formatter(thousands)
+    twin.set_ylabel("cumulative input in the turn (tokens)")
+    twin.set_ylim(
+        0, max([p.cumulative_estimated for p in points] + [c for _, c in cumulative] + [1]) * 1.18
+    )
+    handles, labels = ax.get_legend_handles_labels()
+    more, more_labels = twin.get_legend_handles_labels()
+    ax.legend(
+        handles + more, labels + more_labels, fontsize=7.5, loc="upper left", ncol=2, frameon=False
+    )
+    ax.set_title(chart.title, fontsize=11)
+    for side in ("top",):
+        ax.spines[side].set_visible(False)
+        twin.spines[side].set_visible(False)
+    fig.tight_layout()
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    svg = buffer.getvalue()
+    svg = svg[svg.index("<svg") :]  # drop the XML prolog and doctype: inline in HTML
+    start, end = svg.find("<metadata>"), svg.find("</metadata>")
+    if start != -1 and end != -1:  # RDF boilerplate, namespaces of outside vocabularies
+        svg = svg[:start] + svg[end + len("</metadata>") :]
+    return svg
+
+
+def _tick(point: CallPoint) -> str:
+    marks = (
+        ("▲" if point.result_arrived else "")
+        + ("◆" if point.after_compaction else "")
+        + ("✕" if point.kind == "failed" else "")
+    )
+    return f"{point.label}{marks}"

@@ -1,0 +1,478 @@
+"""The incident report's content: every figure computed and formatted here, with its provenance.
+
+This module builds a typed context from the api's frames; `reports.render` turns it
+into one self-contained HTML file. Nothing here imports jinja2 or matplotlib.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import polars as pl
+
+from .. import __version__, api
+from ..errors import ForensicsError
+from ..provenance import ESTIMATED, INFERRED, MEASURED
+
+
+def n(value: int | float | None, unit: str = "") -> str:
+    """A number for people: thousands separators, '—' when unknown."""
+    if value is None:
+        return "—"
+    text = (
+        f"{value:,.0f}" if isinstance(value, int) or float(value).is_integer() else f"{value:,.2f}"
+    )
+    return f"{text} {unit}".strip()
+
+
+def seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.2f} s"
+
+
+def when(value: datetime | None) -> str:
+    return "—" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One figure as shown, and the kind of evidence behind it."""
+
+    text: str
+    provenance: str | None = None  # measured | estimated | inferred | None (a label)
+
+
+@dataclass
+class TurnRow:
+    turn: int
+    started: str
+    calls: Cell
+    tool_calls: Cell
+    wall: Cell
+    peak_occupancy: Cell
+    cumulative_measured: Cell
+    cumulative_estimated: Cell
+    largest_result: str
+    error: str
+
+
+@dataclass
+class CallPoint:
+    """One call on a chart's axis."""
+
+    label: str
+    kind: str
+    by_role: dict[str, int]  # estimated tokens per role, inferred_system included
+    measured: int | None
+    cumulative_measured: int | None
+    cumulative_estimated: int
+    result_arrived: bool  # a tool result entered the window just before this call
+    after_compaction: bool
+
+
+@dataclass
+class Chart:
+    turn: int
+    title: str
+    points: list[CallPoint]
+    svg: str = ""  # filled by the renderer
+
+
+@dataclass
+class GrowthRow:
+    turn: str
+    tool: str
+    latency: Cell
+    rows: Cell
+    tokens_per_row: Cell
+    result_tokens: Cell
+    before: Cell
+    after: Cell
+    growth: Cell
+    resent_calls: Cell
+    resent_tokens: Cell
+    preview: str | None = None  # the result's first characters, only with --show-content
+
+
+@dataclass
+class CompactionRow:
+    after_turn: str
+    range: str
+    raw_events: Cell
+    tool_results: Cell
+    tool_tokens: Cell
+    summary_tokens: Cell
+    overlap: Cell
+    in_next_request: str
+
+
+@dataclass
+class FailedCall:
+    label: str
+    agent: str
+    measured: Cell
+    estimated: Cell
+
+
+@dataclass
+class Failure:
+    turn: int
+    error_code: str
+    error_message: str
+    last_calls: list[FailedCall]
+
+
+@dataclass
+class Method:
+    sources: list[str]
+    ratio: str
+    toolkit: str
+    generated_at: str
+    reconstruction: str
+
+
+@dataclass
+class IncidentContext:
+    """Everything the incident template shows; built by `build_incident`."""
+
+    title: str
+    period: str  # first to last event of the session
+    session_id: str
+    app_name: str
+    user_id: str
+    headline: list[str]
+    turns: list[TurnRow]
+    charts: list[Chart]
+    growth: list[GrowthRow]
+    compaction: list[CompactionRow]
+    retained: str
+    failure: Failure | None
+    evidence: dict[str, list[str]] = field(default_factory=dict)
+    method: Method | None = None
+    show_content: bool = False
+
+
+def _cell(value: int | float | None, kind: str | None, unit: str = "") -> Cell:
+    return Cell(n(value, unit), kind if value is not None else None)
+
+
+def build_incident(
+    store: api.StoreLike,
+    selection: api.SelectionLike,
+    *,
+    turn: int | None = None,
+    show_content: bool = False,
+) -> IncidentContext:
+    """The incident report for one session (one turn of interest with `turn`)."""
+    with api.using(store) as opened:
+        return _build(api.Scope(opened, selection), turn, show_content)
+
+
+def _build(scope: api.Scope, turn: int | None, show_content: bool) -> IncidentContext:
+    # one reconstruction, used by every frame; the store opened once
+    if scope.selection.session is None:
+        raise ForensicsError("an incident report is about one session: give its id")
+    calls, turns, growth = scope.calls(), scope.turns(), scope.growth()
+    compaction, retained = scope.compaction(), scope.compaction_sessions()
+    session = scope.sessions().row(0, named=True)
+    key = (session["app_name"], session["user_id"], session["session_id"])
+    agent_calls = calls.filter(pl.col("kind") != "summarizer")
+    chosen = [turn] if turn is not None else turns["turn"].to_list()
+
+    failure = _failure(turns, agent_calls)
+    context = IncidentContext(
+        title=f"Incident report: session {session['session_id']}",
+        period=f"{when(session['first_event_at'])} to {when(session['last_event_at'])}",
+        session_id=session["session_id"],
+        app_name=session["app_name"],
+        user_id=session["user_id"],
+        headline=_headline(turns, growth, agent_calls, failure),
+        turns=[_turn_row(r) for r in turns.iter_rows(named=True)],
+        charts=[
+            _chart(agent_calls, compaction, t)
+            for t in chosen
+            if agent_calls.filter(pl.col("turn") == t).height
+        ],
+        growth=[
+            _growth_row(
+                r, scope.result_preview(key, r["function_call_id"]) if show_content else None
+            )
+            for r in growth.head(5).iter_rows(named=True)
+        ],
+        compaction=[_compaction_row(r) for r in compaction.iter_rows(named=True)],
+        retained=_retained(retained),
+        failure=failure,
+        show_content=show_content,
+    )
+    context.evidence = _evidence(context, calls, growth, compaction)
+    context.method = _method(api.ingests(scope.store), calls)
+    return context
+
+
+def _turn_row(r: dict[str, Any]) -> TurnRow:
+    peak_kind = {"measured": MEASURED, "estimated": ESTIMATED}.get(
+        r["peak_occupancy_source"] or "", INFERRED
+    )
+    return TurnRow(
+        turn=r["turn"],
+        started=r["started_at"].astimezone(UTC).strftime("%H:%M:%S"),
+        calls=Cell(n(r["calls"])),
+        tool_calls=Cell(n(r["tool_calls"])),
+        wall=Cell(seconds(r["wall_s"])),
+        peak_occupancy=_cell(r["peak_occupancy"], peak_kind),
+        cumulative_measured=_cell(r["cumulative_input_measured"], MEASURED),
+        cumulative_estimated=_cell(r["cumulative_input_estimated"], ESTIMATED),
+        largest_result=(
+            f"{r['largest_tool_result']} (~{n(r['largest_result_tokens_estimated'])} tokens)"
+            if r["largest_tool_result"]
+            else "—"
+        ),
+        error=r["error_code"] or "",
+    )
+
+
+def _failure(turns: pl.DataFrame, calls: pl.DataFrame) -> Failure | None:
+    failed = turns.filter(pl.col("error_code").is_not_null())
+    if failed.is_empty():
+        return None
+    row = failed.row(-1, named=True)
+    in_turn = calls.filter(pl.col("turn") == row["turn"])
+    last = in_turn.tail(4)
+    return Failure(
+        turn=row["turn"],
+        error_code=row["error_code"],
+        error_message=row["error_message"] or "",
+        last_calls=[
+            FailedCall(
+                label=c["timestamp"].astimezone(UTC).strftime("%H:%M:%S"),
+                agent=c["agent"] or "",
+                measured=_cell(c["occupancy_measured"], MEASURED),
+                estimated=_cell(c["occupancy_estimated"], ESTIMATED),
+            )
+            for c in last.iter_rows(named=True)
+        ],
+    )
+
+
+def _headline(
+    turns: pl.DataFrame, growth: pl.DataFrame, calls: pl.DataFrame, failure: Failure | None
+) -> list[str]:
+    lines = []
+    if failure is not None:
+        failed_turn = turns.filter(pl.col("turn") == failure.turn).row(0, named=True)
+        failed_call = calls.filter(
+            (pl.col("turn") == failure.turn) & pl.col("error_code").is_not_null()
+        )
+        size = ""
+        if not failed_call.is_empty():
+            content = failed_call["occupancy_estimated"][-1]
+            best, source = failed_call["occupancy"][-1], failed_call["occupancy_source"][-1]
+            size = f"; the request it tried to send held an estimated {n(content)} tokens"
+            if source == "estimated+inferred":
+                size += (
+                    f" of conversation, about {n(best)} with the system instruction and "
+                    "tools (inferred)"
+                )
+        lines.append(
+            f"Turn {failure.turn} failed with {failure.error_code} "
+            f"{seconds(failed_turn['wall_s'])} after it started{size}."
+        )
+    if not growth.is_empty() and growth["growth_tokens"][0] is not None:
+        g = growth.row(0, named=True)
+        rows = (
+            f" returned {n(g['rows'])} rows (about {n(g['tokens_per_row'])} tokens each)"
+            if g["rows"]
+            else f" returned about {n(g['result_tokens_estimated'])} tokens"
+        )
+        lines.append(
+            f"In turn {g['turn']}, {g['tool_name']}{rows} within {seconds(g['latency_s'])} and "
+            f"took the next request from {n(g['occupancy_before'])} to "
+            f"{n(g['occupancy_after'])} tokens ({g['occupancy_source']}); the rest of the turn "
+            f"carried it in {n(g['resent_calls_in_turn'])} calls, about "
+            f"{n(g['resent_tokens_in_turn'])} tokens of input (estimated)."
+        )
+    if not lines:
+        top = calls["cumulative_input_estimated"].max() if not calls.is_empty() else None
+        total = top if isinstance(top, int) else None
+        lines.append(
+            f"No failure and no tool result stand out; the largest cumulative input "
+            f"of a turn was an estimated {n(total)} tokens."
+        )
+    return lines
+
+
+def _chart(calls: pl.DataFrame, compaction: pl.DataFrame, turn: int) -> Chart:
+    in_turn = calls.filter(pl.col("turn") == turn)
+    compacted_at = [c.timestamp() for c in compaction["appended_at"].to_list()]
+    points = []
+    previous_estimate = None
+    for i, c in enumerate(in_turn.iter_rows(named=True), start=1):
+        by_role = {k: v or 0 for k, v in c["by_role"].items()}
+        grew = previous_estimate is not None and c["by_role"]["tool"] > (previous_estimate or 0)
+        points.append(
+            CallPoint(
+                label=f"{i}",
+                kind=c["kind"],
+                by_role=by_role,
+                measured=c["occupancy_measured"],
+                cumulative_measured=c["cumulative_input_measured"],
+                cumulative_estimated=c["cumulative_input_estimated"] or 0,
+                result_arrived=grew,
+                after_compaction=any(t < c["timestamp"].timestamp() for t in compacted_at)
+                and bool(by_role.get("summary")),
+            )
+        )
+        previous_estimate = c["by_role"]["tool"]
+    return Chart(
+        turn=turn, title=f"Turn {turn}: window per call against cumulative input", points=points
+    )
+
+
+def _growth_row(r: dict[str, Any], preview: str | None) -> GrowthRow:
+    return GrowthRow(
+        turn=n(r["turn"]),
+        tool=r["tool_name"],
+        latency=Cell(f"≤ {seconds(r['latency_s'])}", INFERRED),
+        rows=Cell(n(r["rows"])),
+        tokens_per_row=_cell(r["tokens_per_row"], ESTIMATED),
+        result_tokens=_cell(r["result_tokens_estimated"], ESTIMATED),
+        before=_cell(r["occupancy_before"], r["occupancy_source"]),
+        after=_cell(r["occupancy_after"], r["occupancy_source"]),
+        growth=_cell(r["growth_tokens"], r["occupancy_source"]),
+        resent_calls=_cell(r["resent_calls_in_turn"], INFERRED),
+        resent_tokens=_cell(r["resent_tokens_in_turn"], ESTIMATED),
+        preview=preview,
+    )
+
+
+def _compaction_row(r: dict[str, Any]) -> CompactionRow:
+    return CompactionRow(
+        after_turn=n(r["appended_after_turn"]),
+        range=f"{when(r['start_timestamp'])} – {when(r['end_timestamp'])}",
+        raw_events=Cell(n(r["raw_events_in_range"])),
+        tool_results=Cell(n(r["tool_results_in_range"])),
+        tool_tokens=_cell(r["tool_tokens_in_range"], ESTIMATED),
+        summary_tokens=_cell(r["summary_tokens"], ESTIMATED),
+        overlap=Cell(n(r["overlap_with_previous"])),
+        in_next_request=(
+            "no next call"
+            if r["summary_in_next_request"] is None
+            else "summary sent"
+            if r["summary_in_next_request"]
+            else "summary not sent (superseded)"
+        ),
+    )
+
+
+def _retained(frame: pl.DataFrame) -> str:
+    if frame.is_empty():
+        return ""
+    r = frame.row(0, named=True)
+    if not r["compactions"]:
+        return "No compaction in this session: every stored event stays in the window."
+    largest = (
+        f"; the largest raw tool result in it is {r['largest_retained_tool_result']} "
+        f"(~{n(r['largest_retained_result_tokens'])} tokens, estimated)"
+        if r["largest_retained_tool_result"]
+        else ""
+    )
+    return (
+        f"After the last range, {n(r['retained_events_after'])} raw events "
+        f"(~{n(r['retained_tokens_after'])} tokens, estimated) stay in the window "
+        f"verbatim{largest}."
+    )
+
+
+def _evidence(
+    ctx: IncidentContext, calls: pl.DataFrame, growth: pl.DataFrame, compaction: pl.DataFrame
+) -> dict[str, list[str]]:
+    agent = calls.filter(pl.col("kind") != "summarizer")
+    measured_calls = agent.filter(pl.col("occupancy_measured").is_not_null()).height
+    unmeasured = agent.height - measured_calls
+    evidence: dict[str, list[str]] = {MEASURED: [], ESTIMATED: [], INFERRED: [], "open": []}
+    evidence[MEASURED].append(
+        f"Window size of {n(measured_calls)} of {n(agent.height)} calls: the provider's "
+        "prompt_token_count stored with each response."
+    )
+    evidence[MEASURED].append("Turn wall times, call counts and tool calls: stored events.")
+    if ctx.failure:
+        evidence[MEASURED].append(
+            f"The failure's error code ({ctx.failure.error_code}) and text: stored event."
+        )
+    if not growth.is_empty():
+        evidence[MEASURED].append(
+            "Tool result sizes in characters and their row counts: stored function responses."
+        )
+        evidence[ESTIMATED].append(
+            "Tool result tokens, tokens per row and re-sent tokens: "
+            "characters over the chars-per-token ratio."
+        )
+    evidence[ESTIMATED].append(
+        "Window tokens by role, and cumulative input where a call "
+        "has no usage: characters over the chars-per-token ratio."
+    )
+    if not compaction.is_empty():
+        evidence[ESTIMATED].append("Tokens inside compaction ranges and of their summaries.")
+    evidence[INFERRED].append(
+        "What each request contained: rebuilt from the stored events "
+        "with ADK 2.13's assembly rules, not traced."
+    )
+    evidence[INFERRED].append(
+        "System instruction and tool schemas: measured prompt tokens "
+        "minus the estimated visible window."
+    )
+    if not growth.is_empty():
+        evidence[INFERRED].append(
+            "Tool latency: an upper bound, from the model request that "
+            "asked to the stored result (ADK stores no tool start)."
+        )
+    evidence["open"].append(
+        "Whether a request after compaction was exactly as rebuilt: the "
+        "store has no trace of the request itself."
+    )
+    if unmeasured:
+        failed = agent.filter(
+            pl.col("occupancy_measured").is_null() & (pl.col("kind") == "failed")
+        ).height
+        why = f" ({n(failed)} of them failed; a failed request reports none)" if failed else ""
+        evidence["open"].append(
+            f"{n(unmeasured)} of {n(agent.height)} calls carry no "
+            f"usage{why}: their size is only estimated."
+        )
+    if ctx.failure and "CONTEXT" not in ctx.failure.error_code.upper():
+        evidence["open"].append(
+            "Whether the window's size caused the failure: the error does not say so."
+        )
+    evidence["open"].append("How long each tool itself ran: not stored by ADK.")
+    return evidence
+
+
+def _method(ingests: pl.DataFrame, calls: pl.DataFrame) -> Method:
+    ledger = ingests.filter(pl.col("status") == "ok")
+    sources = []
+    for row in ledger.sort("ingest_id").iter_rows(named=True):
+        filters = json.loads(row["filters"] or "{}")
+        shown = ", ".join(f"{k}={v}" for k, v in filters.items()) or "no filters"
+        sources.append(
+            f"{row['source']} ({shown}; ingest {row['ingest_id']}, "
+            f"{n(row['rows_loaded'])} events loaded)"
+        )
+    ratios = calls.unique("source", maintain_order=True)
+    ratio = "; ".join(
+        f"{r['chars_per_token']:.2f} chars per token, "
+        + (
+            f"fitted on this source's measured calls (mean error {r['ratio_mean_abs_error']:.1%})"
+            if r["ratio_source"] == "fitted"
+            else "default (nothing measured to fit)"
+        )
+        for r in ratios.iter_rows(named=True)
+    )
+    return Method(
+        sources=sources,
+        ratio=ratio or "no calls",
+        toolkit=f"agent-forensics {__version__}",
+        generated_at=when(datetime.now(UTC)),
+        reconstruction="google-adk 2.13 request assembly (forensics/families/adk/windows.py)",
+    )

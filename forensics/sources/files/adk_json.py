@@ -1,0 +1,236 @@
+"""ADK JSON files: a Session (web API camelCase or `model_dump` snake_case), event lists, NDJSON.
+
+A whole file is parsed at once (these exports are written whole by ADK); rows
+still leave in Arrow batches. A malformed file does not stop the others: what
+can be read is loaded and the rest is skipped with the file, line and reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+
+from ...model import RAW_SESSION_SCHEMA, Batch
+from ..base import BATCH_ROWS, EventBatcher
+
+_EVENT_KEYS = {"author", "content", "invocation_id", "invocationId", "actions", "timestamp"}
+_EVENTS_ARRAY = re.compile(r'"events"\s*:\s*\[')
+
+
+def _session_key(name: str) -> str:
+    """`incident.events.json` -> `incident`: the default session id of a bare event list."""
+    return name.split(".", 1)[0] or name
+
+
+class AdkJsonSource:
+    kind = "adk-json"
+
+    def __init__(
+        self,
+        paths: list[Path],
+        *,
+        app: str | None = None,
+        user: str | None = None,
+        session: str | None = None,
+        batch_size: int = BATCH_ROWS,
+    ):
+        self.paths = [Path(p) for p in paths]
+        self.app, self.user, self.session = app, user, session
+        self.batch_size = batch_size
+        shown = ", ".join(str(p) for p in self.paths[:3])
+        more = len(self.paths) - 3
+        self.location = shown + (f" and {more} more" if more > 0 else "")
+
+    def batches(self, since_watermark: float | None) -> Iterator[Batch]:
+        # Files carry no watermark: re-reading one is cheap and idempotent.
+        out = EventBatcher(self.batch_size)
+        for path in self.paths:
+            for _ in self._read_file(path, out):
+                yield out.take(self._sessions)
+                self._sessions = None
+            if out.pending():
+                yield out.take(self._sessions)
+                self._sessions = None
+
+    _sessions: pa.Table | None = None
+
+    def _read_file(self, path: Path, out: EventBatcher) -> Iterator[None]:
+        """Add the file's events to `out`; yields whenever `out` is full."""
+        try:
+            text = path.read_text(encoding="utf-8-sig")  # a BOM is not part of the JSON
+        except (OSError, UnicodeDecodeError) as e:
+            out.rows_read += 1
+            out.skip(str(path), f"cannot read file: {e}")
+            return
+        if not text.strip():
+            out.rows_read += 1
+            out.skip(str(path), "empty file")
+            return
+        if path.suffix.lower() in (".ndjson", ".jsonl"):
+            yield from self._ndjson(path, text, out)
+            return
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            if e.msg == "Extra data" and text.lstrip().startswith("{"):
+                yield from self._ndjson(path, text, out)
+            else:
+                yield from self._salvage(path, text, e, out)
+            return
+        yield from self._document(path, doc, out)
+
+    def _document(self, path: Path, doc: object, out: EventBatcher) -> Iterator[None]:
+        if isinstance(doc, dict) and isinstance(doc.get("events"), list):
+            app = doc.get("app_name") or doc.get("appName") or self.app or "unknown"
+            user = doc.get("user_id") or doc.get("userId") or self.user or "unknown"
+            session = doc.get("id") or self.session or _session_key(path.name)
+            updated = doc.get("last_update_time", doc.get("lastUpdateTime"))
+            self._note_session(app, user, session, updated)
+            events = doc["events"]
+        elif isinstance(doc, list):
+            app, user, session = self._defaults(path)
+            events = doc
+        elif isinstance(doc, dict) and _EVENT_KEYS & doc.keys():
+            app, user, session = self._defaults(path)
+            events = [doc]
+        else:
+            out.rows_read += 1
+            found = (
+                f"an object with keys {sorted(doc)[:8]}"
+                if isinstance(doc, dict)
+                else f"a JSON {type(doc).__name__}"
+            )
+            out.skip(
+                str(path),
+                "wrong shape: expected an ADK Session (an object with 'events'), "
+                f"a list of events, or NDJSON; found {found}",
+            )
+            return
+        for index, event in enumerate(events):
+            self._add(out, event, app, user, session, f"{path}: event {index}")
+            if out.full():
+                yield
+
+    def _ndjson(self, path: Path, text: str, out: EventBatcher) -> Iterator[None]:
+        app, user, session = self._defaults(path)
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError as e:
+                out.rows_read += 1
+                out.skip(f"{path}:{lineno}", f"not valid JSON: {e.msg} at column {e.colno}")
+                continue
+            self._add(out, event, app, user, session, f"{path}:{lineno}")
+            if out.full():
+                yield
+
+    def _salvage(
+        self, path: Path, text: str, error: json.JSONDecodeError, out: EventBatcher
+    ) -> Iterator[None]:
+        """Keep the complete events before the point where a truncated/malformed file breaks."""
+        start = None
+        if text.lstrip().startswith("["):
+            start = text.index("[") + 1
+        else:
+            found = _EVENTS_ARRAY.search(text)
+            if found:
+                start = found.end()
+        kept = 0
+        if start is not None:
+            decoder = json.JSONDecoder()
+            app, user, session = self._salvage_identity(path, text)
+            pos = start
+            while True:
+                while pos < len(text) and text[pos] in " \t\r\n,":
+                    pos += 1
+                if pos >= len(text) or text[pos] == "]":
+                    break
+                try:
+                    event, pos = decoder.raw_decode(text, pos)
+                except json.JSONDecodeError:
+                    break
+                self._add(out, event, app, user, session, f"{path}: event {kept}")
+                kept += 1
+                if out.full():
+                    yield
+        out.rows_read += 1
+        out.skip(
+            f"{path}:{error.lineno}:{error.colno}",
+            f"truncated or malformed JSON ({error.msg} at byte {error.pos}); "
+            f"{kept} complete events before it were read",
+        )
+
+    def _salvage_identity(self, path: Path, text: str) -> tuple[str, str, str]:
+        head = text[: text.find('"events"')] if '"events"' in text else ""
+
+        def grab(*keys: str) -> str | None:
+            for key in keys:
+                m = re.search(rf'"{key}"\s*:\s*"((?:[^"\\]|\\.)*)"', head)
+                if m:
+                    return json.loads(f'"{m.group(1)}"')
+            return None
+
+        app, user, session = self._defaults(path)
+        return (
+            grab("app_name", "appName") or app,
+            grab("user_id", "userId") or user,
+            grab("id") or session,
+        )
+
+    def _defaults(self, path: Path) -> tuple[str, str, str]:
+        return (
+            self.app or "unknown",
+            self.user or "unknown",
+            self.session or _session_key(path.name),
+        )
+
+    def _note_session(self, app: str, user: str, session: str, updated: object) -> None:
+        if not all(isinstance(v, str) for v in (app, user, session)):
+            return  # its events are skipped by name (EventBatcher.add says why)
+        update_time = float(updated) if isinstance(updated, int | float) else None
+        row = pa.Table.from_pylist(
+            [
+                {
+                    "app_name": app,
+                    "user_id": user,
+                    "session_id": session,
+                    "create_time": None,
+                    "update_time": update_time,
+                }
+            ],
+            schema=RAW_SESSION_SCHEMA,
+        )
+        self._sessions = row if self._sessions is None else pa.concat_tables([self._sessions, row])
+
+    @staticmethod
+    def _add(
+        out: EventBatcher, event: object, app: str, user: str, session: str, locator: str
+    ) -> None:
+        out.rows_read += 1
+        if not isinstance(event, dict):
+            out.skip(locator, f"event is a JSON {type(event).__name__}, not an object")
+            return
+        event_id = event.get("id")
+        if not isinstance(event_id, str) or not event_id:
+            out.skip(locator, "event has no 'id'")
+            return
+        timestamp = event.get("timestamp")
+        if isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
+            out.skip(locator, f"event {event_id} has no numeric 'timestamp'")
+            return
+        out.add(
+            app_name=app,
+            user_id=user,
+            session_id=session,
+            event_id=event_id,
+            invocation_id=event.get("invocation_id") or event.get("invocationId"),
+            timestamp=float(timestamp),
+            event_json=json.dumps(event, ensure_ascii=False),
+            locator=locator,
+        )

@@ -1,0 +1,1 @@
+"""SQLite files, opened read-only: ADK's DatabaseSessionService and SqliteSessionService."""

@@ -1,0 +1,219 @@
+"""ADK session databases in SQLite: DatabaseSessionService V0/V1 and SqliteSessionService.
+
+Opened read-only (`mode=ro`). The layout is read from the `events` table's
+columns: `event_data` is V1 (or SqliteSessionService, whose timestamps are REAL),
+`actions` is V0. Anything else is refused with the columns found.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import quote
+
+import pyarrow as pa
+
+from ...errors import MissingRelationError, SourceError
+from ...families.adk import v0
+from ...model import RAW_SESSION_SCHEMA, Batch
+from ...selection import Selection
+from ..base import BATCH_ROWS, EventBatcher
+
+V1_COLUMNS = ("id", "app_name", "user_id", "session_id", "invocation_id", "timestamp", "event_data")
+
+
+def quote_identifier(name: str) -> str:
+    """A SQLite identifier, quoted: column names come from an untrusted file."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _epoch(value: object) -> float | None:
+    """A SQLite timestamp as epoch seconds: REAL as is, DATETIME text as UTC unless it says."""
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+    return None
+
+
+def _bound(epoch: float, real: bool) -> object:
+    if real:
+        return epoch
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def where_clause(
+    selection: Selection, since: float | None, real_ts: bool
+) -> tuple[str, list[object]]:
+    """(fragment, params) for the filters, in index column order (app, user, session, ts)."""
+    fragments: list[str] = []
+    params: list[object] = []
+    for column, value in (
+        ("app_name", selection.app),
+        ("user_id", selection.user),
+        ("session_id", selection.session),
+    ):
+        if value is not None:
+            fragments.append(f"{column} = ?")
+            params.append(value)
+    bounds = [x for x in (selection.since, since) if x is not None]
+    lower = max(bounds) if bounds else None
+    if lower is not None:
+        fragments.append("timestamp >= ?")
+        params.append(_bound(lower, real_ts))
+    if selection.until is not None:
+        fragments.append("timestamp < ?")
+        params.append(_bound(selection.until, real_ts))
+    return (" WHERE " + " AND ".join(fragments)) if fragments else "", params
+
+
+class AdkSqliteSource:
+    kind = "adk-sqlite"
+
+    def __init__(
+        self, path: Path, selection: Selection | None = None, batch_size: int = BATCH_ROWS
+    ):
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.selection = selection or Selection()
+        self.batch_size = batch_size
+        self.layout: str | None = None
+
+    def _connect(self) -> sqlite3.Connection:
+        if not self.path.is_file():
+            raise SourceError(f"{self.path}: no such file")
+        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        try:
+            con = sqlite3.connect(uri, uri=True)
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError as e:
+            raise SourceError(f"{self.path}: not a SQLite database ({e})") from e
+        return con
+
+    def _detect(self, con: sqlite3.Connection) -> tuple[str, dict[str, str]]:
+        tables = [
+            r[0]
+            for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
+        if "events" not in tables:
+            raise MissingRelationError(
+                f"{self.path}: no 'events' table, so not an ADK session database "
+                f"(tables found: {', '.join(tables) or 'none'})"
+            )
+        columns = {r[1]: (r[2] or "").upper() for r in con.execute("PRAGMA table_info(events)")}
+        if "event_data" in columns and all(c in columns for c in V1_COLUMNS):
+            layout = "sqlite-service" if columns["timestamp"] == "REAL" else "v1"
+        elif "actions" in columns and all(c in columns for c in v0.REQUIRED_COLUMNS):
+            layout = "v0"
+        else:
+            raise MissingRelationError(
+                f"{self.path}: unknown layout of table 'events' (columns: "
+                f"{', '.join(columns)}); expected ADK schema V1 (event_data) or V0 (actions)"
+            )
+        return layout, columns
+
+    def batches(self, since_watermark: float | None) -> Iterator[Batch]:
+        con = self._connect()
+        try:
+            self.layout, columns = self._detect(con)
+            real_ts = columns["timestamp"] == "REAL"
+            where, params = where_clause(self.selection, since_watermark, real_ts)
+            sessions = self._sessions(con)
+            if self.layout == "v0":
+                wanted = [c for c in v0.ALL_COLUMNS if c in columns]
+            else:
+                wanted = list(V1_COLUMNS)
+            select = ", ".join(quote_identifier(c) for c in wanted)
+            cur = con.execute(f"SELECT {select} FROM events{where}", params)  # noqa: S608
+            out = EventBatcher(self.batch_size)
+            for values in iter(lambda: cur.fetchmany(500), []):
+                for value in values:
+                    self._add(out, dict(zip(wanted, value, strict=True)))
+                if out.full():
+                    yield out.take(sessions)
+                    sessions = None
+            if out.pending() or sessions is not None:
+                yield out.take(sessions)
+        except sqlite3.DatabaseError as e:
+            raise SourceError(f"{self.path}: {e}") from e
+        finally:
+            con.close()
+
+    def _add(self, out: EventBatcher, row: dict[str, object]) -> None:
+        out.rows_read += 1
+        locator = f"{self.path}: events row id={row['id']!r} session={row['session_id']!r}"
+        epoch = _epoch(row["timestamp"])
+        if epoch is None:
+            out.skip(locator, f"unreadable timestamp {row['timestamp']!r}")
+            return
+        event_json: object
+        if self.layout == "v0":
+            try:
+                event_json = json.dumps(v0.row_to_event(row, epoch), ensure_ascii=False)
+            except v0.RowError as e:
+                out.skip(locator, str(e))
+                return
+        else:
+            event_json = row["event_data"]
+            if isinstance(event_json, bytes):
+                event_json = event_json.decode("utf-8", errors="replace")
+            if event_json is None:
+                out.skip(locator, "event_data is NULL")
+                return
+        out.add(
+            app_name=row["app_name"],
+            user_id=row["user_id"],
+            session_id=row["session_id"],
+            event_id=row["id"],
+            invocation_id=row["invocation_id"],
+            timestamp=epoch,
+            event_json=event_json,
+            locator=locator,
+        )
+
+    def _sessions(self, con: sqlite3.Connection) -> pa.Table | None:
+        try:
+            cols = {r[1] for r in con.execute("PRAGMA table_info(sessions)")}
+        except sqlite3.DatabaseError:
+            return None
+        if not {"app_name", "user_id", "id"} <= cols:
+            return None
+        fragments: list[str] = []
+        params: list[object] = []
+        for column, value in (
+            ("app_name", self.selection.app),
+            ("user_id", self.selection.user),
+            ("id", self.selection.session),
+        ):
+            if value is not None:
+                fragments.append(f"{column} = ?")
+                params.append(value)
+        where = (" WHERE " + " AND ".join(fragments)) if fragments else ""
+        create = "create_time" if "create_time" in cols else "NULL"
+        update = "update_time" if "update_time" in cols else "NULL"
+        rows = con.execute(
+            f"SELECT app_name, user_id, id, {create}, {update} FROM sessions{where}",  # noqa: S608
+            params,
+        ).fetchall()
+        return pa.Table.from_pylist(
+            [
+                {
+                    "app_name": a,
+                    "user_id": u,
+                    "session_id": s,
+                    "create_time": _epoch(c),
+                    "update_time": _epoch(t),
+                }
+                for a, u, s, c, t in rows
+            ],
+            schema=RAW_SESSION_SCHEMA,
+        )

@@ -1,0 +1,56 @@
+"""SQL files in `queries/`: each starts with `-- name:`, a description and `-- params:`.
+
+Files are grouped by the layer that runs them (`store/`, `families/adk/`, `plan/`)
+and loaded by that path: `load("store/sessions")`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from .resources import resource_dir
+
+_HEADER = re.compile(r"^-- name: (?P<name>\S+)\n-- (?P<doc>.+)\n-- params: (?P<params>.*)\n")
+# `$name` as DuckDB binds it; not `$$`, not `::type`, not inside a word
+PARAM = re.compile(r"(?<![\w$:])\$([a-z_][a-z0-9_]*)")
+_COMMENT = re.compile(r"--[^\n]*")
+
+
+def queries_dir() -> Path:
+    return resource_dir("queries")
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str  # the path under queries/, without .sql
+    doc: str
+    params: tuple[str, ...]  # declared in the header
+    sql: str
+
+    def used_params(self) -> set[str]:
+        return set(PARAM.findall(_COMMENT.sub("", self.sql)))
+
+
+@cache
+def load(name: str) -> Query:
+    path = queries_dir() / f"{name}.sql"
+    text = path.read_text(encoding="utf-8")
+    header = _HEADER.match(text)
+    stem = name.rsplit("/", 1)[-1]
+    if not header or header["name"] != stem:
+        raise ValueError(f"{path}: must start with '-- name: {stem}', a description, '-- params:'")
+    declared = header["params"].strip()
+    params = (
+        () if declared == "(none)" else tuple(p.strip().lstrip("$") for p in declared.split(","))
+    )
+    return Query(name, header["doc"], params, text)
+
+
+def all_queries() -> list[Query]:
+    root = queries_dir()
+    return [
+        load(p.relative_to(root).with_suffix("").as_posix()) for p in sorted(root.rglob("*.sql"))
+    ]

@@ -1,0 +1,112 @@
+"""One open DuckDB store file: opened once per command and passed down."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from .. import sql
+from ..errors import StoreError
+from . import migrations
+
+DEFAULT_DB = "forensics.duckdb"
+
+
+def default_db_path() -> Path:
+    return Path(os.environ.get("FORENSICS_DB") or DEFAULT_DB)
+
+
+class Store:
+    """The store file and its connection; `Store.open` checks or migrates the schema."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, read_only: bool):
+        self.con = con
+        self.path = path
+        self.read_only = read_only
+
+    @classmethod
+    def open(cls, path: str | Path | None = None, *, read_only: bool = False) -> Store:
+        """Open the store; a read-only open of a missing file is a StoreError with a hint."""
+        path = Path(path) if path is not None else default_db_path()
+        if read_only and not path.exists():
+            raise StoreError(
+                f"no store at {path}",
+                hint="load something first, e.g. `forensics ingest adk-sqlite sessions.db`, "
+                "or point --db / FORENSICS_DB at an existing store",
+            )
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+        except duckdb.Error as e:
+            raise StoreError(f"cannot open store {path}: {e}") from e
+        store = cls(con, path, read_only)
+        try:
+            if read_only:
+                migrations.check(store.run, path)
+            else:
+                migrations.migrate(store.run, path)
+        except BaseException:
+            con.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def run(self, statement: str, params: object = None) -> list[tuple[Any, ...]]:
+        """Execute and fetch to the end: DuckDB 2 refuses new work while a result is open."""
+        return self.con.execute(statement, params).fetchall()
+
+    def query(self, name: str, **params: object) -> list[tuple[Any, ...]]:
+        """The rows of a `queries/` file, its declared parameters bound by name."""
+        query = sql.load(name)
+        return self.run(query.sql, {k: params.get(k) for k in query.params})
+
+    def arrow(self, name: str, **params: object) -> pa.Table:
+        query = sql.load(name)
+        relation = self.con.sql(query.sql, params={k: params.get(k) for k in query.params})
+        return relation.to_arrow_table()
+
+    def frame(self, name: str, **params: object) -> pl.DataFrame:
+        frame = pl.from_arrow(self.arrow(name, **params))
+        assert isinstance(frame, pl.DataFrame)
+        return frame
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN ... COMMIT; ROLLBACK on any exception, which is raised again."""
+        self.run("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self.run("ROLLBACK")
+            raise
+        self.run("COMMIT")
+
+    @contextmanager
+    def memory_limit(self, limit: str) -> Iterator[None]:
+        """DuckDB's buffer limit set for a block of work, and restored after it."""
+        (before,) = self.run("SELECT current_setting('memory_limit')")[0]
+        self.run("SET memory_limit = ?", [limit])
+        try:
+            yield
+        finally:
+            self.run("SET memory_limit = ?", [before])

@@ -1,0 +1,132 @@
+"""The stored sessions as `model` records, for the analyses: selection pushed into SQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..errors import ForensicsError
+from ..model import CompactionRange, Event, Part, Session
+from ..selection import Selection
+from .handle import Store
+
+Row = Mapping[str, Any]
+
+
+def load_sessions(
+    store: Store,
+    selection: Selection | None = None,
+    *,
+    session_ids: list[str] | None = None,
+    source: str | None = None,
+) -> list[Session]:
+    """The selected sessions with their events and parts, in stored order.
+
+    `session_ids` and `source` narrow further (the ratio fit's sample of one source)."""
+    selection = selection or Selection()
+    params = {
+        "app": selection.app,
+        "user": selection.user,
+        "session": selection.session,
+        "since": selection.since,
+        "until": selection.until,
+        "sessions": session_ids,
+        "source": source,
+    }
+    events = store.arrow("store/session_events", **params).to_pylist()
+    parts = store.arrow("store/session_parts", **params).to_pylist()
+    return build_sessions(events, parts)
+
+
+def fit_keys(store: Store, source: str, limit: int) -> list[tuple[str, str, str]]:
+    """The (app, user, session) keys of one source's sessions with the most measured calls."""
+    return [(a, u, s) for a, u, s in store.query("store/fit_sessions", source=source, limit=limit)]
+
+
+def resolve_session(
+    store: Store, session_id: str, app: str | None = None, user: str | None = None
+) -> tuple[str, str, str]:
+    """The one (app, user, session) key a session id names; an error lists the choices."""
+    keys = store.query("store/session_keys", session=session_id, app=app, user=user)
+    if not keys:
+        known = [
+            r[0] for r in store.run("SELECT session_id FROM sessions ORDER BY session_id LIMIT 10")
+        ]
+        raise ForensicsError(
+            f"no session {session_id!r} in the store",
+            hint=f"known sessions include: {', '.join(known)}"
+            if known
+            else "the store holds no sessions yet; run `forensics ingest ...`",
+        )
+    if len(keys) > 1:
+        choices = "; ".join(f"--app {a} --user {u}" for a, u, _ in keys)
+        raise ForensicsError(
+            f"session id {session_id!r} exists in {len(keys)} apps/users",
+            hint=f"add one of: {choices}",
+        )
+    app_name, user_id, sid = keys[0]
+    return app_name, user_id, sid
+
+
+def result_preview(store: Store, key: tuple[str, str, str], function_call_id: str) -> str | None:
+    """The stored preview (first 2,000 characters) of one tool call's result."""
+    rows = store.query(
+        "store/result_preview",
+        app=key[0],
+        user=key[1],
+        session=key[2],
+        function_call_id=function_call_id,
+    )
+    return rows[0][0] if rows else None
+
+
+def build_sessions(events: Iterable[Row], parts: Iterable[Row]) -> list[Session]:
+    """Group rows of queries/store/session_events.sql and session_parts.sql into sessions."""
+    by_event: dict[tuple[str, str, str, str], tuple[list[Part], list[Part]]] = {}
+    for r in parts:
+        key = (r["app_name"], r["user_id"], r["session_id"], r["event_id"])
+        content, summary = by_event.setdefault(key, ([], []))
+        part = Part(
+            r["origin"],
+            r["part_index"],
+            r["kind"],
+            r["tool_name"],
+            r["function_call_id"],
+            bool(r["has_thought_signature"]),
+            r["chars"],
+            r["relay_chars"],
+            r["row_count"],
+        )
+        (summary if r["origin"] == "compaction" else content).append(part)
+    sessions: list[Session] = []
+    current: Session | None = None
+    for r in events:
+        key3 = (r["app_name"], r["user_id"], r["session_id"])
+        if current is None or current.key != key3:
+            current = Session(*key3, [], r.get("source") or "")
+            sessions.append(current)
+        content, summary = by_event.get((*key3, r["event_id"]), ([], []))
+        start, end = r["compaction_start"], r["compaction_end"]
+        current.events.append(
+            Event(
+                r["event_id"],
+                r["invocation_id"],
+                r["author"],
+                r["branch"],
+                r["isolation_scope"],
+                r["epoch"],
+                bool(r["partial"]),
+                r["error_code"],
+                r["error_message"],
+                bool(r["is_compaction"]),
+                CompactionRange(start, end) if start is not None and end is not None else None,
+                r["prompt_tokens"],
+                r["cached_tokens"],
+                r["candidates_tokens"],
+                frozenset(r["long_running_tool_ids"] or ()),
+                r["model_version"],
+                content,
+                summary,
+            )
+        )
+    return sessions
