@@ -14,7 +14,7 @@ from collections import Counter
 import polars as pl
 
 from ..columns import COMPACTION_RANGES, COMPACTION_SESSIONS
-from ..families.adk.windows import turns, window
+from ..families.adk.windows import is_call, turns, window
 from ..model import CompactionRange, Event, Session
 from .occupancy import occupancy
 from .reconstruct import Reconstruction
@@ -26,17 +26,23 @@ def _kind(event: Event) -> str:
         return "tool_result"
     if event.author == "user":
         return "user"
-    if kinds & {"text", "function_call", "thought"}:
+    if kinds & {"text", "function_call", "thought"} or is_call(event) == "failed":
         return "model"
     return "other"
 
 
+def _stored(event: Event) -> bool:
+    """A raw event the audit counts: it has content, or it is a failed call (a model's
+    error response stores no content, but it is an event of the session all the same)."""
+    return not event.is_compaction and (bool(event.parts) or is_call(event) == "failed")
+
+
 def _raw(session: Session, lo: float, hi: float, before: int) -> list[tuple[int, Event]]:
-    """Stored, non-compaction events with content, lo <= epoch <= hi, stored before `before`."""
+    """Stored raw events (see `_stored`), lo <= epoch <= hi, stored before `before`."""
     return [
         (i, e)
         for i, e in enumerate(session.events[:before])
-        if not e.is_compaction and e.parts and lo <= e.epoch <= hi
+        if _stored(e) and lo <= e.epoch <= hi
     ]
 
 
@@ -127,7 +133,7 @@ def audit_sessions(rec: Reconstruction, threshold_tokens: int | None = None) -> 
         retained = [
             e
             for e in session.events
-            if not e.is_compaction and e.parts and (last_end is None or e.epoch > last_end)
+            if _stored(e) and (last_end is None or e.epoch > last_end)
         ]
         results = [p for e in retained for p in e.parts if p.kind == "function_response"]
         largest = max(results, key=lambda p: p.chars, default=None)

@@ -40,6 +40,8 @@ OTHER_AGENT_PREAMBLE = (
     " system instruction and from the user."
 )
 FRAMEWORK_CALLS = {"adk_request_credential", "adk_request_confirmation", "adk_framework"}
+# error codes ADK writes on events of its own, not on a model's response
+FRAMEWORK_ERRORS = {"INVOCATION_ABORTED"}
 
 
 def _quoted(chars: int) -> int:
@@ -64,9 +66,14 @@ def is_call(event: Event) -> str | None:
     if not event.author or event.author == "user":
         return None
     if event.error_code is not None:
-        # a model's error response carries its model_version (or usage); an error
-        # event without either is a crashed tool or the framework: not a call
-        if event.model_version is None and event.prompt_tokens is None:
+        # An agent's error event is the model's response to a request: a provider
+        # refusal or finish reason (models/llm_response.py, lite_llm.py,
+        # interactions_utils.py set error_code, often with no usage and no
+        # model_version), except the events ADK itself writes to seal an aborted
+        # invocation (events/_abort_events.py), which answer dangling calls.
+        if event.error_code in FRAMEWORK_ERRORS or any(
+            p.kind == "function_response" for p in event.parts
+        ):
             return None
         return "failed"
     # usage marks a model response; without usage (some providers, older exports)
