@@ -241,11 +241,30 @@ CALLS = Spec(
             "estimated; inferred_system inferred",
             help="the window's tokens by role (user, model, tool, summary: estimated); "
             "`inferred_system`: measured minus the estimated window, i.e. system "
-            "instruction and tool schemas (inferred)",
+            "instruction and tool schemas (inferred); empty when that is below zero",
+        ),
+        Column(
+            "system_residual",
+            I64,
+            INFERRED,
+            help="measured minus the estimated window, as computed: below zero, the "
+            "estimate is wrong for this call (see `gauge_blind`)",
         ),
         Column("estimate_error", F64, INFERRED),
-        Column("gauge_blind", B),
-        Column("ratio_source", S),
+        Column(
+            "gauge_blind",
+            B,
+            help="the visible content's estimate exceeds the measured prompt by more than "
+            "25%: the ratio does not fit this call",
+        ),
+        Column(
+            "ratio_source",
+            S,
+            help="`fitted` (per model, on the store's calls that have usage) or `default` "
+            "(3.0 chars per token; `ratio_note` says why)",
+        ),
+        Column("ratio_model", S),
+        Column("ratio_note", S),
         Column("chars_per_token", F64),
         Column("ratio_mean_abs_error", F64),
         Column("source", S),

@@ -159,6 +159,9 @@ class Call:
     chars_by_role: dict[str, int]
     response_ids: list[str]  # call ids of the function_response parts it carried (not relayed)
     relayed_ids: list[str] = field(default_factory=list)  # results it carried as quoted text
+    # the model that read the window (its model_version, else that of the agent's other
+    # calls in the session): whose tokenizer sizes it; "" when no call says
+    model: str = ""
 
     @property
     def chars(self) -> int:

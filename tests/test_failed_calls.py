@@ -1,9 +1,10 @@
 """A model request the provider refused is a call of kind `failed`, whatever it stored.
 
-ADK stores the refusal as an agent's event with `error_code` and often no usage and
-no model_version (models/llm_response.py, lite_llm.py); the events ADK writes itself
-to seal an aborted invocation (`INVOCATION_ABORTED`, answering dangling calls) are not
-model calls.
+ADK stores the refusal as an agent's event with `error_code` (the provider's status or
+finish reason) and often no usage and no model_version; a crashed tool's event is named
+after the exception's class, and the events ADK writes itself to seal an aborted
+invocation (`INVOCATION_ABORTED`, answering dangling calls): neither is a model call.
+(The stress scenario's test checks a real ADK tool crash stays out of `calls`.)
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ def _session() -> dict:
             {"function_response": {"id": "c2", "name": "get_orders",
                                    "response": {"error": "aborted"}}}]},
             error_code="INVOCATION_ABORTED", error_message="Invocation was aborted by client."),
+        # a tool that raised: the node's error event is named after the exception
+        _event(6, "agent", error_code="TimeoutError", error_message="scanner down"),
     ]
     return {"id": "refused", "app_name": "app", "user_id": "u", "events": events}
 
@@ -64,8 +67,8 @@ def test_a_refused_request_is_a_failed_call_with_its_rebuilt_window(tmp_path):
     assert growth["function_call_id"] == "c1" and growth["resent_calls"] == 2
     turn = api.turns(db, "refused").row(0, named=True)
     assert turn["calls"] == 3
-    # the error the turn reports is the last one stored: ADK's abort seal
-    assert turn["error_code"] == "INVOCATION_ABORTED"
+    # the error the turn reports is the last one stored
+    assert turn["error_code"] == "TimeoutError"
     # the compaction audit counts the failed call's event as a stored raw event
     retained = api.compaction_sessions(db, "refused").row(0, named=True)
-    assert retained["retained_events_after"] == 6
+    assert retained["retained_events_after"] == 6  # the tool crash stored no content

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forensics.analysis import Reconstruction, calls_frame, fit_ratio, turns_frame
+from forensics.analysis.reconstruct import session_calls
 from forensics.families.adk.windows import calls, window
 from forensics.model import CompactionRange, Event, Part, Session
 
@@ -72,7 +73,9 @@ def test_windows_hold_only_earlier_events_and_turns_add_up(session):
         parts = window(session, call.index)
         assert all(position[p.event_id] < call.index for p in parts)
         assert sum(p.chars for p in parts) == sum(call.chars_by_role.values())
-    rec = Reconstruction([session], [(session, c) for c in found], {"test": fit_ratio([])})
+    found = session_calls(session)  # the same calls, each with the model that read it
+    ratios = {m: fit_ratio([]) for m in {"", *(c.model for c in found)}}
+    rec = Reconstruction([session], [(session, c) for c in found], ratios)
     frame = calls_frame(rec)
     agent_calls = frame.filter(frame["kind"] != "summarizer")
     turns = turns_frame(rec)

@@ -77,7 +77,7 @@ def audit_ranges(rec: Reconstruction) -> pl.DataFrame:
                 in_next = any(p.event_id == event.event_id and p.role == "summary" for p in parts)
                 inside_ids = {e.event_id for _, e in inside}
                 sent_raw = len({p.event_id for p in parts if p.event_id in inside_ids})
-                next_tokens = occupancy(following, ratio)[1]
+                next_tokens = occupancy(following, rec.ratio(session, following))[1]
             raw_tokens = ratio.tokens(sum(p.chars for _, e in inside for p in e.parts))
             summary_tokens = ratio.tokens(sum(p.chars for p in event.summary))
             rows.append(
@@ -142,7 +142,7 @@ def audit_sessions(rec: Reconstruction, threshold_tokens: int | None = None) -> 
         for call in rec.calls_of(session):
             if call.kind == "summarizer" or threshold_tokens is None:
                 continue
-            measured, estimated = occupancy(call, ratio)
+            measured, estimated = occupancy(call, rec.ratio(session, call))
             size = measured if measured is not None else estimated
             if size is not None and size > threshold_tokens:
                 over += 1

@@ -31,16 +31,19 @@ def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
     rows = []
     running: dict[tuple[str | None, ...], _Running] = defaultdict(_Running)
     for session, call in rec.calls:
-        ratio = rec.ratio(session)
+        ratio = rec.ratio(session, call)
         measured, estimated = occupancy(call, ratio)
         by_role: dict[str, int | None] = {
             role: ratio.tokens(call.chars_by_role[role]) for role in ROLES
         }
         visible = sum(v or 0 for v in by_role.values())
-        inferred = (
+        residual = (
             measured - visible if measured is not None and call.kind != "summarizer" else None
         )
-        by_role["inferred_system"] = inferred
+        # system + tools is a count of tokens: a residual below zero means the estimate
+        # is wrong, not that the prompt held negative instructions; it is reported in
+        # system_residual, never drawn as a share
+        by_role["inferred_system"] = residual if residual is None or residual >= 0 else None
         key = (*session.key, call.event.invocation_id)
         cumulative_measured = cumulative_estimated = cumulative = None
         cumulative_source = None
@@ -51,7 +54,7 @@ def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
             if measured is not None:
                 totals.measured = (totals.measured or 0) + measured
             totals.estimated += estimated or 0
-            best, source = best_occupancy(call, ratio)
+            best, source = best_occupancy(call, ratio, session.app_name)
             totals.best += best or 0
             totals.kinds.add(source)
             cumulative_measured = totals.measured
@@ -59,8 +62,13 @@ def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
             cumulative_source = source_of(totals.kinds)
         error = None
         if measured and estimated is not None and ratio.source == "fitted":
-            expected = estimated + ratio.constant_tokens.get(call.event.author or "", 0)
+            expected = estimated + (ratio.constant(session.app_name, call.event.author) or 0)
             error = (expected - measured) / measured
+        # the visible content alone cannot exceed the whole prompt: when its estimate
+        # does by more than BLIND_GAUGE, the ratio does not fit this call's content
+        blind = bool(
+            measured and estimated is not None and estimated > measured * (1 + BLIND_GAUGE)
+        )
         rows.append(
             {
                 "call_id": call.event.event_id,
@@ -84,9 +92,12 @@ def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
                 "cached_tokens": call.event.cached_tokens,
                 "chars": call.chars if call.kind != "summarizer" else None,
                 "by_role": by_role,
+                "system_residual": residual,
                 "estimate_error": error,
-                "gauge_blind": error is not None and abs(error) > BLIND_GAUGE,
+                "gauge_blind": blind,
                 "ratio_source": ratio.source,
+                "ratio_model": ratio.model,
+                "ratio_note": ratio.note or None,
                 "chars_per_token": round(ratio.chars_per_token, 3),
                 "ratio_mean_abs_error": None
                 if ratio.mean_abs_error is None
@@ -106,7 +117,7 @@ def window_frame(rec: Reconstruction, call_id: str) -> pl.DataFrame:
             if call.kind == "summarizer":
                 break
             parts = window(session, call.index)
-            ratio = rec.ratio(session)
+            ratio = rec.ratio(session, call)
             return WINDOW.frame(
                 {
                     "event_id": p.event_id,
@@ -155,8 +166,12 @@ def growth_frame(rec: Reconstruction) -> pl.DataFrame:
             total_tokens = sum(ratio.tokens(p.chars) for p in items) or 1
             for part in items:
                 source_call, tool = issued[part.call_id]
-                before_m, before_e = occupancy(source_call, ratio)
-                after_m, after_e = occupancy(after_call, ratio) if after_call else (None, None)
+                before_m, before_e = occupancy(source_call, rec.ratio(session, source_call))
+                after_m, after_e = (
+                    occupancy(after_call, rec.ratio(session, after_call))
+                    if after_call
+                    else (None, None)
+                )
                 measured = before_m is not None and after_m is not None
                 before, after = (before_m, after_m) if measured else (before_e, after_e)
                 tokens = ratio.tokens(part.chars)
@@ -215,12 +230,14 @@ def turns_frame(rec: Reconstruction) -> pl.DataFrame:
                 calls_by_turn[call.event.invocation_id or ""].append(call)
         for number, (invocation, events) in enumerate(events_by_turn.items(), start=1):
             turn_calls = calls_by_turn.get(invocation, [])
-            occupancies = [occupancy(c, ratio) for c in turn_calls]
+            occupancies = [occupancy(c, rec.ratio(session, c)) for c in turn_calls]
             measured = [m for m, _ in occupancies if m is not None]
             estimated = [e for _, e in occupancies if e is not None]
             best = [
                 (size, how)
-                for size, how in (best_occupancy(c, ratio) for c in turn_calls)
+                for size, how in (
+                    best_occupancy(c, rec.ratio(session, c), session.app_name) for c in turn_calls
+                )
                 if size is not None
             ]
             peak: tuple[int | None, str | None] = max(

@@ -13,7 +13,7 @@ def occupancy(call: Call, ratio: Ratio) -> tuple[int | None, int | None]:
     return call.event.prompt_tokens, ratio.tokens(call.chars)
 
 
-def best_occupancy(call: Call, ratio: Ratio) -> tuple[int | None, str | None]:
+def best_occupancy(call: Call, ratio: Ratio, app: str) -> tuple[int | None, str | None]:
     """The call's window as well as it is known: measured, else estimated content plus the
     agent's fitted system+tools constant (inferred), else the estimate alone."""
     measured, estimated = occupancy(call, ratio)
@@ -21,7 +21,7 @@ def best_occupancy(call: Call, ratio: Ratio) -> tuple[int | None, str | None]:
         return measured, "measured"
     if estimated is None:
         return None, None
-    constant = ratio.constant_tokens.get(call.event.author or "")
+    constant = ratio.constant(app, call.event.author)
     if constant is None:
         return estimated, "estimated"
     return estimated + round(constant), "estimated+inferred"

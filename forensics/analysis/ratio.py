@@ -1,52 +1,103 @@
-"""The chars-per-token ratio that turns stored characters into estimated tokens."""
+"""The chars-per-token ratio that turns stored characters into estimated tokens.
+
+Fitted per model (each tokenizer has its own) as
+
+    prompt_tokens = chars / ratio + constant[app, agent]
+
+over the calls that have both: `chars` is the rebuilt window's visible content, the
+constant what the stored events do not show (system instruction and tool schemas,
+the same on every call of one agent). A constant is a count of tokens, so it is
+kept at zero or above; a ratio outside a plausible range, a fit over too few calls,
+or one whose mean error is large is not used: the default ratio is, and the note
+says why.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 DEFAULT_CHARS_PER_TOKEN = 3.0
+MIN_CALLS = 5  # a slope and one constant per agent need a few more points than unknowns
+# Tokenizers in use put 1 (CJK, code) to about 6 (plain English) characters in a token;
+# a fit outside this range has found something else (a constant it cannot separate).
+PLAUSIBLE = (1.0, 8.0)
+MAX_MEAN_ERROR = 0.25  # of the fitted prompt tokens, as a fraction of measured
+
+AgentKey = tuple[str, str]  # (app_name, agent)
 
 
 @dataclass
 class Ratio:
-    """chars per token, fitted as prompt_tokens = chars / ratio + per-agent constant."""
+    """chars per token, and per (app, agent) the tokens the stored events do not show."""
 
     chars_per_token: float
     source: str  # fitted | default
     calls: int  # calls the fit used
     mean_abs_error: float | None  # of the fitted prompt tokens, as a fraction of measured
-    constant_tokens: dict[str, float] = field(default_factory=dict)  # per agent: system+tools
+    constant_tokens: dict[AgentKey, float] = field(default_factory=dict)
+    note: str = ""  # why the default is used, when it is
+    model: str = ""  # the model_version it was fitted for ("" when calls name none)
 
     def tokens(self, chars: int) -> int:
         return round(chars / self.chars_per_token)
 
+    def constant(self, app: str, agent: str | None) -> float | None:
+        return self.constant_tokens.get((app, agent or ""))
 
-def fit_ratio(samples: list[tuple[str, int, int]]) -> Ratio:
-    """Least squares with one slope and an intercept per agent (fixed effects).
 
-    `samples`: (agent, window chars, measured prompt tokens). The intercept is the
-    part of the prompt the stored events do not show: system instruction and tool
-    schemas, which stay the same across one agent's calls.
+def fit_ratio(samples: Sequence[tuple[AgentKey, int, int]], model: str = "") -> Ratio:
+    """Least squares with one slope and an intercept per agent, intercepts kept >= 0.
+
+    `samples`: ((app, agent), window chars, measured prompt tokens). An agent whose
+    free intercept would be negative gets intercept 0 (its line through the origin),
+    and the slope is fitted again; at most one pass per agent.
     """
-    by_agent: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    by_agent: dict[AgentKey, list[tuple[int, int]]] = defaultdict(list)
     for agent, chars, tokens in samples:
         by_agent[agent].append((chars, tokens))
-    sxy = sxx = 0.0
-    means: dict[str, tuple[float, float]] = {}
+
+    def default(note: str) -> Ratio:
+        return Ratio(DEFAULT_CHARS_PER_TOKEN, "default", 0, None, note=note, model=model)
+
+    if len(samples) < MIN_CALLS:
+        return default(f"{len(samples)} measured calls, fewer than {MIN_CALLS} to fit")
+    means: dict[AgentKey, tuple[float, float]] = {}
     for agent, pairs in by_agent.items():
         mx = sum(c for c, _ in pairs) / len(pairs)
         my = sum(t for _, t in pairs) / len(pairs)
         means[agent] = (mx, my)
-        sxy += sum((c - mx) * (t - my) for c, t in pairs)
-        sxx += sum((c - mx) ** 2 for c, _ in pairs)
-    if len(samples) < 3 or sxx <= 0 or sxy <= 0:
-        return Ratio(DEFAULT_CHARS_PER_TOKEN, "default", 0, None)
-    slope = sxy / sxx
-    constant = {agent: my - slope * mx for agent, (mx, my) in means.items()}
+    at_zero: set[AgentKey] = set()
+    for _ in range(len(by_agent) + 1):
+        sxy = sxx = 0.0
+        for agent, pairs in by_agent.items():
+            mx, my = (0.0, 0.0) if agent in at_zero else means[agent]
+            sxy += sum((c - mx) * (t - my) for c, t in pairs)
+            sxx += sum((c - mx) ** 2 for c, _ in pairs)
+        if sxx <= 0 or sxy <= 0:
+            return default("measured tokens do not grow with the window's characters")
+        slope = sxy / sxx
+        constant = {
+            agent: 0.0 if agent in at_zero else my - slope * mx
+            for agent, (mx, my) in means.items()
+        }
+        negative = {agent for agent, value in constant.items() if value < 0}
+        if not negative:
+            break
+        at_zero |= negative
+    ratio = 1 / slope
+    if not PLAUSIBLE[0] <= ratio <= PLAUSIBLE[1]:
+        return default(
+            f"the fit gave {ratio:.2f} chars per token, outside "
+            f"{PLAUSIBLE[0]:g} to {PLAUSIBLE[1]:g}"
+        )
     errors = [
         abs(chars * slope + constant[agent] - tokens) / tokens
         for agent, chars, tokens in samples
         if tokens
     ]
-    return Ratio(1 / slope, "fitted", len(samples), sum(errors) / len(errors), constant)
+    error = sum(errors) / len(errors)
+    if error > MAX_MEAN_ERROR:
+        return default(f"the fit's mean error is {error:.1%} (over {MAX_MEAN_ERROR:.0%})")
+    return Ratio(ratio, "fitted", len(samples), error, constant, model=model)

@@ -30,18 +30,19 @@ _ESTIMATE_NOTE = (
 
 
 def _ratio_note(frame: pl.DataFrame) -> str:
-    """The ratios behind the estimates, one per source, with the fit's error."""
+    """The ratios behind the estimates, one per model, with the fit's error."""
     if frame.is_empty():
         return "no calls"
     notes = []
-    for row in frame.unique("source", maintain_order=True).iter_rows(named=True):
+    for row in frame.unique("ratio_model", maintain_order=True).iter_rows(named=True):
         error = row["ratio_mean_abs_error"]
         fit = (
             f"fitted, mean error {error:.1%}"
             if row["ratio_source"] == "fitted"
-            else "default: nothing measured to fit"
+            else f"default: {row['ratio_note'] or 'nothing measured to fit'}"
         )
-        notes.append(f"{row['chars_per_token']:.2f} chars/token ({fit})")
+        model = row["ratio_model"] or "unnamed model"
+        notes.append(f"{row['chars_per_token']:.2f} chars/token for {model} ({fit})")
     return "; ".join(dict.fromkeys(notes))
 
 
@@ -80,8 +81,8 @@ def calls(
 
     The window is what ADK sent: rebuilt from the stored events with ADK's own rules
     (compaction summaries, other agents' messages as quoted text, orphaned calls
-    dropped). Calls whose estimate and measurement differ by more than 25% are marked
-    gauge_blind.
+    dropped). A call whose visible content alone is estimated above 125% of its
+    measured prompt is marked gauge_blind.
     """
     from .. import api
     from ..columns import CALLS

@@ -459,13 +459,16 @@ def _method(ingests: pl.DataFrame, calls: pl.DataFrame) -> Method:
             f"{row['source']} ({shown}; ingest {row['ingest_id']}, "
             f"{n(row['rows_loaded'])} events loaded)"
         )
-    ratios = calls.unique("source", maintain_order=True)
+    ratios = calls.filter(pl.col("kind") != "summarizer").unique(
+        "ratio_model", maintain_order=True
+    )
     ratio = "; ".join(
-        f"{r['chars_per_token']:.2f} chars per token, "
+        f"{r['chars_per_token']:.2f} chars per token for {r['ratio_model'] or 'unnamed models'}, "
         + (
-            f"fitted on this source's measured calls (mean error {r['ratio_mean_abs_error']:.1%})"
+            f"fitted on that model's measured calls in the store (mean error "
+            f"{r['ratio_mean_abs_error']:.1%})"
             if r["ratio_source"] == "fitted"
-            else "default (nothing measured to fit)"
+            else f"default ({r['ratio_note'] or 'nothing measured to fit'})"
         )
         for r in ratios.iter_rows(named=True)
     )

@@ -22,7 +22,7 @@ def load_sessions(
 ) -> list[Session]:
     """The selected sessions with their events and parts, in stored order.
 
-    `session_ids` and `source` narrow further (the ratio fit's sample of one source)."""
+    `session_ids` and `source` narrow further (the ratio fit's sample)."""
     selection = selection or Selection()
     params = {
         "app": selection.app,
@@ -38,9 +38,9 @@ def load_sessions(
     return build_sessions(events, parts)
 
 
-def fit_keys(store: Store, source: str, limit: int) -> list[tuple[str, str, str]]:
-    """The (app, user, session) keys of one source's sessions with the most measured calls."""
-    return [(a, u, s) for a, u, s in store.query("store/fit_sessions", source=source, limit=limit)]
+def fit_keys(store: Store, model: str, limit: int) -> list[tuple[str, str, str]]:
+    """The (app, user, session) keys of the sessions with the most measured calls of `model`."""
+    return [(a, u, s) for a, u, s in store.query("store/fit_sessions", model=model, limit=limit)]
 
 
 def resolve_session(

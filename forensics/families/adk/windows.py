@@ -23,6 +23,7 @@ relayed text that is only whitespace is counted.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Iterator
 
@@ -42,6 +43,7 @@ OTHER_AGENT_PREAMBLE = (
 FRAMEWORK_CALLS = {"adk_request_credential", "adk_request_confirmation", "adk_framework"}
 # error codes ADK writes on events of its own, not on a model's response
 FRAMEWORK_ERRORS = {"INVOCATION_ABORTED"}
+_STATUS_CODE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
 
 
 def _quoted(chars: int) -> int:
@@ -57,6 +59,26 @@ def has_model_output(event: Event) -> bool:
     return any(p.kind in ("text", "thought", "function_call", "other") for p in event.parts)
 
 
+def is_model_error(event: Event) -> bool:
+    """Whether an agent's error event is the model's answer to a request (a refusal).
+
+    A model's response carries its model_version or usage when the provider sent
+    them. A refused request often carries neither; its code is then the provider's
+    canonical status or finish reason, upper snake case (`INVALID_ARGUMENT`,
+    `RESOURCE_EXHAUSTED`, `MAX_TOKENS`, `MALFORMED_FUNCTION_CALL`: llm_response.py,
+    lite_llm.py, interactions_utils.py, and workflow/_node_runner.py, which prefers
+    an API error's status). A crashed tool's event is named after the exception's
+    class (`ToolCrash`, `TimeoutError`): not a call. ADK's own seals of an aborted
+    invocation (events/_abort_events.py) answer dangling calls: not a call either.
+    """
+    code = event.error_code or ""
+    if code in FRAMEWORK_ERRORS or any(p.kind == "function_response" for p in event.parts):
+        return False
+    if event.model_version is not None or event.prompt_tokens is not None:
+        return True
+    return bool(_STATUS_CODE.fullmatch(code))
+
+
 def is_call(event: Event) -> str | None:
     """The call kind of a stored event, or None (docs/architecture.md, "call")."""
     if event.partial:
@@ -66,16 +88,7 @@ def is_call(event: Event) -> str | None:
     if not event.author or event.author == "user":
         return None
     if event.error_code is not None:
-        # An agent's error event is the model's response to a request: a provider
-        # refusal or finish reason (models/llm_response.py, lite_llm.py,
-        # interactions_utils.py set error_code, often with no usage and no
-        # model_version), except the events ADK itself writes to seal an aborted
-        # invocation (events/_abort_events.py), which answer dangling calls.
-        if event.error_code in FRAMEWORK_ERRORS or any(
-            p.kind == "function_response" for p in event.parts
-        ):
-            return None
-        return "failed"
+        return "failed" if is_model_error(event) else None
     # usage marks a model response; without usage (some providers, older exports)
     # an agent event holding text or calls is one too, but a tool result is not
     if event.prompt_tokens is not None or has_model_output(event):
