@@ -128,14 +128,19 @@ def ingest_sqlite(
     selection: Selection | None = None,
     *,
     incremental: bool = True,
+    source_tz: str | None = None,
     progress: Progress | None = None,
 ) -> IngestResult:
-    """Load ADK events from a SQLite file (DatabaseSessionService V0/V1 or SqliteSessionService)."""
+    """Load ADK events from a SQLite file (DatabaseSessionService V0/V1 or SqliteSessionService).
+
+    Schema V0 stores event times in the writer's local time: the offset is detected from
+    the sessions' UTC times, or given as `source_tz` (`+05:30`, `UTC`, `Europe/Berlin`)."""
     selection = selection or Selection()
+    source = AdkSqliteSource(Path(path), selection, source_tz=source_tz)
     with using(store, read_only=False) as target:
         return ingest(
             target,
-            AdkSqliteSource(Path(path), selection),
+            source,
             filters=selection.as_dict(),
             incremental=incremental,
             progress=progress,

@@ -141,6 +141,12 @@ INGESTS = Spec(
         Column("skip_reasons", S),
         Column("watermark", F64),
         Column("error", S),
+        Column(
+            "notes",
+            S,
+            help="what the ingest found out about its source, e.g. `event_times`: the clock "
+            "a V0 SQLite file's event times were written in and how it was known",
+        ),
     ),
     table=(
         "ingest_id",
@@ -154,7 +160,7 @@ INGESTS = Spec(
         "error",
     ),
     totals=("rows_read", "rows_loaded", "rows_skipped"),
-    json_columns=("filters", "skip_reasons"),
+    json_columns=("filters", "skip_reasons", "notes"),
 )
 
 INGEST_SKIPS = Spec(
@@ -173,8 +179,9 @@ INGEST_RUN = Spec(
         Column("skip_reasons", S),
         Column("watermark", F64),
         Column("seconds", F64),
+        Column("notes", S),
     ),
-    json_columns=("skip_reasons",),
+    json_columns=("skip_reasons", "notes"),
     command="ingest ...",
 )
 

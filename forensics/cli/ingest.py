@@ -57,6 +57,8 @@ def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
             f"newest event: {newest}; the next run of this source reads from "
             f"{WATERMARK_OVERLAP_S / 60:.0f} minutes before it (--full reads everything)"
         )
+    if "event_times" in result.notes:
+        typer.echo(f"event times: {result.notes['event_times']}")
     for reason, count in result.skip_reasons.items():
         typer.echo(f"  skipped {count:,}: {reason}")
     for skip in result.skips[:10]:
@@ -119,10 +121,22 @@ def ingest_sqlite(
     since: SinceOption = None,
     until: UntilOption = None,
     full: FullOption = False,
+    source_tz: Annotated[
+        str | None,
+        typer.Option(
+            "--source-tz",
+            help="The clock a schema V0 file's event times were written in (+05:30, UTC, "
+            "Europe/Berlin); default: detected from the sessions' UTC times.",
+        ),
+    ] = None,
     db: DbOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Read an ADK SQLite file: DatabaseSessionService (V0 or V1) or SqliteSessionService.
+
+    Schema V0 (ADK 1.x) stores event times in the writing machine's local time and
+    session times in UTC; the writer's offset is detected by comparing the two (it
+    is printed, and kept in the ledger's notes), or given with --source-tz.
 
     Example: forensics ingest adk-sqlite .adk/session.db --app store
     """
@@ -134,6 +148,7 @@ def ingest_sqlite(
         path,
         selection(app_name, user, session, since, until),
         incremental=not full,
+        source_tz=source_tz,
         progress=progress,
     )
     progress.done()

@@ -76,9 +76,11 @@ def ingest(
                     if progress:
                         progress(result)
                 result.seconds = time.monotonic() - clock
+                result.notes = dict(source.notes)
                 ledger.write(store, result, started, _now(), "ok", None)
         except BaseException as e:
             result.seconds = time.monotonic() - clock
+            result.notes = dict(getattr(source, "notes", {}))
             try:
                 with store.transaction():
                     ledger.write(store, result, started, _now(), "failed", _describe(e))

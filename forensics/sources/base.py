@@ -27,6 +27,7 @@ class Source(Protocol):
 
     kind: str  # "adk-postgres", "adk-sqlite", "adk-json"
     location: str  # path or DSN, password already redacted
+    notes: dict[str, object]  # what the reading found out, for the ledger (e.g. its clock)
 
     def batches(self, since_watermark: float | None) -> Iterator[Batch]: ...
 

@@ -50,11 +50,17 @@ class Store:
         try:
             if read_only:
                 migrations.check(store.run, path)
+                upgrade = migrations.needs_upgrade(store.run)
             else:
                 migrations.migrate(store.run, path)
+                upgrade = False
         except BaseException:
             con.close()
             raise
+        if upgrade:  # an older store: upgrade it once, writable, then read it as asked
+            con.close()
+            cls.open(path).close()
+            return cls.open(path, read_only=True)
         return store
 
     def close(self) -> None:

@@ -30,6 +30,7 @@ class IngestResult:
     watermark: float | None = None
     seconds: float = 0.0
     incremental: bool = False
+    notes: dict[str, object] = field(default_factory=dict)  # what the source found out
 
     @property
     def rows_skipped(self) -> int:
@@ -55,6 +56,7 @@ class IngestResult:
             "skip_reasons": json.dumps(self.skip_reasons),
             "watermark": self.watermark,
             "seconds": round(self.seconds, 3),
+            "notes": json.dumps(self.notes),
         }
 
 
@@ -86,7 +88,8 @@ def write(
 ) -> None:
     """The run's ledger row and its first MAX_SKIPS_KEPT skipped rows."""
     store.run(
-        "INSERT INTO ingests VALUES (?, ?, ?, ?::JSON, ?, ?, ?, ?, ?, ?, ?, ?::JSON, ?, ?)",
+        "INSERT INTO ingests VALUES "
+        "(?, ?, ?, ?::JSON, ?, ?, ?, ?, ?, ?, ?, ?::JSON, ?, ?, ?::JSON)",
         [
             result.ingest_id,
             result.kind,
@@ -102,6 +105,7 @@ def write(
             json.dumps(result.skip_reasons),
             result.watermark_before,
             result.watermark if status == "ok" else None,
+            json.dumps(result.notes) if result.notes else None,
         ],
     )
     kept = result.skips[:MAX_SKIPS_KEPT]

@@ -1,4 +1,9 @@
-"""The store's schema, versioned in `store_meta`: created on first write, checked on read."""
+"""The store's schema, versioned in `store_meta`: created on first write, upgraded in steps.
+
+Version 1 is queries/store/schema_1.sql; each later version N is the step
+queries/store/migrate_N.sql from N-1. A store of an older version opened read-only is
+upgraded first (handle.py): the store is this toolkit's own file.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from typing import Any
 from .. import sql
 from ..errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 Run = Callable[..., list[tuple[Any, ...]]]
 
 
@@ -34,11 +39,24 @@ def check(run: Run, path: Path) -> None:
         )
 
 
+def needs_upgrade(run: Run) -> bool:
+    version = stored_version(run)
+    return version is not None and version < SCHEMA_VERSION
+
+
 def migrate(run: Run, path: Path) -> None:
-    if stored_version(run) is not None:
+    """Create the schema, or bring an older one up to SCHEMA_VERSION, in one transaction."""
+    version = stored_version(run)
+    if version is not None:
         check(run, path)
+    if version == SCHEMA_VERSION:
         return
     run("BEGIN")
-    run(sql.load("store/schema_1").sql)
-    run("INSERT INTO store_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+    if version is None:
+        run(sql.load("store/schema_1").sql)
+        run("INSERT INTO store_meta VALUES ('schema_version', '1')")
+        version = 1
+    for step in range(version + 1, SCHEMA_VERSION + 1):
+        run(sql.load(f"store/migrate_{step}").sql)
+    run("UPDATE store_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
     run("COMMIT")

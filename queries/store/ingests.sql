@@ -5,6 +5,6 @@ SELECT
     ingest_id, kind || ':' || location AS source, kind, filters, started_at, finished_at, status,
     rows_read, rows_loaded, rows_skipped,
     CASE WHEN status = 'ok' THEN rows_read - rows_loaded - rows_skipped END AS rows_already_stored,
-    skip_reasons, watermark, error
+    skip_reasons, watermark, error, notes
 FROM ingests
 ORDER BY ingest_id DESC;

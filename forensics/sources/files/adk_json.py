@@ -44,6 +44,7 @@ class AdkJsonSource:
         shown = ", ".join(str(p) for p in self.paths[:3])
         more = len(self.paths) - 3
         self.location = shown + (f" and {more} more" if more > 0 else "")
+        self.notes: dict[str, object] = {}
 
     def batches(self, since_watermark: float | None) -> Iterator[Batch]:
         # Files carry no watermark: re-reading one is cheap and idempotent.

@@ -78,6 +78,7 @@ class AdkPostgresSource:
         self.selection = selection or Selection()
         self.batch_size = batch_size
         self.layout: str | None = None
+        self.notes: dict[str, object] = {}
 
     def __repr__(self) -> str:
         return f"AdkPostgresSource({self.location!r})"

@@ -21,6 +21,9 @@ from ...families.adk import v0
 from ...model import RAW_SESSION_SCHEMA, Batch
 from ...selection import Selection
 from ..base import BATCH_ROWS, EventBatcher
+from .clock import WriterClock
+from .clock import detect as detect_clock
+from .clock import parse as parse_clock
 
 V1_COLUMNS = ("id", "app_name", "user_id", "session_id", "invocation_id", "timestamp", "event_data")
 
@@ -43,16 +46,18 @@ def _epoch(value: object) -> float | None:
     return None
 
 
-def _bound(epoch: float, real: bool) -> object:
+def _bound(epoch: float, real: bool, clock: WriterClock) -> object:
     if real:
         return epoch
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    stored = clock.from_utc(epoch)  # the instant as the file's clock wrote it
+    return datetime.fromtimestamp(stored, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def where_clause(
-    selection: Selection, since: float | None, real_ts: bool
+    selection: Selection, since: float | None, real_ts: bool, clock: WriterClock | None = None
 ) -> tuple[str, list[object]]:
     """(fragment, params) for the filters, in index column order (app, user, session, ts)."""
+    clock = clock or WriterClock()
     fragments: list[str] = []
     params: list[object] = []
     for column, value in (
@@ -67,10 +72,10 @@ def where_clause(
     lower = max(bounds) if bounds else None
     if lower is not None:
         fragments.append("timestamp >= ?")
-        params.append(_bound(lower, real_ts))
+        params.append(_bound(lower, real_ts, clock))
     if selection.until is not None:
         fragments.append("timestamp < ?")
-        params.append(_bound(selection.until, real_ts))
+        params.append(_bound(selection.until, real_ts, clock))
     return (" WHERE " + " AND ".join(fragments)) if fragments else "", params
 
 
@@ -78,11 +83,19 @@ class AdkSqliteSource:
     kind = "adk-sqlite"
 
     def __init__(
-        self, path: Path, selection: Selection | None = None, batch_size: int = BATCH_ROWS
+        self,
+        path: Path,
+        selection: Selection | None = None,
+        batch_size: int = BATCH_ROWS,
+        *,
+        source_tz: str | None = None,
     ):
         self.path = Path(path)
         self.location = str(self.path)
         self.selection = selection or Selection()
+        self.source_tz = source_tz
+        self.clock = parse_clock(source_tz) if source_tz else WriterClock()
+        self.notes: dict[str, object] = {}
         self.batch_size = batch_size
         self.layout: str | None = None
 
@@ -126,7 +139,19 @@ class AdkSqliteSource:
         try:
             self.layout, columns = self._detect(con)
             real_ts = columns["timestamp"] == "REAL"
-            where, params = where_clause(self.selection, since_watermark, real_ts)
+            if self.layout == "v0":
+                # V0 stores the writer's local time; everything else true epoch seconds
+                if self.source_tz is None:
+                    comparable = {"app_name", "user_id", "id", "update_time"}
+                    self.clock = detect_clock(con, comparable <= self._session_columns(con))
+                self.notes["event_times"] = self.clock.how
+            elif self.source_tz is not None:
+                self.clock = WriterClock()
+                self.notes["event_times"] = (
+                    f"UTC: --source-tz {self.source_tz} not applied, a {self.layout} file "
+                    "stores epoch seconds"
+                )
+            where, params = where_clause(self.selection, since_watermark, real_ts, self.clock)
             sessions = self._sessions(con)
             if self.layout == "v0":
                 wanted = [c for c in v0.ALL_COLUMNS if c in columns]
@@ -157,6 +182,7 @@ class AdkSqliteSource:
             return
         event_json: object
         if self.layout == "v0":
+            epoch = self.clock.to_utc(epoch)
             try:
                 event_json = json.dumps(v0.row_to_event(row, epoch), ensure_ascii=False)
             except v0.RowError as e:
@@ -180,11 +206,15 @@ class AdkSqliteSource:
             locator=locator,
         )
 
-    def _sessions(self, con: sqlite3.Connection) -> pa.Table | None:
+    @staticmethod
+    def _session_columns(con: sqlite3.Connection) -> set[str]:
         try:
-            cols = {r[1] for r in con.execute("PRAGMA table_info(sessions)")}
+            return {r[1] for r in con.execute("PRAGMA table_info(sessions)")}
         except sqlite3.DatabaseError:
-            return None
+            return set()
+
+    def _sessions(self, con: sqlite3.Connection) -> pa.Table | None:
+        cols = self._session_columns(con)
         if not {"app_name", "user_id", "id"} <= cols:
             return None
         fragments: list[str] = []
