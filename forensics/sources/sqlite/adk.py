@@ -24,6 +24,7 @@ from ..base import BATCH_ROWS, EventBatcher
 from .clock import WriterClock
 from .clock import detect as detect_clock
 from .clock import parse as parse_clock
+from .clock import stored_epoch as _epoch
 
 V1_COLUMNS = ("id", "app_name", "user_id", "session_id", "invocation_id", "timestamp", "event_data")
 
@@ -31,19 +32,6 @@ V1_COLUMNS = ("id", "app_name", "user_id", "session_id", "invocation_id", "times
 def quote_identifier(name: str) -> str:
     """A SQLite identifier, quoted: column names come from an untrusted file."""
     return '"' + name.replace('"', '""') + '"'
-
-
-def _epoch(value: object) -> float | None:
-    """A SQLite timestamp as epoch seconds: REAL as is, DATETIME text as UTC unless it says."""
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
-    return None
 
 
 def _bound(epoch: float, real: bool, clock: WriterClock) -> object:

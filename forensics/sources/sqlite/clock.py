@@ -75,7 +75,8 @@ def parse(text: str) -> WriterClock:
     return WriterClock(zone=value, how=f"{value} (--source-tz)")
 
 
-def _naive_epoch(value: object) -> float | None:
+def stored_epoch(value: object) -> float | None:
+    """A SQLite timestamp as epoch seconds: REAL as is, DATETIME text as UTC unless it says."""
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
@@ -83,9 +84,7 @@ def _naive_epoch(value: object) -> float | None:
             parsed = datetime.fromisoformat(value)
         except ValueError:
             return None
-        if parsed.tzinfo is not None:
-            parsed = parsed.astimezone(UTC).replace(tzinfo=None)
-        return parsed.replace(tzinfo=UTC).timestamp()
+        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
     return None
 
 
@@ -101,7 +100,7 @@ def detect(con: sqlite3.Connection, has_update_time: bool) -> WriterClock:
     ).fetchall()
     diffs = []
     for updated, last in rows:
-        a, b = _naive_epoch(updated), _naive_epoch(last)
+        a, b = stored_epoch(updated), stored_epoch(last)
         if a is not None and b is not None:
             diffs.append(b - a)
     if not diffs:
