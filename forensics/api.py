@@ -48,11 +48,13 @@ __all__ = [
     "compaction_sessions",
     "default_db_path",
     "events",
+    "fidelity",
     "growth",
     "ingest_json",
     "ingest_postgres",
     "ingest_skips",
     "ingest_sqlite",
+    "ingest_traces",
     "ingests",
     "open_store",
     "plan_report",
@@ -145,6 +147,14 @@ def ingest_sqlite(
             incremental=incremental,
             progress=progress,
         )
+
+
+def ingest_traces(store: StoreLike, paths: Sequence[str | Path]) -> IngestResult:
+    """Load ADK's trace exports (the dev UI's list of spans): each traced request's sizes."""
+    from .ingest.traces import ingest_traces as load
+
+    with using(store, read_only=False) as target:
+        return load(target, [Path(p) for p in paths])
 
 
 def ingest_json(
@@ -287,6 +297,19 @@ class Scope:
         """Per session: the raw window retained after the last range; calls over a threshold."""
         return analysis.audit_sessions(self.reconstruction, threshold_tokens)
 
+    def fidelity(self) -> pl.DataFrame:
+        """Per traced call: the rebuilt window against the traced request."""
+        traced = self.store.frame("store/traced_calls", session=self.selection.session)
+        return analysis.fidelity_frame(self.reconstruction, traced)
+
+    def window_rules(self) -> dict[str, str]:
+        """Per selected session id, the ADK release rules its windows were rebuilt with."""
+        from .families.adk.windows import rules_for
+
+        return {
+            s.session_id: rules_for(s.adk_version).label for s in self.reconstruction.sessions
+        }
+
     def ratios(self) -> dict[str, Ratio]:
         """Per source, the chars-per-token ratio the estimates use: fitted, or the default."""
         return self.reconstruction.ratios
@@ -322,6 +345,12 @@ def turns(store: StoreLike, selection: SelectionLike = None) -> pl.DataFrame:
     """Per turn: calls, tool calls, wall time, peak occupancy, cumulative input, error."""
     with using(store) as s:
         return Scope(s, selection).turns()
+
+
+def fidelity(store: StoreLike, selection: SelectionLike = None) -> pl.DataFrame:
+    """Per traced call: the rebuilt window against ADK's trace of the request."""
+    with using(store) as s:
+        return Scope(s, selection).fidelity()
 
 
 def ratios(store: StoreLike, selection: SelectionLike = None) -> dict[str, Ratio]:

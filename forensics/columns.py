@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .provenance import ESTIMATED, INFERRED, MEASURED, Column, Spec, epoch
+from .provenance import ESTIMATED, INFERRED, MEASURED, TRACED, Column, Spec, epoch
 
 S, I64, I32, F64, B = pl.String, pl.Int64, pl.Int32, pl.Float64, pl.Boolean
 NAIVE = pl.Datetime("us")  # DuckDB TIMESTAMP: UTC without a zone
@@ -597,6 +597,76 @@ PLAN_INDEXES = Spec(
     command="plan",
 )
 
+# ---------------------------------------------------------------------------
+# Fidelity: rebuilt windows against ADK's traces of the same requests
+# ---------------------------------------------------------------------------
+
+REBUILT = "inferred (window reconstruction)"
+
+FIDELITY = Spec(
+    "fidelity",
+    (
+        Column("session_id", S),
+        Column("call_id", S),
+        Column("turn", I64),
+        Column("agent", S),
+        Column("kind", S),
+        Column(
+            "rules",
+            S,
+            help="the ADK release whose request assembly rebuilt the window; `(assumed)` "
+            "when the session's release is not known (no trace names it)",
+        ),
+        Column("traced_responses", pl.List(S), TRACED),
+        Column("rebuilt_responses", pl.List(S), REBUILT),
+        Column(
+            "responses_exact",
+            B,
+            help="the rebuilt window holds exactly the function responses (by tool name) "
+            "the traced request held",
+        ),
+        Column(
+            "traced_chars",
+            I64,
+            TRACED,
+            help="characters of the traced request's contents, by the definition of `chars`",
+        ),
+        Column("rebuilt_chars", I64, REBUILT),
+        Column("chars_diff", I64, REBUILT),
+        Column("chars_diff_pct", F64, REBUILT),
+        Column("within_2pct", B, help="rebuilt within 2% of the traced characters"),
+        Column("traced_user", I64, TRACED),
+        Column("traced_model", I64, TRACED),
+        Column("traced_tool", I64, TRACED),
+        Column("rebuilt_user", I64, REBUILT),
+        Column("rebuilt_model", I64, REBUILT),
+        Column("rebuilt_tool", I64, REBUILT),
+        Column("differing", S),
+        Column("system_chars", I64, TRACED),
+        Column("tools_chars", I64, TRACED),
+        Column("input_tokens", I64, MEASURED),
+        Column("adk_version", S),
+    ),
+    table=(
+        "session_id",
+        "turn",
+        "agent",
+        "rules",
+        "responses_exact",
+        "traced_chars",
+        "rebuilt_chars",
+        "chars_diff_pct",
+        "within_2pct",
+        "differing",
+        "call_id",
+    ),
+    totals=("traced_chars", "rebuilt_chars"),
+    footnote="traced: ADK's own trace of the request (sizes by the `chars` definition); "
+    "rebuilt: the window reconstruction; roles as the request gave them (another agent's "
+    "content is user text)",
+)
+
+
 ALL: tuple[Spec, ...] = (
     SESSIONS,
     EVENTS,
@@ -611,6 +681,7 @@ ALL: tuple[Spec, ...] = (
     COMPACTION_SESSIONS,
     PLAN_LOOKUPS,
     PLAN_INDEXES,
+    FIDELITY,
 )
 
 

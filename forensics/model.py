@@ -126,6 +126,7 @@ class Session:
     session_id: str
     events: list[Event]
     source: str = ""
+    adk_version: str | None = None  # the release that wrote it, when known (a trace)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -166,3 +167,37 @@ class Call:
     @property
     def chars(self) -> int:
         return sum(self.chars_by_role.values())
+
+
+# ---------------------------------------------------------------------------
+# Traced requests: what a model request really held, by size
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TracedPart:
+    content_index: int
+    part_index: int
+    role: str  # user | model | tool: the content's role; a function_response is `tool`
+    kind: str  # text | thought | function_call | function_response | other
+    tool_name: str | None
+    chars: int
+
+
+@dataclass
+class TracedCall:
+    session_id: str
+    event_id: str
+    span_id: str
+    trace_id: str
+    invocation_id: str | None
+    model: str | None
+    adk_version: str | None  # from the request's x-goog-api-client header
+    started_at: float | None  # epoch seconds
+    ended_at: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    system_chars: int
+    tools_chars: int
+    contents: int
+    parts: list[TracedPart] = field(default_factory=list)

@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 MEASURED, ESTIMATED, INFERRED = "measured", "estimated", "inferred"
+TRACED = "traced"  # read from a trace of the request itself
 # Rows give epoch seconds; the frame holds a UTC datetime (microseconds).
 EPOCH = pl.Datetime("us", "UTC")
 

@@ -44,6 +44,7 @@ COMMANDS: dict[str, list[str]] = {
     "growth-session": ["growth", "--session", "parallel"],
     "compaction": ["compaction"],
     "compaction-by-session": ["compaction", "--by-session", "--threshold-tokens", "150000"],
+    "fidelity": ["fidelity"],  # the sample has no trace: the command says so
 }
 
 

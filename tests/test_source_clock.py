@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from forensics import api
 from forensics.cli import app
 from forensics.selection import Selection
+from forensics.store.migrations import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "real_data" / "adk"
@@ -127,5 +128,5 @@ def test_an_older_store_is_upgraded_when_read(tmp_path):
     ledger = api.ingests(db)  # read-only: upgraded first, then read
     assert ledger["notes"].to_list() == [None]
     con = duckdb.connect(str(db), read_only=True)
-    assert con.execute("SELECT value FROM store_meta").fetchall() == [("2",)]
+    assert con.execute("SELECT value FROM store_meta").fetchall() == [(str(SCHEMA_VERSION),)]
     con.close()

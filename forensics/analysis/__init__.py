@@ -6,6 +6,7 @@ call's window with the family's rules; `calls_frame`, `turns_frame`, `growth_fra
 """
 
 from .compaction import audit_ranges, audit_sessions
+from .fidelity import fidelity_frame
 from .frames import calls_frame, growth_frame, turns_frame, window_frame
 from .ratio import Ratio, fit_ratio
 from .reconstruct import Reconstruction, reconstruct
@@ -16,6 +17,7 @@ __all__ = [
     "audit_ranges",
     "audit_sessions",
     "calls_frame",
+    "fidelity_frame",
     "fit_ratio",
     "growth_frame",
     "reconstruct",

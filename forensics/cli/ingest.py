@@ -40,14 +40,15 @@ def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
         return
     target = db or default_db_path()
     typer.echo(f"ingest {result.ingest_id}: {result.kind}:{result.location} -> {target}")
+    what = "traced requests" if result.kind == "adk-trace" else "events"
     if result.rows_loaded == 0 and result.rows_skipped == 0:
         typer.echo(
-            f"no new events (read {result.rows_read:,}, all already stored) "
+            f"no new {what} (read {result.rows_read:,}, all already stored) "
             f"in {result.seconds:.1f} s"
         )
     else:
         typer.echo(
-            f"read {result.rows_read:,} events: loaded {result.rows_loaded:,} new, "
+            f"read {result.rows_read:,} {what}: loaded {result.rows_loaded:,} new, "
             f"{result.rows_already_stored:,} already stored, "
             f"skipped {result.rows_skipped:,} in {result.seconds:.1f} s"
         )
@@ -59,6 +60,9 @@ def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
         )
     if "event_times" in result.notes:
         typer.echo(f"event times: {result.notes['event_times']}")
+    if "adk_versions" in result.notes:
+        releases = ", ".join(map(str, result.notes["adk_versions"]))  # type: ignore[call-overload]
+        typer.echo(f"traced by google-adk {releases}")
     for reason, count in result.skip_reasons.items():
         typer.echo(f"  skipped {count:,}: {reason}")
     for skip in result.skips[:10]:
@@ -153,6 +157,29 @@ def ingest_sqlite(
     )
     progress.done()
     _report(result, fmt, db)
+
+
+@ingest_app.command("adk-trace")
+@boundary
+def ingest_trace(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="ADK trace exports: the dev UI's JSON list of spans, one per file."),
+    ],
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Read ADK's own traces of model requests: what each request really held.
+
+    Every `call_llm` span that names a stored event (gcp.vertex.agent.event_id) is
+    kept as sizes: its parts by role, its function responses, the system instruction
+    and tool declarations, the measured input tokens; never the request's text. The
+    release in the request's header chooses the window rules for that session.
+    Compare with `forensics fidelity`. Example: forensics ingest adk-trace traces/*.json
+    """
+    from .. import api
+
+    _report(api.ingest_traces(db, paths), fmt, db)
 
 
 @ingest_app.command("adk-json")

@@ -134,3 +134,34 @@ def growth(
     from ..columns import GROWTH
 
     emit(api.growth(db, selection(app_name, user, session_id), top=top), fmt, GROWTH)
+
+
+@app.command()
+@boundary
+def fidelity(
+    session_id: OptionalSessionArg = None,
+    app_name: AppPick = None,
+    user: UserPick = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Rebuilt windows against ADK's own traces of the same requests (load them with
+    `forensics ingest adk-trace`): function responses, characters by role, the gap.
+
+    One row per traced call; a summary line counts the calls compared, those whose
+    function responses are exactly the traced ones, and those within 2% in size.
+    """
+    from .. import api
+    from ..columns import FIDELITY
+
+    frame = api.fidelity(db, selection(app_name, user, session_id))
+    summary = (
+        f"{frame.height:,} traced calls compared: {int(frame['responses_exact'].sum()):,} "
+        f"with exactly the traced function responses, {int(frame['within_2pct'].sum()):,} "
+        f"within 2% of the traced size, {int((frame['chars_diff'] == 0).sum()):,} exact"
+    )
+    if frame.is_empty():
+        summary = "no traced call in the selection: load traces with `forensics ingest adk-trace`"
+    emit(frame, fmt, FIDELITY, footnote=f"{summary}\n{FIDELITY.footnote}")
+    if fmt is not Format.table:
+        typer.echo(summary, err=True)

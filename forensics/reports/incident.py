@@ -206,8 +206,9 @@ def _build(scope: api.Scope, turn: int | None, show_content: bool) -> IncidentCo
         failure=failure,
         show_content=show_content,
     )
-    context.evidence = _evidence(context, calls, growth, compaction)
-    context.method = _method(api.ingests(scope.store), calls)
+    rules = scope.window_rules().get(session["session_id"], "no rules: no call")
+    context.evidence = _evidence(context, calls, growth, compaction, scope.fidelity(), rules)
+    context.method = _method(api.ingests(scope.store), calls, rules)
     return context
 
 
@@ -386,7 +387,12 @@ def _retained(frame: pl.DataFrame) -> str:
 
 
 def _evidence(
-    ctx: IncidentContext, calls: pl.DataFrame, growth: pl.DataFrame, compaction: pl.DataFrame
+    ctx: IncidentContext,
+    calls: pl.DataFrame,
+    growth: pl.DataFrame,
+    compaction: pl.DataFrame,
+    fidelity: pl.DataFrame,
+    rules: str,
 ) -> dict[str, list[str]]:
     agent = calls.filter(pl.col("kind") != "summarizer")
     measured_calls = agent.filter(pl.col("occupancy_measured").is_not_null()).height
@@ -415,9 +421,18 @@ def _evidence(
     )
     if not compaction.is_empty():
         evidence[ESTIMATED].append("Tokens inside compaction ranges and of their summaries.")
+    traced = fidelity.height
+    if traced:
+        exact = int(fidelity["responses_exact"].sum())
+        close = int(fidelity["within_2pct"].sum())
+        evidence[MEASURED].append(
+            f"Traced: {n(traced)} of {n(agent.height)} requests, from ADK's own trace; the "
+            f"rebuilt window holds exactly the traced function responses in {n(exact)} and "
+            f"is within 2% of the traced size in {n(close)} (`forensics fidelity`)."
+        )
     evidence[INFERRED].append(
-        "What each request contained: rebuilt from the stored events "
-        "with ADK 2.13's assembly rules, not traced."
+        f"What each request contained: rebuilt from the stored events with {rules}"
+        + (", checked against the traces above." if traced else ", not traced.")
     )
     evidence[INFERRED].append(
         "System instruction and tool schemas: measured prompt tokens "
@@ -428,10 +443,11 @@ def _evidence(
             "Tool latency: an upper bound, from the model request that "
             "asked to the stored result (ADK stores no tool start)."
         )
-    evidence["open"].append(
-        "Whether a request after compaction was exactly as rebuilt: the "
-        "store has no trace of the request itself."
-    )
+    if traced < agent.height:
+        evidence["open"].append(
+            f"Whether the {n(agent.height - traced)} untraced requests were exactly as "
+            "rebuilt: the store has no trace of them (`forensics ingest adk-trace`)."
+        )
     if unmeasured:
         failed = agent.filter(
             pl.col("occupancy_measured").is_null() & (pl.col("kind") == "failed")
@@ -449,7 +465,7 @@ def _evidence(
     return evidence
 
 
-def _method(ingests: pl.DataFrame, calls: pl.DataFrame) -> Method:
+def _method(ingests: pl.DataFrame, calls: pl.DataFrame, rules: str) -> Method:
     ledger = ingests.filter(pl.col("status") == "ok")
     sources = []
     for row in ledger.sort("ingest_id").iter_rows(named=True):
@@ -477,5 +493,5 @@ def _method(ingests: pl.DataFrame, calls: pl.DataFrame) -> Method:
         ratio=ratio or "no calls",
         toolkit=f"agent-forensics {__version__}",
         generated_at=when(datetime.now(UTC)),
-        reconstruction="google-adk 2.13 request assembly (forensics/families/adk/windows.py)",
+        reconstruction=f"{rules}: the request assembly of forensics/families/adk/windows.py",
     )

@@ -35,7 +35,11 @@ def load_sessions(
     }
     events = store.arrow("store/session_events", **params).to_pylist()
     parts = store.arrow("store/session_parts", **params).to_pylist()
-    return build_sessions(events, parts)
+    sessions = build_sessions(events, parts)
+    releases = dict(store.query("store/session_releases"))
+    for session in sessions:  # traces name the session id alone
+        session.adk_version = releases.get(session.session_id)
+    return sessions
 
 
 def fit_keys(store: Store, model: str, limit: int) -> list[tuple[str, str, str]]:

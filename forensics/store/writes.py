@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .. import sql
+from ..model import TracedCall
 from .handle import Store
 
 
@@ -33,3 +34,47 @@ def insert_batch(
         for name in ("new_events", "new_parts", "new_sessions"):
             con.unregister(name)
     return int(loaded)
+
+
+def insert_traced(store: Store, calls: list[TracedCall], ingest_id: int) -> int:
+    """Store traced requests inside the caller's transaction; a request already stored (by
+    session id and event id) is kept as it was. Returns the requests newly stored."""
+    new = 0
+    for call in calls:
+        (exists,) = store.run(
+            "SELECT count(*) FROM traced_calls WHERE session_id = ? AND event_id = ?",
+            [call.session_id, call.event_id],
+        )[0]
+        if exists:
+            continue
+        store.run(
+            "INSERT INTO traced_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                call.session_id,
+                call.event_id,
+                call.span_id,
+                call.trace_id,
+                call.invocation_id,
+                call.model,
+                call.adk_version,
+                call.started_at,
+                call.ended_at,
+                call.input_tokens,
+                call.output_tokens,
+                call.system_chars,
+                call.tools_chars,
+                call.contents,
+                ingest_id,
+            ],
+        )
+        if call.parts:
+            store.con.executemany(
+                "INSERT INTO traced_parts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (call.session_id, call.event_id, p.content_index, p.part_index, p.role,
+                     p.kind, p.tool_name, p.chars)
+                    for p in call.parts
+                ],
+            )
+        new += 1
+    return new

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from ...model import ROLES, Call, CompactionRange, Event, Session, WindowPart
 
@@ -46,8 +47,40 @@ FRAMEWORK_ERRORS = {"INVOCATION_ABORTED"}
 _STATUS_CODE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
 
 
-def _quoted(chars: int) -> int:
-    return len(QUOTE_BEGIN) + 1 + chars + 1 + len(QUOTE_END)
+LEGACY_PREAMBLE = "For context:"  # contents.py before 2.8.0
+
+
+def _sized(chars: int, fenced: bool) -> int:
+    """A relayed payload's size: between quote markers (2.8.0 on) or as written."""
+    return len(QUOTE_BEGIN) + 1 + chars + 1 + len(QUOTE_END) if fenced else chars
+
+
+@dataclass(frozen=True)
+class WindowRules:
+    """The request-assembly rules of one ADK release (docs/adk-window-rules-by-release.md);
+    only the differences modelled so far."""
+
+    release: str  # the release they follow, e.g. "2.13.0"
+    known: bool  # the session's release is known (a trace, --adk-version); else assumed
+    fenced_relay: bool  # another agent's content quoted between markers (2.8.0 on)
+
+    @property
+    def label(self) -> str:
+        return f"google-adk {self.release} rules" + ("" if self.known else " (assumed)")
+
+
+NEWEST = "2.13.0"
+
+
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
+
+
+def rules_for(version: str | None) -> WindowRules:
+    """The rules of the release that wrote a session; the newest modelled when unknown."""
+    if not version:
+        return WindowRules(NEWEST, False, True)
+    return WindowRules(version, True, _release(version) >= (2, 8, 0))
 
 
 def is_framework(event: Event) -> bool:
@@ -118,6 +151,7 @@ def _kept_ranges(
 
 def window(session: Session, call_index: int) -> list[WindowPart]:
     """The parts of the request made by the call whose event is `session.events[call_index]`."""
+    rules = rules_for(session.adk_version)
     call = session.events[call_index]
     agent = call.author or ""
     candidates = [
@@ -207,7 +241,7 @@ def window(session: Session, call_index: int) -> list[WindowPart]:
             ]
             continue
         if relayed:
-            out += _relay(e)
+            out += _relay(e, rules)
             continue
         # an event that has one visible part goes in whole: ADK copies every part,
         # a plain thought beside a call included (only all-invisible events are left out)
@@ -242,21 +276,28 @@ def window(session: Session, call_index: int) -> list[WindowPart]:
     return out
 
 
-def _relay(e: Event) -> list[WindowPart]:
-    """_fencing._present_other_agent_message: another agent's event as quoted user text."""
+def _relay(e: Event, rules: WindowRules) -> list[WindowPart]:
+    """Another agent's event as user text: 2.8.0 on quote it between markers after a
+    preamble (_fencing._present_other_agent_message); earlier releases write a
+    `For context:` part and one `[agent] said: ...` part per part (contents.py,
+    _present_other_agent_message / _convert_foreign_event)."""
     author = e.author or ""
     parts: list[WindowPart] = []
+    fenced = rules.fenced_relay
     for p in e.parts:
         if p.kind == "thought":
             continue
         if p.kind == "text" and p.chars:
-            chars, role = len(f"[{author}] said:\n") + _quoted(p.relay_chars), "model"
+            head = f"[{author}] said:\n" if fenced else f"[{author}] said: "
+            chars, role = len(head) + _sized(p.relay_chars, fenced), "model"
         elif p.kind == "function_call":
-            head = f"[{author}] called tool `{p.tool_name}` with parameters:\n"
-            chars, role = len(head) + _quoted(p.relay_chars), "model"
+            head = f"[{author}] called tool `{p.tool_name}` with parameters:"
+            head += "\n" if fenced else " "
+            chars, role = len(head) + _sized(p.relay_chars, fenced), "model"
         elif p.kind == "function_response":
-            head = f"[{author}] `{p.tool_name}` tool returned result:\n"
-            chars, role = len(head) + _quoted(p.relay_chars), "tool"
+            head = f"[{author}] `{p.tool_name}` tool returned result:"
+            head += "\n" if fenced else " "
+            chars, role = len(head) + _sized(p.relay_chars, fenced), "tool"
         elif p.kind == "other" and p.chars:
             chars, role = p.chars, "model"
         else:
@@ -287,7 +328,7 @@ def _relay(e: Event) -> list[WindowPart]:
         True,
         None,
         None,
-        len(OTHER_AGENT_PREAMBLE),
+        len(OTHER_AGENT_PREAMBLE if fenced else LEGACY_PREAMBLE),
     )
     return [preamble, *parts]
 

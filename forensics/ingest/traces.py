@@ -1,0 +1,82 @@
+"""ADK trace exports into the store: each traced request's sizes, one transaction per run."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from ..families.adk.traces import traced_call
+from ..model import Skip, TracedCall
+from ..store import Store, ledger
+from ..store.ledger import IngestResult
+from ..store.writes import insert_traced
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def read_trace_file(path: Path, skips: list[Skip]) -> list[TracedCall]:
+    """The traced calls of one dev UI trace export (`call_llm` spans that name a stored
+    event); what cannot be read is skipped with the file and the span's position."""
+    try:
+        spans = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError) as e:
+        skips.append(Skip(str(path), f"cannot read file: {e}"))
+        return []
+    except json.JSONDecodeError as e:
+        skips.append(Skip(f"{path}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}"))
+        return []
+    if not isinstance(spans, list):
+        found = type(spans).__name__
+        skips.append(Skip(str(path), f"wrong shape: expected a JSON list of spans, found {found}"))
+        return []
+    found_calls = []
+    for index, span in enumerate(spans):
+        if not isinstance(span, dict):
+            skips.append(Skip(f"{path}: span {index}", "span is not a JSON object"))
+            continue
+        try:
+            call = traced_call(span)
+        except ValueError as e:
+            skips.append(Skip(f"{path}: span {index}", str(e)))
+            continue
+        if call is not None:
+            found_calls.append(call)
+    return found_calls
+
+
+def ingest_traces(store: Store, paths: Sequence[Path]) -> IngestResult:
+    """Load the traced requests of every file in one transaction; the ledger records the run."""
+    shown = ", ".join(str(p) for p in paths[:3])
+    location = shown + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    result = IngestResult(ledger.next_id(store), "adk-trace", location, {})
+    started, clock = _now(), time.monotonic()
+    try:
+        with store.transaction():
+            versions: set[str] = set()
+            for path in paths:
+                skipped = len(result.skips)
+                calls = read_trace_file(Path(path), result.skips)
+                # read: the traced requests found, and what could not be read
+                result.rows_read += len(calls) + len(result.skips) - skipped
+                result.rows_loaded += insert_traced(store, calls, result.ingest_id)
+                versions |= {c.adk_version for c in calls if c.adk_version}
+            if versions:
+                result.notes["adk_versions"] = sorted(versions)
+            result.seconds = time.monotonic() - clock
+            ledger.write(store, result, started, _now(), "ok", None)
+    except BaseException as e:
+        result.seconds = time.monotonic() - clock
+        try:
+            with store.transaction():
+                ledger.write(store, result, started, _now(), "failed", f"{type(e).__name__}: {e}")
+        except duckdb.Error:
+            pass
+        raise
+    return result
