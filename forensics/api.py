@@ -26,7 +26,9 @@ from . import analysis
 from .analysis import Ratio, Reconstruction
 from .columns import EVENTS, INGEST_SKIPS, INGESTS, SESSIONS
 from .errors import ForensicsError, StoreError
+from .families.adk.releases import given as given_release
 from .ingest import Progress, ingest
+from .model import Release
 from .selection import Selection
 from .sources.files.adk_json import AdkJsonSource
 from .sources.sqlite.adk import AdkSqliteSource
@@ -100,6 +102,17 @@ def _selection(selection: SelectionLike) -> Selection:
 # ---------------------------------------------------------------------------
 
 
+def _release(adk_version: str | None) -> Release | None:
+    if adk_version is None:
+        return None
+    try:
+        return given_release(adk_version)
+    except ValueError as e:
+        raise ForensicsError(
+            f"--adk-version: {e}", hint="give the google-adk release as X.Y.Z, e.g. 1.18.0"
+        ) from None
+
+
 def ingest_postgres(
     store: StoreLike,
     dsn: str,
@@ -108,10 +121,14 @@ def ingest_postgres(
     incremental: bool = True,
     statement_timeout_ms: int = 60_000,
     progress: Progress | None = None,
+    adk_version: str | None = None,
 ) -> IngestResult:
-    """Load ADK events from a PostgreSQL DatabaseSessionService database (V0 or V1)."""
+    """Load ADK events from a PostgreSQL DatabaseSessionService database (V0 or V1).
+
+    `adk_version` names the google-adk release that wrote it (its window rules)."""
     from .sources.postgres.adk import AdkPostgresSource  # psycopg only when it is used
 
+    release = _release(adk_version)
     selection = selection or Selection()
     source = AdkPostgresSource(dsn, selection, statement_timeout_ms=statement_timeout_ms)
     with using(store, read_only=False) as target:
@@ -121,6 +138,7 @@ def ingest_postgres(
             filters=selection.as_dict(),
             incremental=incremental,
             progress=progress,
+            release=release,
         )
 
 
@@ -132,11 +150,14 @@ def ingest_sqlite(
     incremental: bool = True,
     source_tz: str | None = None,
     progress: Progress | None = None,
+    adk_version: str | None = None,
 ) -> IngestResult:
     """Load ADK events from a SQLite file (DatabaseSessionService V0/V1 or SqliteSessionService).
 
     Schema V0 stores event times in the writer's local time: the offset is detected from
-    the sessions' UTC times, or given as `source_tz` (`+05:30`, `UTC`, `Europe/Berlin`)."""
+    the sessions' UTC times, or given as `source_tz` (`+05:30`, `UTC`, `Europe/Berlin`).
+    `adk_version` names the google-adk release that wrote it (its window rules)."""
+    release = _release(adk_version)
     selection = selection or Selection()
     source = AdkSqliteSource(Path(path), selection, source_tz=source_tz)
     with using(store, read_only=False) as target:
@@ -146,6 +167,7 @@ def ingest_sqlite(
             filters=selection.as_dict(),
             incremental=incremental,
             progress=progress,
+            release=release,
         )
 
 
@@ -165,15 +187,26 @@ def ingest_json(
     user: str | None = None,
     session: str | None = None,
     progress: Progress | None = None,
+    adk_version: str | None = None,
 ) -> IngestResult:
-    """Load ADK JSON exports: Session objects (camelCase or snake_case), event lists, NDJSON."""
+    """Load ADK JSON exports: Session objects (camelCase or snake_case), event lists, NDJSON.
+
+    `adk_version` names the google-adk release that wrote them (its window rules)."""
+    release = _release(adk_version)
     source = AdkJsonSource([Path(p) for p in paths], app=app, user=user, session=session)
     # recorded in the ledger as what they are: defaults for files that do not say
     defaults: dict[str, object] = {
         f"default_{k}": v for k, v in (("app", app), ("user", user), ("session", session)) if v
     }
     with using(store, read_only=False) as target:
-        return ingest(target, source, filters=defaults, incremental=False, progress=progress)
+        return ingest(
+            target,
+            source,
+            filters=defaults,
+            incremental=False,
+            progress=progress,
+            release=release,
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -185,9 +218,7 @@ def sessions(store: StoreLike, selection: SelectionLike = None) -> pl.DataFrame:
     """One row per session: events, turns, first/last event, errors, measured prompt tokens."""
     chosen = _selection(selection)
     with using(store) as s:
-        frame = s.frame(
-            "store/sessions", app=chosen.app, user=chosen.user, session=chosen.session
-        )
+        frame = s.frame("store/sessions", app=chosen.app, user=chosen.user, session=chosen.session)
         return SESSIONS.check(frame)
 
 
@@ -306,9 +337,7 @@ class Scope:
         """Per selected session id, the ADK release rules its windows were rebuilt with."""
         from .families.adk.windows import rules_for
 
-        return {
-            s.session_id: rules_for(s.adk_version).label for s in self.reconstruction.sessions
-        }
+        return {s.session_id: rules_for(s.release).label for s in self.reconstruction.sessions}
 
     def ratios(self) -> dict[str, Ratio]:
         """Per source, the chars-per-token ratio the estimates use: fitted, or the default."""

@@ -614,8 +614,9 @@ FIDELITY = Spec(
         Column(
             "rules",
             S,
-            help="the ADK release whose request assembly rebuilt the window; `(assumed)` "
-            "when the session's release is not known (no trace names it)",
+            help="the ADK release whose request assembly rebuilt the window, and how it is "
+            "known: `(given)` at ingest, `(traced)`, `(inferred)` from the rows, `(assumed)` "
+            "when nothing says",
         ),
         Column("traced_responses", pl.List(S), TRACED),
         Column("rebuilt_responses", pl.List(S), REBUILT),

@@ -8,6 +8,7 @@ defines the words.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -119,6 +120,26 @@ class Event:
     summary: list[Part] = field(default_factory=list)
 
 
+def parse_version(text: str) -> tuple[int, int, int]:
+    """`1.18.0` -> (1, 18, 0); ValueError for anything that is not X.Y.Z."""
+    found = re.fullmatch(r"\s*v?(\d+)\.(\d+)\.(\d+)\s*", text or "")
+    if not found:
+        raise ValueError(f"not a release number (X.Y.Z): {text!r}")
+    major, minor, patch = (int(x) for x in found.groups())
+    return (major, minor, patch)
+
+
+@dataclass(frozen=True)
+class Release:
+    """The google-adk release that wrote a session, and how that is known."""
+
+    version: str  # X.Y.Z whose rules apply (for a range: its newest release)
+    basis: str  # given (--adk-version) | traced | inferred
+    detail: str  # the evidence, in words
+    since: str | None = None  # an inferred range: first release it allows
+    until: str | None = None  # ... and the first it rules out (None: open)
+
+
 @dataclass(slots=True)
 class Session:
     app_name: str
@@ -126,7 +147,7 @@ class Session:
     session_id: str
     events: list[Event]
     source: str = ""
-    adk_version: str | None = None  # the release that wrote it, when known (a trace)
+    release: Release | None = None  # the release that wrote it, when known
 
     @property
     def key(self) -> tuple[str, str, str]:

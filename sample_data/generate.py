@@ -67,6 +67,15 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
 from pydantic import PrivateAttr
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from adk_chars import (  # noqa: E402
+    content_chars,
+    part_chars,
+    system_instruction_chars,
+    tools_chars,
+)
+from adk_chars import dumps as _dumps  # noqa: E402
+
 try:  # The model capability API; absent in older ADK releases.
     from google.adk.models._capabilities import LlmCapabilities
 except ImportError:  # pragma: no cover
@@ -87,60 +96,9 @@ DB_FILES = ("adk_v1.db", "adk_sqlite_service.db", "adk_v0.db")
 OUTPUT_DIRS = ("exports", "oracle")
 
 # --------------------------------------------------------------------------
-# Characters and tokens: one definition, shared with the loaders.
+# Characters and tokens: one definition (adk_chars.py), shared with the release
+# scenario; the loaders size stored parts the same way.
 # --------------------------------------------------------------------------
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def part_chars(part: types.Part | dict[str, Any]) -> int:
-    """Characters of one content part.
-
-    text or thought part: len(text); function_call: len(name) + len(JSON of
-    args); function_response: len(name) + len(JSON of response); any other
-    part: len(JSON of the part dump). JSON is compact (separators "," and ":")
-    with ensure_ascii=False. The part is dumped with
-    ``model_dump(mode="json", exclude_none=True)``.
-    """
-    dump = part if isinstance(part, dict) else part.model_dump(mode="json", exclude_none=True)
-    if dump.get("text") is not None:
-        return len(dump["text"])
-    if "function_call" in dump:
-        fc = dump["function_call"]
-        return len(fc.get("name") or "") + len(_dumps(fc.get("args") or {}))
-    if "function_response" in dump:
-        fr = dump["function_response"]
-        return len(fr.get("name") or "") + len(_dumps(fr.get("response") or {}))
-    return len(_dumps(dump))
-
-
-def content_chars(content: types.Content | None) -> int:
-    if content is None or not content.parts:
-        return 0
-    return sum(part_chars(p) for p in content.parts)
-
-
-def system_instruction_chars(config: types.GenerateContentConfig | None) -> int:
-    si = config.system_instruction if config else None
-    if si is None:
-        return 0
-    if isinstance(si, str):
-        return len(si)
-    if isinstance(si, types.Content):
-        return sum(len(p.text or "") for p in si.parts or [])
-    if isinstance(si, types.Part):
-        return len(si.text or "")
-    return len(str(si))
-
-
-def tools_chars(config: types.GenerateContentConfig | None) -> int:
-    """len of the compact JSON of the request's tool declarations."""
-    tools = config.tools if config else None
-    if not tools:
-        return 0
-    return len(_dumps([t.model_dump(mode="json", exclude_none=True) for t in tools]))
 
 
 def tokens_for(chars: int) -> int:

@@ -53,7 +53,7 @@ def test_the_writers_offset_is_detected_and_undone(tmp_path, hours, minutes, sho
     shifted = _written_in(tmp_path, hours, minutes)
     db = tmp_path / "f.duckdb"
     result = api.ingest_sqlite(db, shifted)
-    assert result.notes == {"event_times": f"{shown} (detected from 3 sessions)"}
+    assert result.notes["event_times"] == f"{shown} (detected from 3 sessions)"
     assert _times(db) == _times(reference)
     # the figures built on them too: the incident's turn still lasted 2.15 s, from 09:01:20
     assert api.turns(db, "incident").equals(api.turns(reference, "incident"))

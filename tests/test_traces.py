@@ -36,7 +36,10 @@ def test_every_traced_call_is_rebuilt_with_its_releases_rules(traced_db):
     assert frame["within_2pct"].all()
     assert (frame["chars_diff"] == 0).sum() >= 49
     assert frame["chars_diff_pct"].abs().max() < 0.05
-    assert set(frame["rules"]) <= {"google-adk 1.18.0 rules", "google-adk 1.20.0 rules"}
+    assert set(frame["rules"]) <= {
+        "google-adk 1.18.0 rules (traced)",
+        "google-adk 1.20.0 rules (traced)",
+    }
     # the multi-agent sessions relay other agents' work: that is what the release changes
     relayed = frame.filter(pl.col("rebuilt_user") > 10_000)
     assert relayed.height >= 10
@@ -89,7 +92,8 @@ def test_unreadable_traces_are_skipped_by_name_and_good_spans_kept(tmp_path):
     assert reasons[f"{tmp_path / 'cut.json'}:1:23"] == (
         "not valid JSON: Unterminated string starting at")
     assert reasons[str(tmp_path / "obj.json")] == (
-        "wrong shape: expected a JSON list of spans, found dict")
+        "wrong shape: expected the dev UI's JSON list of spans or OTLP JSON (an object "
+        "with resourceSpans), found dict")
     with api.open_store(db) as store:
         (row,) = store.run("SELECT system_chars, input_tokens, adk_version FROM traced_calls")
         parts = store.run("SELECT role, kind, chars FROM traced_parts")
@@ -114,7 +118,7 @@ def test_the_incident_report_says_what_was_traced(traced_db):
     traced = [c for c in context.evidence["measured"] if c.startswith("Traced: ")]
     assert len(traced) == 1 and "within 2% of the traced size" in traced[0]
     assert context.method is not None
-    assert context.method.reconstruction.startswith("google-adk 1.20.0 rules:")  # its header
+    assert context.method.reconstruction.startswith("google-adk 1.20.0 rules (traced):")
     session = "session_8f8025ca-605b-4747-ba19-b61643f65164"
     calls = api.calls(db, session).filter(pl.col("kind") != "summarizer").height
     untraced = calls - api.fidelity(db, session).height

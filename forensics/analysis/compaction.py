@@ -40,9 +40,7 @@ def _stored(event: Event) -> bool:
 def _raw(session: Session, lo: float, hi: float, before: int) -> list[tuple[int, Event]]:
     """Stored raw events (see `_stored`), lo <= epoch <= hi, stored before `before`."""
     return [
-        (i, e)
-        for i, e in enumerate(session.events[:before])
-        if _stored(e) and lo <= e.epoch <= hi
+        (i, e) for i, e in enumerate(session.events[:before]) if _stored(e) and lo <= e.epoch <= hi
     ]
 
 
@@ -131,9 +129,7 @@ def audit_sessions(rec: Reconstruction, threshold_tokens: int | None = None) -> 
         ]
         last_end = max((span.end for _, span in compactions), default=None)
         retained = [
-            e
-            for e in session.events
-            if _stored(e) and (last_end is None or e.epoch > last_end)
+            e for e in session.events if _stored(e) and (last_end is None or e.epoch > last_end)
         ]
         results = [p for e in retained for p in e.parts if p.kind == "function_response"]
         largest = max(results, key=lambda p: p.chars, default=None)

@@ -62,7 +62,7 @@ def fidelity_frame(rec: Reconstruction, traced: pl.DataFrame) -> pl.DataFrame:
                 "turn": call.turn,
                 "agent": call.event.author,
                 "kind": call.kind,
-                "rules": rules_for(session.adk_version).label,
+                "rules": rules_for(session.release).label,
                 "traced_responses": traced_responses,
                 "rebuilt_responses": responses,
                 "responses_exact": responses == traced_responses,

@@ -48,7 +48,8 @@ def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
         cumulative_measured = cumulative_estimated = cumulative = None
         cumulative_source = None
         best: int | None = measured
-        source: str | None = "measured"  # a summarizer's own call: its usage
+        # a summarizer's own call: its usage, when stored
+        source: str | None = "measured" if measured is not None else None
         if call.kind != "summarizer":
             totals = running[key]
             if measured is not None:

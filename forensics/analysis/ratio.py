@@ -79,8 +79,7 @@ def fit_ratio(samples: Sequence[tuple[AgentKey, int, int]], model: str = "") -> 
             return default("measured tokens do not grow with the window's characters")
         slope = sxy / sxx
         constant = {
-            agent: 0.0 if agent in at_zero else my - slope * mx
-            for agent, (mx, my) in means.items()
+            agent: 0.0 if agent in at_zero else my - slope * mx for agent, (mx, my) in means.items()
         }
         negative = {agent for agent, value in constant.items() if value < 0}
         if not negative:

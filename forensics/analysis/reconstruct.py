@@ -92,9 +92,7 @@ def reconstruct(store: Store, selection: Selection | None = None) -> Reconstruct
     for model in sorted(models):
         keys = fit_keys(store, model, FIT_SESSIONS)
         missing = sorted({k[2] for k in keys if k not in by_key})
-        extra = {
-            s.key: s for s in (load_sessions(store, session_ids=missing) if missing else [])
-        }
+        extra = {s.key: s for s in (load_sessions(store, session_ids=missing) if missing else [])}
         samples = []
         for key in keys:
             if key in by_key:

@@ -60,6 +60,8 @@ def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
         )
     if "event_times" in result.notes:
         typer.echo(f"event times: {result.notes['event_times']}")
+    if "adk_release" in result.notes:
+        typer.echo(f"google-adk release: {result.notes['adk_release']}")
     if "adk_versions" in result.notes:
         releases = ", ".join(map(str, result.notes["adk_versions"]))  # type: ignore[call-overload]
         typer.echo(f"traced by google-adk {releases}")
@@ -69,6 +71,17 @@ def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
         typer.echo(f"    {skip.locator}: {skip.reason}")
     if result.rows_skipped > 10:
         typer.echo(f"    ... `forensics ingests --skips {result.ingest_id}` lists up to 500")
+
+
+AdkVersionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--adk-version",
+        help="The google-adk release that wrote these sessions (X.Y.Z): its window rules "
+        "apply. Default: the release a trace names, or one the rows prove (schema V0), "
+        "else the newest modelled rules, labelled assumed.",
+    ),
+]
 
 
 @ingest_app.command("adk-postgres")
@@ -88,6 +101,7 @@ def ingest_postgres(
     until: UntilOption = None,
     full: FullOption = False,
     statement_timeout: StatementTimeoutOption = 60.0,
+    adk_version: AdkVersionOption = None,
     db: DbOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -110,6 +124,7 @@ def ingest_postgres(
         incremental=not full,
         statement_timeout_ms=int(statement_timeout * 1000),
         progress=progress,
+        adk_version=adk_version,
     )
     progress.done()
     _report(result, fmt, db)
@@ -133,6 +148,7 @@ def ingest_sqlite(
             "Europe/Berlin); default: detected from the sessions' UTC times.",
         ),
     ] = None,
+    adk_version: AdkVersionOption = None,
     db: DbOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -154,6 +170,7 @@ def ingest_sqlite(
         incremental=not full,
         source_tz=source_tz,
         progress=progress,
+        adk_version=adk_version,
     )
     progress.done()
     _report(result, fmt, db)
@@ -164,7 +181,11 @@ def ingest_sqlite(
 def ingest_trace(
     paths: Annotated[
         list[Path],
-        typer.Argument(help="ADK trace exports: the dev UI's JSON list of spans, one per file."),
+        typer.Argument(
+            help="ADK trace files: the dev UI's export (a JSON list of spans) or OTLP JSON "
+            "(an ExportTraceServiceRequest per file or per line, as a collector's file "
+            "exporter writes them)."
+        ),
     ],
     db: DbOption = None,
     fmt: FormatOption = Format.table,
@@ -174,7 +195,9 @@ def ingest_trace(
     Every `call_llm` span that names a stored event (gcp.vertex.agent.event_id) is
     kept as sizes: its parts by role, its function responses, the system instruction
     and tool declarations, the measured input tokens; never the request's text. The
-    release in the request's header chooses the window rules for that session.
+    release in the request's header (or, in OTLP, the tracer's version) chooses the
+    window rules for that session. ADK 2.10+ writes `call_llm` spans only with
+    ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1 (its default semconv spans carry no request).
     Compare with `forensics fidelity`. Example: forensics ingest adk-trace traces/*.json
     """
     from .. import api
@@ -207,6 +230,7 @@ def ingest_json(
             "up to its first dot).",
         ),
     ] = None,
+    adk_version: AdkVersionOption = None,
     db: DbOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -217,6 +241,14 @@ def ingest_json(
     from .. import api
 
     progress = Progress()
-    result = api.ingest_json(db, paths, app=app_name, user=user, session=session, progress=progress)
+    result = api.ingest_json(
+        db,
+        paths,
+        app=app_name,
+        user=user,
+        session=session,
+        progress=progress,
+        adk_version=adk_version,
+    )
     progress.done()
     _report(result, fmt, db)

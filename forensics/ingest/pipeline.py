@@ -10,12 +10,15 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 import duckdb
+import pyarrow as pa
 
 from ..families.adk.normalize import Normalized, Normalizer
-from ..sources.base import Source
+from ..families.adk.releases import from_pickled_actions
+from ..model import Release
+from ..sources.base import ActionFields, Source
 from ..store import Store, ledger
 from ..store.ledger import WATERMARK_OVERLAP_S, IngestResult
-from ..store.writes import insert_batch
+from ..store.writes import insert_batch, insert_releases
 
 # While ingesting, the store's DuckDB buffers at most this much (see
 # families.adk.normalize.MEMORY_LIMIT for the measurement behind both caps).
@@ -32,8 +35,12 @@ def ingest(
     filters: dict[str, object] | None = None,
     incremental: bool = True,
     progress: Progress | None = None,
+    release: Release | None = None,
 ) -> IngestResult:
     """Load every batch of `source` in one transaction; a failure commits nothing.
+
+    `release` (from `--adk-version`) is recorded for every session the run read;
+    without it, a release the rows themselves bound (V0 pickles) is recorded.
 
     A failed run is still written to the ledger (status `failed`, with the error)
     in a transaction of its own, so the ledger tells what was tried.
@@ -60,7 +67,10 @@ def ingest(
     with store.memory_limit(INGEST_MEMORY_LIMIT):
         try:
             with store.transaction():
+                seen: set[tuple[str, str, str]] = set()
                 for batch in prefetch(_normalized(source, since)):
+                    if release is not None:
+                        seen |= _keys(batch.events)
                     result.rows_read += batch.rows_read
                     result.skips.extend(batch.skipped)
                     result.rows_loaded += insert_batch(
@@ -75,8 +85,12 @@ def ingest(
                         result.watermark = max(batch.newest, result.watermark or batch.newest)
                     if progress:
                         progress(result)
+                found = _releases(source, seen, release)
+                insert_releases(store, found, result.ingest_id)
                 result.seconds = time.monotonic() - clock
                 result.notes = dict(source.notes)
+                if found:
+                    result.notes["adk_release"] = _release_note(found)
                 ledger.write(store, result, started, _now(), "ok", None)
         except BaseException as e:
             result.seconds = time.monotonic() - clock
@@ -88,6 +102,34 @@ def ingest(
                 pass
             raise
     return result
+
+
+def _keys(events: pa.Table) -> set[tuple[str, str, str]]:
+    columns = [events.column(c).to_pylist() for c in ("app_name", "user_id", "session_id")]
+    return set(zip(*columns, strict=True))
+
+
+def _releases(
+    source: Source, seen: set[tuple[str, str, str]], release: Release | None
+) -> dict[tuple[str, str, str], Release]:
+    if release is not None:
+        return dict.fromkeys(seen, release)
+    fields: ActionFields | None = getattr(source, "action_fields", None)
+    found = {}
+    for key, sets in (fields.by_session if fields else {}).items():
+        inferred = from_pickled_actions(sets)
+        if inferred is not None:
+            found[key] = inferred
+    return found
+
+
+def _release_note(found: dict[tuple[str, str, str], Release]) -> str:
+    """One line for the ledger: how many sessions, which release, on what basis."""
+    counts: dict[str, int] = {}
+    for r in found.values():
+        text = r.version if r.basis == "given" else r.detail
+        counts[f"{r.basis}: {text}"] = counts.get(f"{r.basis}: {text}", 0) + 1
+    return "; ".join(f"{n:,} session{'s' if n != 1 else ''} {what}" for what, n in counts.items())
 
 
 def _now() -> datetime:

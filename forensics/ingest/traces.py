@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from ..families.adk.traces import traced_call
 from ..model import Skip, TracedCall
+from ..sources.files import otlp
 from ..store import Store, ledger
 from ..store.ledger import IngestResult
 from ..store.writes import insert_traced
@@ -21,33 +23,69 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def read_trace_file(path: Path, skips: list[Skip]) -> list[TracedCall]:
-    """The traced calls of one dev UI trace export (`call_llm` spans that name a stored
-    event); what cannot be read is skipped with the file and the span's position."""
+def _documents(path: Path, skips: list[Skip]) -> list[tuple[str, Any]]:
+    """(locator, JSON document) of one file: one document, or one per line (the
+    collector's file exporter writes an ExportTraceServiceRequest per line)."""
     try:
-        spans = json.loads(path.read_text(encoding="utf-8-sig"))
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         skips.append(Skip(str(path), f"cannot read file: {e}"))
         return []
+    try:
+        return [(str(path), json.loads(text))]
     except json.JSONDecodeError as e:
-        skips.append(Skip(f"{path}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}"))
-        return []
-    if not isinstance(spans, list):
-        found = type(spans).__name__
-        skips.append(Skip(str(path), f"wrong shape: expected a JSON list of spans, found {found}"))
-        return []
-    found_calls = []
-    for index, span in enumerate(spans):
-        if not isinstance(span, dict):
-            skips.append(Skip(f"{path}: span {index}", "span is not a JSON object"))
+        if e.msg != "Extra data":
+            skips.append(Skip(f"{path}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}"))
+            return []
+    documents = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
             continue
         try:
-            call = traced_call(span)
-        except ValueError as e:
-            skips.append(Skip(f"{path}: span {index}", str(e)))
-            continue
-        if call is not None:
-            found_calls.append(call)
+            documents.append((f"{path}:{number}", json.loads(line)))
+        except json.JSONDecodeError as e:
+            skips.append(Skip(f"{path}:{number}:{e.colno}", f"not valid JSON: {e.msg}"))
+    return documents
+
+
+def _spans(locator: str, document: Any) -> Iterator[tuple[str, Any]]:
+    if otlp.is_otlp(document):
+        for where, span in otlp.spans(document):
+            yield f"{locator}: {where}", span
+    elif isinstance(document, list):
+        for index, span in enumerate(document):
+            yield f"{locator}: span {index}", span
+    else:
+        found = type(document).__name__
+        yield (
+            locator,
+            ValueError(
+                "wrong shape: expected the dev UI's JSON list of spans or OTLP JSON "
+                f"(an object with resourceSpans), found {found}"
+            ),
+        )
+
+
+def read_trace_file(path: Path, skips: list[Skip]) -> list[TracedCall]:
+    """The traced calls of one trace file (`call_llm` spans that name a stored event):
+    the dev UI's export, or OTLP JSON; what cannot be read is skipped with the file
+    and the span's position."""
+    found_calls = []
+    for locator, document in _documents(path, skips):
+        for where, span in _spans(locator, document):
+            if isinstance(span, ValueError):
+                skips.append(Skip(where, str(span)))
+                continue
+            if not isinstance(span, dict):
+                skips.append(Skip(where, "span is not a JSON object"))
+                continue
+            try:
+                call = traced_call(span)
+            except ValueError as e:
+                skips.append(Skip(where, str(e)))
+                continue
+            if call is not None:
+                found_calls.append(call)
     return found_calls
 
 

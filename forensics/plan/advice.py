@@ -97,9 +97,7 @@ def findings(scans: list[dict[str, Any]], catalog: Catalog) -> list[Finding]:
     return out
 
 
-def suggest(
-    con: psycopg.Connection, catalog: Catalog, finding: Finding
-) -> tuple[str, str] | None:
+def suggest(con: psycopg.Connection, catalog: Catalog, finding: Finding) -> tuple[str, str] | None:
     """(CREATE INDEX CONCURRENTLY ..., the same as a plain CREATE INDEX for HypoPG)."""
     if not finding.columns or finding.covered_by:
         return None
@@ -175,4 +173,3 @@ def hypothetical(
                 )
     uses = any(node.get("Index Name") == created[1] for node in walk(plan))
     return float(plan["Total Cost"]), uses
-

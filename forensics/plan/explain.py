@@ -71,4 +71,3 @@ def scans(plan: dict[str, Any], catalog: Catalog) -> list[dict[str, Any]]:
 
 def unique(values: Iterable[str | None]) -> list[str]:
     return list(dict.fromkeys(v for v in values if v))
-

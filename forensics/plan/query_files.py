@@ -114,4 +114,3 @@ def _single_select(text: str, path: Path) -> str:
             hint=hint,
         )
     return text[: statement[-1][2]].strip()
-

@@ -475,9 +475,7 @@ def _method(ingests: pl.DataFrame, calls: pl.DataFrame, rules: str) -> Method:
             f"{row['source']} ({shown}; ingest {row['ingest_id']}, "
             f"{n(row['rows_loaded'])} events loaded)"
         )
-    ratios = calls.filter(pl.col("kind") != "summarizer").unique(
-        "ratio_model", maintain_order=True
-    )
+    ratios = calls.filter(pl.col("kind") != "summarizer").unique("ratio_model", maintain_order=True)
     ratio = "; ".join(
         f"{r['chars_per_token']:.2f} chars per token for {r['ratio_model'] or 'unnamed models'}, "
         + (

@@ -22,6 +22,21 @@ BATCH_ROWS = 20_000
 BATCH_CHARS = 32_000_000
 
 
+SessionKey = tuple[str, str, str]
+
+
+class ActionFields:
+    """The distinct EventActions field sets each session's V0 pickles hold: they bound
+    the release that wrote it (families.adk.releases.from_pickled_actions)."""
+
+    def __init__(self) -> None:
+        self.by_session: dict[SessionKey, set[frozenset[str]]] = {}
+
+    def add(self, key: SessionKey, actions: object) -> None:
+        if isinstance(actions, dict):
+            self.by_session.setdefault(key, set()).add(frozenset(actions))
+
+
 class Source(Protocol):
     """What the ingest pipeline reads: batches of raw events newer than a watermark."""
 

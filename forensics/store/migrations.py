@@ -14,14 +14,14 @@ from typing import Any
 from .. import sql
 from ..errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 Run = Callable[..., list[tuple[Any, ...]]]
 
 
 def stored_version(run: Run) -> int | None:
-    exists = run(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'store_meta'"
-    )[0][0]
+    exists = run("SELECT count(*) FROM information_schema.tables WHERE table_name = 'store_meta'")[
+        0
+    ][0]
     if not exists:
         return None
     rows = run("SELECT value FROM store_meta WHERE key = 'schema_version'")

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import ForensicsError
-from ..model import CompactionRange, Event, Part, Session
+from ..model import CompactionRange, Event, Part, Release, Session, parse_version
 from ..selection import Selection
 from .handle import Store
 
@@ -36,10 +36,44 @@ def load_sessions(
     events = store.arrow("store/session_events", **params).to_pylist()
     parts = store.arrow("store/session_parts", **params).to_pylist()
     sessions = build_sessions(events, parts)
-    releases = dict(store.query("store/session_releases"))
-    for session in sessions:  # traces name the session id alone
-        session.adk_version = releases.get(session.session_id)
+    evidence = session_release_evidence(store, selection)
+    for session in sessions:
+        session.release = evidence.get(session.key)
     return sessions
+
+
+BASIS_ORDER = ("given", "traced", "inferred")  # the first found wins
+
+
+def session_release_evidence(
+    store: Store, selection: Selection | None = None
+) -> dict[tuple[str, str, str], Release]:
+    """Per session key, the best evidence of its google-adk release: given at ingest,
+    else traced (the newest release its traced requests name), else inferred."""
+    selection = selection or Selection()
+    found: dict[tuple[str, str, str], dict[str, Release]] = {}
+    for app, user, sid, basis, version, since, until, detail in store.query(
+        "store/session_release_evidence",
+        app=selection.app,
+        user=selection.user,
+        session=selection.session,
+    ):
+        found.setdefault((app, user, sid), {})[basis] = Release(
+            version, basis, detail, since, until
+        )
+    traced: dict[str, str] = {}
+    for sid, version in store.query("store/session_releases"):
+        try:
+            if sid not in traced or parse_version(version) > parse_version(traced[sid]):
+                traced[sid] = version
+        except ValueError:
+            continue  # a header that names no X.Y.Z release
+    if traced:  # traces name the session id alone
+        for app, user, sid in store.query("store/session_keys_for", sessions=sorted(traced)):
+            found.setdefault((app, user, sid), {})["traced"] = Release(
+                traced[sid], "traced", "named by ADK's trace of the session's requests"
+            )
+    return {key: next(by[b] for b in BASIS_ORDER if b in by) for key, by in found.items()}
 
 
 def fit_keys(store: Store, model: str, limit: int) -> list[tuple[str, str, str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .. import sql
-from ..model import TracedCall
+from ..model import Release, TracedCall
 from .handle import Store
 
 
@@ -27,9 +27,7 @@ def insert_batch(
     try:
         loaded = store.run(sql.load("store/insert_events").sql, {"ingest_id": ingest_id})[0][0]
         store.run(sql.load("store/insert_parts").sql)
-        store.run(
-            sql.load("store/insert_sessions").sql, {"source": source, "ingest_id": ingest_id}
-        )
+        store.run(sql.load("store/insert_sessions").sql, {"source": source, "ingest_id": ingest_id})
     finally:
         for name in ("new_events", "new_parts", "new_sessions"):
             con.unregister(name)
@@ -71,10 +69,45 @@ def insert_traced(store: Store, calls: list[TracedCall], ingest_id: int) -> int:
             store.con.executemany(
                 "INSERT INTO traced_parts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (call.session_id, call.event_id, p.content_index, p.part_index, p.role,
-                     p.kind, p.tool_name, p.chars)
+                    (
+                        call.session_id,
+                        call.event_id,
+                        p.content_index,
+                        p.part_index,
+                        p.role,
+                        p.kind,
+                        p.tool_name,
+                        p.chars,
+                    )
                     for p in call.parts
                 ],
             )
         new += 1
     return new
+
+
+def insert_releases(
+    store: Store, releases: dict[tuple[str, str, str], Release], ingest_id: int
+) -> int:
+    """Record how each session's release is known, inside the caller's transaction."""
+    if not releases:
+        return 0
+    keys = list(releases)
+    table = pa.table(
+        {
+            "app_name": [k[0] for k in keys],
+            "user_id": [k[1] for k in keys],
+            "session_id": [k[2] for k in keys],
+            "basis": [releases[k].basis for k in keys],
+            "version": [releases[k].version for k in keys],
+            "since_version": [releases[k].since for k in keys],
+            "until_version": [releases[k].until for k in keys],
+            "detail": [releases[k].detail for k in keys],
+        }
+    )
+    store.con.register("new_releases", table)
+    try:
+        store.run(sql.load("store/insert_releases").sql, {"ingest_id": ingest_id})
+    finally:
+        store.con.unregister("new_releases")
+    return len(keys)

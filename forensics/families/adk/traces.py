@@ -28,15 +28,20 @@ def part_size(part: dict[str, Any]) -> tuple[str, str | None, int]:
     """(kind, tool name, characters) of one request part, as the store sizes parts."""
     call = part.get("function_call") or part.get("functionCall")
     if call is not None:
-        return "function_call", call.get("name"), len(call.get("name") or "") + _compact(
-            call.get("args") if call.get("args") is not None else {}
+        return (
+            "function_call",
+            call.get("name"),
+            len(call.get("name") or "")
+            + _compact(call.get("args") if call.get("args") is not None else {}),
         )
     response = part.get("function_response") or part.get("functionResponse")
     if response is not None:
         body = response.get("response")
-        return "function_response", response.get("name"), len(
-            response.get("name") or ""
-        ) + _compact(body if body is not None else {})
+        return (
+            "function_response",
+            response.get("name"),
+            len(response.get("name") or "") + _compact(body if body is not None else {}),
+        )
     if isinstance(part.get("text"), str):
         return ("thought" if part.get("thought") else "text"), None, len(part["text"])
     other = sum(
@@ -77,6 +82,8 @@ def traced_call(span: dict[str, Any]) -> TracedCall | None:
     system = config.get("system_instruction")
     headers = json.dumps((config.get("http_options") or {}).get("headers") or {})
     version = _VERSION.search(headers)
+    scope = span.get("scope") or {}  # OTLP: ADK's tracer carries its release
+    scoped = scope.get("version") if scope.get("name") == "gcp.vertex.agent" else None
     call = TracedCall(
         session_id=session_id,
         event_id=event_id,
@@ -84,7 +91,7 @@ def traced_call(span: dict[str, Any]) -> TracedCall | None:
         trace_id=str(span.get("trace_id")),
         invocation_id=attributes.get("gcp.vertex.agent.invocation_id"),
         model=request.get("model") or attributes.get("gen_ai.request.model"),
-        adk_version=version.group(1) if version else None,
+        adk_version=version.group(1) if version else (scoped if isinstance(scoped, str) else None),
         started_at=_seconds(span.get("start_time")),
         ended_at=_seconds(span.get("end_time")),
         input_tokens=_int(attributes.get("gen_ai.usage.input_tokens")),

@@ -28,7 +28,8 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ...model import ROLES, Call, CompactionRange, Event, Session, WindowPart
+from ...model import ROLES, Call, CompactionRange, Event, Release, Session, WindowPart
+from .releases import NEWEST, RULE_SINCE, parse, uncertain_rules
 
 # _fencing.py, google-adk 2.13
 QUOTE_BEGIN = "<<<BEGIN_QUOTED_AGENT_CONTENT>>>"
@@ -58,29 +59,35 @@ def _sized(chars: int, fenced: bool) -> int:
 @dataclass(frozen=True)
 class WindowRules:
     """The request-assembly rules of one ADK release (docs/adk-window-rules-by-release.md);
-    only the differences modelled so far."""
+    only the differences modelled so far. A flag is True when the release has the rule."""
 
-    release: str  # the release they follow, e.g. "2.13.0"
-    known: bool  # the session's release is known (a trace, --adk-version); else assumed
+    release: Release | None  # None: unknown, the newest modelled rules are assumed
+    compaction_applied: bool  # summaries replace the events they cover (1.16.0 on)
+    compaction_superseded: bool  # contained ranges dropped, summaries at range end (1.25.0 on)
+    agent_voiced_summary: bool  # the summary in the agent's voice (2.7.0 on; before: relayed)
     fenced_relay: bool  # another agent's content quoted between markers (2.8.0 on)
 
     @property
+    def basis(self) -> str:
+        return self.release.basis if self.release else "assumed"
+
+    @property
     def label(self) -> str:
-        return f"google-adk {self.release} rules" + ("" if self.known else " (assumed)")
+        r = self.release
+        if r is None:
+            return f"google-adk {NEWEST} rules (assumed)"
+        if r.basis != "inferred":
+            return f"google-adk {r.version} rules ({r.basis})"
+        unsure = uncertain_rules(r)
+        text = f"google-adk {r.detail.split(',')[0]} rules (inferred"
+        return text + (f"; assumed the newer {', '.join(unsure)})" if unsure else ")")
 
 
-NEWEST = "2.13.0"
-
-
-def _release(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
-
-
-def rules_for(version: str | None) -> WindowRules:
+def rules_for(release: Release | None) -> WindowRules:
     """The rules of the release that wrote a session; the newest modelled when unknown."""
-    if not version:
-        return WindowRules(NEWEST, False, True)
-    return WindowRules(version, True, _release(version) >= (2, 8, 0))
+    at = parse(release.version if release else NEWEST)
+    flags = {name: at >= first for name, first in RULE_SINCE.items()}
+    return WindowRules(release, **flags)
 
 
 def is_framework(event: Event) -> bool:
@@ -117,7 +124,9 @@ def is_call(event: Event) -> str | None:
     if event.partial:
         return None
     if event.is_compaction:
-        return "summarizer" if event.prompt_tokens is not None else None
+        # the summary proves the summarizer ran; before 2.x its usage is not stored
+        # (1.x LlmEventSummarizer copies none onto the event): a call, unmeasured
+        return "summarizer" if event.prompt_tokens is not None or event.summary else None
     if not event.author or event.author == "user":
         return None
     if event.error_code is not None:
@@ -149,23 +158,12 @@ def _kept_ranges(
     return [item for item in compactions if item[0] in kept]
 
 
-def window(session: Session, call_index: int) -> list[WindowPart]:
-    """The parts of the request made by the call whose event is `session.events[call_index]`."""
-    rules = rules_for(session.adk_version)
-    call = session.events[call_index]
-    agent = call.author or ""
-    candidates = [
-        (i, e)
-        for i, e in enumerate(session.events[:call_index])
-        if not e.partial
-        and e.scope == call.scope
-        and _in_branch(call.branch, e.branch)
-        and not is_framework(e)
-        and (
-            (e.is_compaction and bool(e.summary) and e.compaction is not None)
-            or (not e.is_compaction and any(p.visible for p in e.parts))
-        )
-    ]
+Item = tuple[tuple[float, int], Event, bool]  # (sort key, event, is_summary)
+
+
+def _superseded(candidates: list[tuple[int, Event]]) -> list[Item]:
+    """1.25.0 on: ranges contained in another are dropped, the raw events inside the
+    union of the rest too; each summary sits at its range's end; all sorted by time."""
     compactions = _kept_ranges(
         [(i, e, e.compaction) for i, e in candidates if e.is_compaction and e.compaction]
     )
@@ -181,14 +179,56 @@ def window(session: Session, call_index: int) -> list[WindowPart]:
         k = bisect_right(starts, epoch) - 1
         return k >= 0 and epoch <= coverage[k][1]
 
-    # (sort key, event, is_summary): summaries sit at their range's end
-    items = [((span.end, i), e, True) for i, e, span in compactions]
+    items: list[Item] = [((span.end, i), e, True) for i, e, span in compactions]
     items += [
         ((e.epoch, i), e, False)
         for i, e in candidates
         if not e.is_compaction and not compacted(e.epoch)
     ]
     items.sort(key=lambda item: item[0])
+    return items
+
+
+def _at_list_position(candidates: list[tuple[int, Event]]) -> list[Item]:
+    """1.16.0 to 1.24.x (contents.py:_process_compaction_events), walking backwards:
+    every compaction yields its summary where the compaction event is stored; a raw
+    event survives only if it is older than the earliest start of every compaction
+    stored after it. Nothing is superseded or re-sorted."""
+    kept: list[Item] = []
+    earliest = float("inf")
+    for i, e in reversed(candidates):
+        if e.is_compaction and e.compaction:
+            kept.append(((float(i), i), e, True))
+            earliest = min(earliest, e.compaction.start)
+        elif not e.is_compaction and e.epoch < earliest:
+            kept.append(((float(i), i), e, False))
+    kept.reverse()
+    return kept
+
+
+def window(session: Session, call_index: int) -> list[WindowPart]:
+    """The parts of the request made by the call whose event is `session.events[call_index]`."""
+    rules = rules_for(session.release)
+    call = session.events[call_index]
+    agent = call.author or ""
+    candidates = [
+        (i, e)
+        for i, e in enumerate(session.events[:call_index])
+        if not e.partial
+        and e.scope == call.scope
+        and _in_branch(call.branch, e.branch)
+        and not is_framework(e)
+        and (
+            (e.is_compaction and bool(e.summary) and e.compaction is not None)
+            or (not e.is_compaction and any(p.visible for p in e.parts))
+        )
+    ]
+    if not rules.compaction_applied:  # before 1.16.0: a compaction event is just empty
+        candidates = [(i, e) for i, e in candidates if not e.is_compaction]
+    if rules.compaction_superseded:
+        items = _superseded(candidates)
+    else:
+        items = _at_list_position(candidates)
 
     call_author = {
         p.call_id: e.author
@@ -222,6 +262,9 @@ def window(session: Session, call_index: int) -> list[WindowPart]:
     out: list[WindowPart] = []
     seen_calls: set[str] = set()
     for e, is_summary, relayed in plan:
+        if is_summary and not rules.agent_voiced_summary:
+            out += _relayed_summary(e)
+            continue
         if is_summary:
             out += [
                 WindowPart(
@@ -329,6 +372,44 @@ def _relay(e: Event, rules: WindowRules) -> list[WindowPart]:
         None,
         None,
         len(OTHER_AGENT_PREAMBLE if fenced else LEGACY_PREAMBLE),
+    )
+    return [preamble, *parts]
+
+
+def _relayed_summary(e: Event) -> list[WindowPart]:
+    """Before 2.7.0 the summary event is authored `model`, so the agent gets it as
+    another agent's message: `For context:` and `[model] said: ...` per text part
+    (the pre-2.8 relay format; thoughts are not relayed)."""
+    head = len("[model] said: ")
+    parts = [
+        WindowPart(
+            e.event_id,
+            p.index,
+            p.kind,
+            "compaction",
+            "model",
+            "summary",
+            True,
+            None,
+            None,
+            head + p.chars,
+        )
+        for p in e.summary
+        if p.kind != "thought" and (p.kind != "text" or p.chars)
+    ]
+    if not parts:
+        return []
+    preamble = WindowPart(
+        e.event_id,
+        -1,
+        "preamble",
+        "compaction",
+        "model",
+        "summary",
+        True,
+        None,
+        None,
+        len(LEGACY_PREAMBLE),
     )
     return [preamble, *parts]
 

@@ -23,7 +23,7 @@ from ...errors import MissingRelationError
 from ...families.adk import v0
 from ...model import RAW_SESSION_SCHEMA, Batch
 from ...selection import Selection
-from ..base import BATCH_ROWS, EventBatcher
+from ..base import BATCH_ROWS, ActionFields, EventBatcher
 from .connection import ReadOnlyServer, one
 
 FETCH_ROWS = 500
@@ -79,6 +79,7 @@ class AdkPostgresSource:
         self.batch_size = batch_size
         self.layout: str | None = None
         self.notes: dict[str, object] = {}
+        self.action_fields = ActionFields()
 
     def __repr__(self) -> str:
         return f"AdkPostgresSource({self.location!r})"
@@ -122,9 +123,9 @@ class AdkPostgresSource:
             )
             return select + where, params, list(V1_NAMES)
         present = [c for c in v0.ALL_COLUMNS if c in columns and c != "timestamp"]
-        v0_select = sql.SQL(
-            "SELECT {}, extract(epoch FROM timestamp)::float8 FROM events"
-        ).format(sql.SQL(", ").join(sql.Identifier(c) for c in present))
+        v0_select = sql.SQL("SELECT {}, extract(epoch FROM timestamp)::float8 FROM events").format(
+            sql.SQL(", ").join(sql.Identifier(c) for c in present)
+        )
         return v0_select + where, params, [*present, "epoch"]
 
     def sessions_statement(
@@ -168,9 +169,7 @@ class AdkPostgresSource:
         with self.server.transaction(hint) as con:
             self.layout, columns = self.detect(con)
             sessions = self._sessions(con)
-            statement, params, names = self.events_statement(
-                self.layout, columns, since_watermark
-            )
+            statement, params, names = self.events_statement(self.layout, columns, since_watermark)
             out = EventBatcher(self.batch_size)
             with con.cursor(name="forensics_events") as cur:
                 cur.itersize = FETCH_ROWS
@@ -214,6 +213,8 @@ class AdkPostgresSource:
         except v0.RowError as e:
             out.skip(locator, str(e))
             return
+        key = (str(row["app_name"]), str(row["user_id"]), str(row["session_id"]))
+        self.action_fields.add(key, event.get("actions"))
         out.add(
             app_name=row["app_name"],
             user_id=row["user_id"],

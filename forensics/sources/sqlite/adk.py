@@ -20,7 +20,7 @@ from ...errors import MissingRelationError, SourceError
 from ...families.adk import v0
 from ...model import RAW_SESSION_SCHEMA, Batch
 from ...selection import Selection
-from ..base import BATCH_ROWS, EventBatcher
+from ..base import BATCH_ROWS, ActionFields, EventBatcher
 from .clock import WriterClock
 from .clock import detect as detect_clock
 from .clock import parse as parse_clock
@@ -84,6 +84,7 @@ class AdkSqliteSource:
         self.source_tz = source_tz
         self.clock = parse_clock(source_tz) if source_tz else WriterClock()
         self.notes: dict[str, object] = {}
+        self.action_fields = ActionFields()
         self.batch_size = batch_size
         self.layout: str | None = None
 
@@ -172,10 +173,13 @@ class AdkSqliteSource:
         if self.layout == "v0":
             epoch = self.clock.to_utc(epoch)
             try:
-                event_json = json.dumps(v0.row_to_event(row, epoch), ensure_ascii=False)
+                event = v0.row_to_event(row, epoch)
             except v0.RowError as e:
                 out.skip(locator, str(e))
                 return
+            key = (str(row["app_name"]), str(row["user_id"]), str(row["session_id"]))
+            self.action_fields.add(key, event.get("actions"))
+            event_json = json.dumps(event, ensure_ascii=False)
         else:
             event_json = row["event_data"]
             if isinstance(event_json, bytes):

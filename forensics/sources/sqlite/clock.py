@@ -106,9 +106,7 @@ def detect(con: sqlite3.Connection, has_update_time: bool) -> WriterClock:
     if not diffs:
         return WriterClock(how="UTC (assumed: no session to compare its events with)")
     rounded = {round(d / QUARTER_HOUR) * QUARTER_HOUR for d in diffs}
-    close = all(
-        abs(d - round(d / QUARTER_HOUR) * QUARTER_HOUR) <= TOLERANCE_S for d in diffs
-    )
+    close = all(abs(d - round(d / QUARTER_HOUR) * QUARTER_HOUR) <= TOLERANCE_S for d in diffs)
     if len(rounded) != 1 or not close:
         return WriterClock(
             how=f"UTC (assumed: {len(diffs)} sessions disagree on the writer's offset)"

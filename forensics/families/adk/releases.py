@@ -1,0 +1,129 @@
+"""Which google-adk release wrote a session, and which of its window rules follow.
+
+The release is known from the user (`--adk-version` at ingest), from ADK's own trace
+(the request's `google-adk/X.Y.Z` header, or the OTLP scope's version), or inferred
+from the data where that is conclusive: a schema V0 row pickles every EventActions
+field of the release that wrote it, so the field names bound the release (a field
+it lacks was added later; one it has was there already). Otherwise the newest
+modelled release is assumed, and every output that depends on it says so.
+
+The boundaries are from docs/adk-window-rules-by-release.md (each read from the
+release's own wheel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ...model import Release, parse_version
+
+NEWEST = "2.13.0"
+
+Version = tuple[int, int, int]
+
+
+parse = parse_version
+
+
+def show(version: Version) -> str:
+    return ".".join(map(str, version))
+
+
+# The first release whose EventActions has each field (events/event_actions.py).
+ACTIONS_FIELD_SINCE: dict[str, Version] = {
+    "skip_summarization": (1, 5, 0),
+    "state_delta": (1, 5, 0),
+    "artifact_delta": (1, 5, 0),
+    "transfer_to_agent": (1, 5, 0),
+    "escalate": (1, 5, 0),
+    "requested_auth_configs": (1, 5, 0),
+    "requested_tool_confirmations": (1, 14, 0),
+    "compaction": (1, 15, 0),
+    "end_of_agent": (1, 16, 0),
+    "agent_state": (1, 16, 0),
+    "rewind_before_invocation_id": (1, 17, 0),
+    "render_ui_widgets": (1, 27, 0),
+    "route": (2, 0, 0),
+    "set_model_response": (2, 0, 0),
+    "transfer_reason": (2, 9, 0),
+}
+_BASE_FIELDS = {k for k, v in ACTIONS_FIELD_SINCE.items() if v == (1, 5, 0)}
+# the release after the newest one modelled, so an open range reads "2.9.0 or later"
+_OPEN = (99, 0, 0)
+
+
+def from_pickled_actions(field_sets: Iterable[frozenset[str]]) -> Release | None:
+    """The release range a session's V0 pickled actions allow, or None when they do
+    not bound it (no pickle, a partial field set, or events of incompatible releases)."""
+    since: Version = (1, 5, 0)
+    until: Version = _OPEN
+    seen = False
+    for fields in field_sets:
+        if not _BASE_FIELDS <= fields:
+            continue  # not a whole EventActions (another writer, or a hand-made row)
+        seen = True
+        for name, first in ACTIONS_FIELD_SINCE.items():
+            if name in fields:
+                since = max(since, first)
+            else:
+                until = min(until, first)
+    if not seen or since >= until:
+        return None
+    if until == _OPEN:
+        span = f"{show(since)} or later"
+        representative = NEWEST if parse(NEWEST) >= since else show(since)
+    else:
+        span = f"{show(since)} to before {show(until)}"
+        representative = _newest_below(until)
+    return Release(
+        representative,
+        "inferred",
+        f"{span}, from the EventActions fields of its schema V0 pickles",
+        show(since),
+        None if until == _OPEN else show(until),
+    )
+
+
+def _newest_below(until: Version) -> str:
+    """The newest release whose rules are the same as every release before `until`
+    back to the previous rule boundary: the boundary's predecessor."""
+    major, minor, _ = until
+    if minor > 0:
+        return f"{major}.{minor - 1}.99"
+    return "1.39.99" if major == 2 else f"{major - 1}.99.99"
+
+
+def given(text: str) -> Release:
+    """The release a user named at ingest; ValueError when it is not X.Y.Z."""
+    version = parse(text)
+    return Release(show(version), "given", "--adk-version at ingest", None, None)
+
+
+# Window rules and the first release each holds for (docs/adk-window-rules-by-release.md).
+RULE_SINCE: dict[str, Version] = {
+    # compaction summaries replace the raw events they cover (before: ignored)
+    "compaction_applied": (1, 16, 0),
+    # a range contained in another is superseded; summaries sit at their range's
+    # end, everything re-sorted (before: every summary at its list position)
+    "compaction_superseded": (1, 25, 0),
+    # the summary speaks in the agent's voice (before: authored `model`, relayed as
+    # another agent's `For context:` text)
+    "agent_voiced_summary": (2, 7, 0),
+    # another agent's content quoted between markers after a preamble
+    "fenced_relay": (2, 8, 0),
+}
+RULE_NAMES = {
+    "compaction_applied": "compaction applied",
+    "compaction_superseded": "compaction superseding",
+    "agent_voiced_summary": "summary voice",
+    "fenced_relay": "relay format",
+}
+
+
+def uncertain_rules(release: Release) -> list[str]:
+    """Rules whose first release lies inside an inferred range: the range cannot say."""
+    if release.since is None:
+        return []
+    low = parse(release.since)
+    high = parse(release.until) if release.until else _OPEN
+    return [RULE_NAMES[k] for k, first in RULE_SINCE.items() if low < first < high]

@@ -1,0 +1,258 @@
+"""Windows rebuilt with each release's rules against what that release's real Runner sent.
+
+tests/adk_releases/<release>/ holds what tests/adk_releases/scenario.py wrote under the
+real google-adk 1.18.0 (schema V0), 2.0.0 and 2.13.0 (schema V1), each in a throwaway
+venv (build.py): the session store, the oracle of every model request, and ADK's own
+OTLP trace. With FORENSICS_ADK_RELEASES=1 the folders are rebuilt first from the
+package index into a temporary folder, and the same checks run on the fresh output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from forensics import api
+from forensics.cli import app
+from forensics.families.adk.releases import from_pickled_actions, uncertain_rules
+from forensics.families.adk.windows import calls, rules_for, window
+from forensics.model import Release
+from forensics.store import Store
+from forensics.store.reads import load_sessions
+
+HERE = Path(__file__).resolve().parent / "adk_releases"
+RELEASES = ("1.18.0", "2.0.0", "2.13.0")
+
+
+@pytest.fixture(scope="module")
+def releases(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if os.environ.get("FORENSICS_ADK_RELEASES") != "1":
+        return HERE
+    out = tmp_path_factory.mktemp("adk_releases")
+    subprocess.run([sys.executable, str(HERE / "build.py"), "--out", str(out)], check=True)
+    return out
+
+
+def _oracle(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    records = [json.loads(x) for x in (folder / "calls.jsonl").read_text().splitlines()]
+    result_ids = json.loads((folder / "result_ids.json").read_text())
+    return {r["event_id"]: r for r in records if r["event_id"]}, {
+        marker: v["function_call_id"] for marker, v in result_ids.items()
+    }
+
+
+def _ingest(folder: Path, db: Path, *, traces: bool = True, version: str | None = None) -> None:
+    api.ingest_sqlite(db, folder / "sessions.db", adk_version=version)
+    saved = sorted(folder.glob("*.session.json"))
+    if saved:
+        api.ingest_json(db, saved, app="shop", user="u-3", adk_version=version)
+    if traces:
+        api.ingest_traces(db, [folder / "trace.otlp.json"])
+
+
+def _compare(db: Path, folder: Path) -> dict[str, int]:
+    """Every call the store finds against the request the release really sent."""
+    oracle, to_call = _oracle(folder)
+    marked = set(to_call.values())
+    seen = {"calls": 0, "failed": 0, "summarizer": 0, "responses": 0, "within_2pct": 0}
+    seen |= {"exact": 0, "contents": 0}
+    with Store.open(db, read_only=True) as con:
+        sessions = load_sessions(con)
+    for session in sessions:
+        for call in calls(session):
+            record = oracle[call.event.event_id]  # every call the store finds was really made
+            if call.kind == "summarizer":
+                seen["summarizer"] += 1
+                continue
+            seen["calls"] += 1
+            seen["failed"] += call.kind == "failed"
+            want = sorted(to_call[m] for m in record["function_response_result_ids"])
+            got = sorted(i for i in call.response_ids if i in marked)
+            responses = len(call.response_ids) == len(record["function_response_names"])
+            seen["responses"] += got == want and responses
+            chars, real = sum(call.chars_by_role.values()), record["content_chars"]
+            seen["within_2pct"] += abs(chars - real) <= 0.02 * real
+            seen["exact"] += chars == real
+            parts = window(session, call.index)
+            seen["contents"] += len({p.event_id for p in parts}) == len(record["roles"])
+    agent_records = [r for r in oracle.values() if r["kind"] == "agent"]
+    assert seen["calls"] == len(agent_records), "a call the release made is missing"
+    return seen
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_call_of_each_release_matches_what_it_sent(releases, release, tmp_path):
+    folder = releases / release
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["adk_version"] == release
+    assert meta["schema"] == ("V0" if release.startswith("1.") else "V1")
+    db = tmp_path / "f.duckdb"
+    _ingest(folder, db)
+    seen = _compare(db, folder)
+    assert seen["failed"] == meta["failed_calls"] == 1  # the refused request is a call
+    assert seen["responses"] == seen["calls"]
+    assert seen["within_2pct"] == seen["calls"]
+    assert seen["exact"] == seen["calls"]
+    assert seen["contents"] == seen["calls"]  # one content per event, as ADK sends it
+    assert seen["summarizer"] == meta["summarizer_calls"]
+    rules = {r for r in api.fidelity(db)["rules"]}
+    assert rules == {f"google-adk {release} rules (traced)"}
+
+
+def test_fidelity_on_each_release_is_exact(releases, tmp_path):
+    for release in RELEASES:
+        db = tmp_path / f"{release}.duckdb"
+        _ingest(releases / release, db)
+        frame = api.fidelity(db)
+        meta = json.loads((releases / release / "meta.json").read_text())
+        assert frame.height == meta["call_llm_spans"] == 20
+        assert frame["responses_exact"].all() and (frame["chars_diff"] == 0).all(), release
+
+
+def test_v0_pickles_bound_the_release_without_a_trace(releases, tmp_path):
+    """1.18.0's pickled EventActions have rewind_before_invocation_id (1.17) and lack
+    render_ui_widgets (1.27): the relay format of that range is certain."""
+    folder = releases / "1.18.0"
+    db = tmp_path / "f.duckdb"
+    result = api.ingest_sqlite(db, folder / "sessions.db")
+    assert result.notes["adk_release"] == (
+        "2 sessions inferred: 1.17.0 to before 1.27.0, from the EventActions fields of its "
+        "schema V0 pickles"
+    )
+    oracle, _ = _oracle(folder)
+    with Store.open(db, read_only=True) as con:
+        sessions = load_sessions(con)
+    assert {s.release.since for s in sessions if s.release} == {"1.17.0"}
+    for session in sessions:
+        for call in calls(session):
+            if call.kind != "summarizer":
+                assert sum(call.chars_by_role.values()) == oracle[call.event.event_id][
+                    "content_chars"
+                ]
+    label = rules_for(sessions[0].release).label
+    assert label == (
+        "google-adk 1.17.0 to before 1.27.0 rules (inferred; assumed the newer compaction "
+        "superseding)"
+    )
+
+
+def test_a_release_given_at_ingest_rules_and_an_unknown_one_is_assumed(releases, tmp_path):
+    folder = releases / "2.0.0"
+    given, assumed = tmp_path / "given.duckdb", tmp_path / "assumed.duckdb"
+    out = CliRunner().invoke(
+        app,
+        ["ingest", "adk-sqlite", str(folder / "sessions.db"), "--adk-version", "2.0.0",
+         "--db", str(given)],
+    )
+    assert out.exit_code == 0, out.output
+    assert "google-adk release: 3 sessions given: 2.0.0" in out.stdout
+    assert _compare(given, folder)["exact"] == 20
+    _ingest(folder, assumed, traces=False)
+    seen = _compare(assumed, folder)
+    # 2.13's quoted relay on a 2.0 session: every call after a hand-over is too big
+    assert seen["exact"] < 10 and seen["responses"] == 20
+    with Store.open(assumed, read_only=True) as con:
+        assert {rules_for(s.release).label for s in load_sessions(con)} == {
+            "google-adk 2.13.0 rules (assumed)"
+        }
+
+
+def test_a_bad_adk_version_is_refused_before_reading(tmp_path):
+    out = CliRunner().invoke(
+        app,
+        ["ingest", "adk-sqlite", str(HERE / "2.0.0" / "sessions.db"), "--adk-version", "2.x",
+         "--db", str(tmp_path / "f.duckdb")],
+    )
+    assert out.exit_code != 0
+    assert "--adk-version: not a release number (X.Y.Z): '2.x'" in out.output
+    assert not (tmp_path / "f.duckdb").exists()
+
+
+def test_the_otlp_trace_names_its_release_in_the_scope(releases, tmp_path):
+    db = tmp_path / "f.duckdb"
+    result = api.ingest_traces(db, [releases / "2.0.0" / "trace.otlp.json"])
+    assert result.rows_loaded == 20 and not result.skips
+    assert result.notes["adk_versions"] == ["2.0.0"]
+
+
+def test_otlp_json_lines_and_bad_spans(tmp_path):
+    """A collector's file exporter writes one request per line; a bad span is skipped
+    by its position and the good ones are kept."""
+    document = json.loads((HERE / "1.18.0" / "trace.otlp.json").read_text())
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    calls_only = [s for s in spans if s["name"] == "call_llm"]
+    first, second = dict(document), json.loads(json.dumps(document))
+    first["resourceSpans"] = [{**document["resourceSpans"][0], "scopeSpans": [
+        {"scope": {"name": "gcp.vertex.agent", "version": "1.18.0"}, "spans": calls_only[:3]}]}]
+    broken = json.loads(json.dumps(calls_only[3]))
+    broken["spanId"] = "not-hex"
+    second["resourceSpans"] = [{"scopeSpans": [{"spans": [broken, calls_only[4], 7]}]}]
+    path = tmp_path / "collector.json"
+    path.write_text(json.dumps(first) + "\n" + json.dumps(second) + "\n")
+    db = tmp_path / "f.duckdb"
+    result = api.ingest_traces(db, [path])
+    assert result.rows_loaded == 4
+    reasons = {s.locator: s.reason for s in result.skips}
+    assert reasons == {
+        f"{path}:2: resourceSpans[0].scopeSpans[0].spans[0]": "spanId is not hex: 'not-hex'",
+        f"{path}:2: resourceSpans[0].scopeSpans[0].spans[2]": "span is not a JSON object",
+    }
+    with api.open_store(db) as store:
+        versions = store.run("SELECT count(*), count(adk_version) FROM traced_calls")
+    assert versions == [(4, 3)]  # the second request has no scope: its release is unknown
+
+
+# -- the release evidence itself ------------------------------------------------
+
+
+def _fields(*extra: str, drop: tuple[str, ...] = ()) -> frozenset[str]:
+    base = {"skip_summarization", "state_delta", "artifact_delta", "transfer_to_agent",
+            "escalate", "requested_auth_configs"}
+    return frozenset((base | set(extra)) - set(drop))
+
+
+def test_pickled_fields_bound_the_release():
+    r = from_pickled_actions([_fields(
+        "requested_tool_confirmations", "compaction", "end_of_agent", "agent_state",
+        "rewind_before_invocation_id")])
+    assert r is not None and (r.since, r.until) == ("1.17.0", "1.27.0")
+    assert uncertain_rules(r) == ["compaction superseding"]
+    old = from_pickled_actions([_fields()])
+    assert old is not None and (old.since, old.until) == ("1.5.0", "1.14.0")
+    assert rules_for(old).compaction_applied is False and uncertain_rules(old) == []
+    newest = from_pickled_actions([_fields(
+        "requested_tool_confirmations", "compaction", "end_of_agent", "agent_state",
+        "rewind_before_invocation_id", "render_ui_widgets", "route", "set_model_response",
+        "transfer_reason", "something_from_3_0")])
+    assert newest is not None and (newest.since, newest.until) == ("2.9.0", None)
+    assert rules_for(newest).fenced_relay and uncertain_rules(newest) == []
+    two = from_pickled_actions([_fields(
+        "requested_tool_confirmations", "compaction", "end_of_agent", "agent_state",
+        "rewind_before_invocation_id", "render_ui_widgets", "route", "set_model_response")])
+    assert two is not None and (two.since, two.until) == ("2.0.0", "2.9.0")
+    assert uncertain_rules(two) == ["summary voice", "relay format"]
+
+
+def test_pickles_that_do_not_bound_the_release():
+    assert from_pickled_actions([]) is None
+    assert from_pickled_actions([frozenset({"state_delta"})]) is None  # not a whole EventActions
+    # one event of 1.14 and one with a 2.0-only field cannot be one release's
+    assert from_pickled_actions([_fields(), _fields("route")]) is None
+
+
+def test_rules_by_release():
+    def at(v: str):
+        return rules_for(Release(v, "given", ""))
+
+    assert not at("1.15.1").compaction_applied and at("1.16.0").compaction_applied
+    assert not at("1.24.1").compaction_superseded and at("1.25.0").compaction_superseded
+    assert not at("2.6.3").agent_voiced_summary and at("2.7.0").agent_voiced_summary
+    assert not at("2.7.1").fenced_relay and at("2.8.0").fenced_relay
+    assert rules_for(None).fenced_relay and rules_for(None).basis == "assumed"
