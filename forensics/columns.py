@@ -212,7 +212,8 @@ CALLS = Spec(
             "occupancy_estimated",
             I64,
             ESTIMATED,
-            help="the rebuilt window's characters over the fitted chars-per-token ratio",
+            help="the window's characters (traced or rebuilt: `window_source`) over the "
+            "fitted chars-per-token ratio",
         ),
         Column(
             "occupancy",
@@ -241,14 +242,35 @@ CALLS = Spec(
         ),
         Column("cumulative_input_source", S),
         Column("cached_tokens", I64),
-        Column("chars", I64),
+        Column(
+            "chars",
+            I64,
+            help="the window's characters: the traced request's where ADK traced it, else "
+            "rebuilt from the stored events",
+        ),
+        Column(
+            "window_source",
+            S,
+            help="`traced` (ADK's trace of this request: its sizes by role, system "
+            "instruction and tools) or `rebuilt` (from the stored events by the release's "
+            "rules)",
+        ),
+        Column(
+            "system_tools_chars",
+            I64,
+            TRACED,
+            help="the traced request's system instruction and tool declarations, in "
+            "characters; empty when the call is not traced",
+        ),
         Column(
             "by_role",
             pl.Struct({r: I64 for r in (*ROLES, "inferred_system")}),
             "estimated; inferred_system inferred",
-            help="the window's tokens by role (user, model, tool, summary: estimated); "
-            "`inferred_system`: measured minus the estimated window, i.e. system "
-            "instruction and tool schemas (inferred); empty when that is below zero",
+            help="the window's tokens by role (user, model, tool, summary: estimated; a "
+            "traced window has the request's roles, so summaries are under model or user); "
+            "`inferred_system`: system instruction and tool schemas, estimated from their "
+            "traced characters, else measured minus the estimated window (inferred; empty "
+            "when that is below zero)",
         ),
         Column(
             "system_residual",
@@ -267,8 +289,9 @@ CALLS = Spec(
         Column(
             "ratio_source",
             S,
-            help="`fitted` (per model, on the store's calls that have usage) or `default` "
-            "(3.0 chars per token; `ratio_note` says why)",
+            help="`traced` (per model, on its traced calls with usage: system and tools "
+            "known), `fitted` (per model, on the store's calls that have usage) or "
+            "`default` (3.0 chars per token; `ratio_note` says why)",
         ),
         Column("ratio_model", S),
         Column("ratio_note", S),

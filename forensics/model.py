@@ -184,6 +184,10 @@ class Call:
     # the model that read the window (its model_version, else that of the agent's other
     # calls in the session): whose tokenizer sizes it; "" when no call says
     model: str = ""
+    # `traced`: chars_by_role are the traced request's (ADK's trace of it), and the
+    # system instruction and tool declarations are known characters; else `rebuilt`
+    window_source: str = "rebuilt"
+    system_tools_chars: int | None = None  # traced calls only
 
     @property
     def chars(self) -> int:

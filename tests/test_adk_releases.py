@@ -256,3 +256,31 @@ def test_rules_by_release():
     assert not at("2.6.3").agent_voiced_summary and at("2.7.0").agent_voiced_summary
     assert not at("2.7.1").fenced_relay and at("2.8.0").fenced_relay
     assert rules_for(None).fenced_relay and rules_for(None).basis == "assumed"
+
+
+def test_traced_calls_use_the_traced_window(releases, tmp_path):
+    """A traced call's figures are the request's own: its characters, and the system
+    instruction plus tools as known characters rather than a residual."""
+    import polars as pl
+
+    folder = releases / "1.18.0"
+    db = tmp_path / "f.duckdb"
+    _ingest(folder, db)
+    oracle, _ = _oracle(folder)
+    frame = api.calls(db).filter(pl.col("kind") != "summarizer")
+    assert set(frame["window_source"]) == {"traced"} and frame.height == 20
+    for row in frame.iter_rows(named=True):
+        record = oracle[row["call_id"]]
+        assert row["chars"] == record["content_chars"]
+        assert row["system_tools_chars"] == (
+            record["system_instruction_chars"] + record["tools_chars"]
+        )
+        if row["occupancy_measured"] is None:  # the refused request: estimated whole
+            assert row["kind"] == "failed" and row["occupancy_source"] == "estimated"
+            continue
+        # the scripted model counts ceil(all characters / 3.6): the parts add up
+        parts = sum(v for v in row["by_role"].values() if v is not None)
+        assert abs(parts - row["occupancy_measured"]) <= 2, row["call_id"]
+    untraced = tmp_path / "untraced.duckdb"
+    _ingest(folder, untraced, traces=False)
+    assert set(api.calls(untraced)["window_source"].drop_nulls()) == {"rebuilt"}

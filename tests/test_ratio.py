@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from forensics import api
 from forensics.analysis import Reconstruction, calls_frame, fit_ratio
-from forensics.analysis.ratio import DEFAULT_CHARS_PER_TOKEN
+from forensics.analysis.ratio import DEFAULT_CHARS_PER_TOKEN, fit_traced
 from forensics.model import Call, Event, Part, Session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +53,30 @@ def test_a_fit_never_yields_a_negative_system_share(samples):
     assert all(value >= 0 for value in ratio.constant_tokens.values())
     assert ratio.chars_per_token > 0
     if ratio.source == "fitted":
+        assert 1.0 <= ratio.chars_per_token <= 8.0 and ratio.mean_abs_error <= 0.25
+
+
+def test_traced_calls_give_the_ratio_with_known_system_characters():
+    # 4 chars per token over everything the request held, system and tools included
+    samples = [(A, w, 2000, round((w + 2000) / 4)) for w in (500, 3000, 9000, 20000, 40000)]
+    samples += [(B, w, 600, round((w + 600) / 4)) for w in (800, 5000)]
+    ratio = fit_traced(samples, "m")
+    assert ratio is not None and ratio.source == "traced" and ratio.calls == 7
+    assert abs(ratio.chars_per_token - 4.0) < 0.01
+    assert abs(ratio.constant_tokens[A] - 500) < 2 and abs(ratio.constant_tokens[B] - 150) < 1
+    assert fit_traced(samples[:4], "m") is None  # too few: the untraced fit decides
+    # half a character per token is no tokenizer
+    assert fit_traced([(A, w, 0, 2 * w) for w in range(100, 600, 100)]) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([A, B]), st.integers(0, 200_000),
+                          st.integers(0, 50_000), st.integers(1, 100_000)),
+                min_size=0, max_size=30))
+def test_a_traced_fit_never_yields_a_negative_share(samples):
+    ratio = fit_traced(samples)
+    if ratio is not None:
+        assert all(value >= 0 for value in ratio.constant_tokens.values())
         assert 1.0 <= ratio.chars_per_token <= 8.0 and ratio.mean_abs_error <= 0.25
 
 

@@ -126,3 +126,16 @@ def test_the_incident_report_says_what_was_traced(traced_db):
     assert opened == ([f"Whether the {untraced} untraced requests were exactly as rebuilt: the "
                        "store has no trace of them (`forensics ingest adk-trace`)."]
                       if untraced else [])
+
+
+def test_calls_of_traced_sessions_carry_the_traced_sizes(traced_db):
+    db, _ = traced_db
+    traced = api.fidelity(db).select("call_id", "traced_chars", "system_chars", "tools_chars")
+    calls = api.calls(db).join(traced, on="call_id")
+    assert calls.height == 54
+    assert (calls["window_source"] == "traced").all()
+    assert (calls["chars"] == calls["traced_chars"]).all()
+    assert (calls["system_tools_chars"] == calls["system_chars"] + calls["tools_chars"]).all()
+    others = api.calls(db).join(traced, on="call_id", how="anti").filter(
+        pl.col("kind") != "summarizer")
+    assert set(others["window_source"]) <= {"rebuilt"}

@@ -42,8 +42,11 @@ def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
         )
         # system + tools is a count of tokens: a residual below zero means the estimate
         # is wrong, not that the prompt held negative instructions; it is reported in
-        # system_residual, never drawn as a share
-        by_role["inferred_system"] = residual if residual is None or residual >= 0 else None
+        # system_residual, never drawn as a share. A traced call's are known characters.
+        if call.system_tools_chars is not None:
+            by_role["inferred_system"] = ratio.tokens(call.system_tools_chars)
+        else:
+            by_role["inferred_system"] = residual if residual is None or residual >= 0 else None
         key = (*session.key, call.event.invocation_id)
         cumulative_measured = cumulative_estimated = cumulative = None
         cumulative_source = None
@@ -62,7 +65,7 @@ def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
             cumulative_estimated, cumulative = totals.estimated, totals.best
             cumulative_source = source_of(totals.kinds)
         error = None
-        if measured and estimated is not None and ratio.source == "fitted":
+        if measured and estimated is not None and ratio.source in ("fitted", "traced"):
             expected = estimated + (ratio.constant(session.app_name, call.event.author) or 0)
             error = (expected - measured) / measured
         # the visible content alone cannot exceed the whole prompt: when its estimate
@@ -92,6 +95,8 @@ def calls_frame(rec: Reconstruction, turn: int | None = None) -> pl.DataFrame:
                 "cumulative_input_source": cumulative_source,
                 "cached_tokens": call.event.cached_tokens,
                 "chars": call.chars if call.kind != "summarizer" else None,
+                "window_source": call.window_source if call.kind != "summarizer" else None,
+                "system_tools_chars": call.system_tools_chars,
                 "by_role": by_role,
                 "system_residual": residual,
                 "estimate_error": error,

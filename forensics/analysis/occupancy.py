@@ -14,13 +14,16 @@ def occupancy(call: Call, ratio: Ratio) -> tuple[int | None, int | None]:
 
 
 def best_occupancy(call: Call, ratio: Ratio, app: str) -> tuple[int | None, str | None]:
-    """The call's window as well as it is known: measured, else estimated content plus the
-    agent's fitted system+tools constant (inferred), else the estimate alone."""
+    """The call's window as well as it is known: measured, else estimated content plus
+    the traced system instruction and tools (estimated from their characters), else plus
+    the agent's fitted system+tools constant (inferred), else the estimate alone."""
     measured, estimated = occupancy(call, ratio)
     if measured is not None:
         return measured, "measured"
     if estimated is None:
         return None, None
+    if call.system_tools_chars is not None:
+        return estimated + ratio.tokens(call.system_tools_chars), "estimated"
     constant = ratio.constant(app, call.event.author)
     if constant is None:
         return estimated, "estimated"

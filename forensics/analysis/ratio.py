@@ -10,6 +10,14 @@ the same on every call of one agent). A constant is a count of tokens, so it is
 kept at zero or above; a ratio outside a plausible range, a fit over too few calls,
 or one whose mean error is large is not used: the default ratio is, and the note
 says why.
+
+Where ADK traced enough of a model's measured calls, the ratio comes from those alone
+(`traced`): their system instruction and tools are known characters, so
+
+    prompt_tokens = (window chars + system and tool chars) / ratio
+
+has no unknown constant, and each agent's constant for its untraced calls is the
+mean of its traced system and tool characters over that ratio.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ class Ratio:
     """chars per token, and per (app, agent) the tokens the stored events do not show."""
 
     chars_per_token: float
-    source: str  # fitted | default
+    source: str  # traced | fitted | default
     calls: int  # calls the fit used
     mean_abs_error: float | None  # of the fitted prompt tokens, as a fraction of measured
     constant_tokens: dict[AgentKey, float] = field(default_factory=dict)
@@ -100,3 +108,30 @@ def fit_ratio(samples: Sequence[tuple[AgentKey, int, int]], model: str = "") -> 
     if error > MAX_MEAN_ERROR:
         return default(f"the fit's mean error is {error:.1%} (over {MAX_MEAN_ERROR:.0%})")
     return Ratio(ratio, "fitted", len(samples), error, constant, model=model)
+
+
+TracedSample = tuple[AgentKey, int, int, int]  # agent, window chars, system+tools chars, tokens
+
+
+def fit_traced(samples: Sequence[TracedSample], model: str = "") -> Ratio | None:
+    """The ratio of a model's traced, measured calls (least squares through the origin
+    over all their characters), or None when they are too few or do not fit."""
+    if len(samples) < MIN_CALLS:
+        return None
+    sxy = sum((w + st) * t for _, w, st, t in samples)
+    sxx = sum((w + st) ** 2 for _, w, st, _ in samples)
+    if sxx <= 0 or sxy <= 0:
+        return None
+    slope = sxy / sxx
+    ratio = 1 / slope
+    if not PLAUSIBLE[0] <= ratio <= PLAUSIBLE[1]:
+        return None
+    errors = [abs((w + st) * slope - t) / t for _, w, st, t in samples if t]
+    error = sum(errors) / len(errors) if errors else 0.0
+    if error > MAX_MEAN_ERROR:
+        return None
+    by_agent: dict[AgentKey, list[int]] = defaultdict(list)
+    for agent, _, system_tools, _ in samples:
+        by_agent[agent].append(system_tools)
+    constants = {agent: sum(v) / len(v) * slope for agent, v in by_agent.items()}
+    return Ratio(ratio, "traced", len(samples), error, constants, model=model)

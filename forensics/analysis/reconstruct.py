@@ -12,11 +12,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from ..families.adk.windows import calls
-from ..model import Call, Session
+from ..model import ROLES, Call, Session
 from ..selection import Selection
 from ..store import Store
-from ..store.reads import fit_keys, load_sessions
-from .ratio import AgentKey, Ratio, fit_ratio
+from ..store.reads import fit_keys, load_sessions, traced_windows
+from .ratio import AgentKey, Ratio, TracedSample, fit_ratio, fit_traced
 
 FIT_SESSIONS = 50  # per model: hundreds of calls for a steady fit, cheap to rebuild
 
@@ -64,11 +64,46 @@ def session_calls(session: Session) -> list[Call]:
     return found
 
 
+def use_traces(store: Store, found: list[tuple[Session, Call]], session: str | None) -> int:
+    """Give every traced call the traced request's sizes (ADK's own record of what it
+    sent) in place of the rebuilt ones; returns how many calls were traced."""
+    traced = traced_windows(store, session)
+    if not traced:
+        return 0
+    count = 0
+    for owner, call in found:
+        sizes = traced.get((owner.session_id, call.event.event_id))
+        if sizes is None or call.kind == "summarizer":
+            continue
+        by_role, system_tools = sizes
+        call.chars_by_role = {role: by_role.get(role, 0) for role in ROLES}
+        call.window_source = "traced"
+        call.system_tools_chars = system_tools
+        count += 1
+    return count
+
+
 def _samples(owner: Session, found: list[Call], model: str) -> list[tuple[AgentKey, int, int]]:
     return [
         ((owner.app_name, c.event.author or ""), c.chars, c.event.prompt_tokens)
         for c in found
         if c.kind == "agent" and c.event.prompt_tokens and c.model == model
+    ]
+
+
+def _traced_samples(owner: Session, found: list[Call], model: str) -> list[TracedSample]:
+    return [
+        (
+            (owner.app_name, c.event.author or ""),
+            c.chars,
+            c.system_tools_chars,
+            c.event.prompt_tokens,
+        )
+        for c in found
+        if c.kind == "agent"
+        and c.event.prompt_tokens
+        and c.model == model
+        and c.system_tools_chars is not None
     ]
 
 
@@ -79,6 +114,7 @@ def reconstruct(store: Store, selection: Selection | None = None) -> Reconstruct
     no estimate depends on which files were loaded in one run)."""
     sessions = load_sessions(store, selection)
     every = [(s, c) for s in sessions for c in session_calls(s)]
+    use_traces(store, every, (selection or Selection()).session)
     by_key = {s.key: s for s in sessions}
     calls_by_session: dict[int, list[Call]] = defaultdict(list)
     for owner, call in every:
@@ -93,12 +129,19 @@ def reconstruct(store: Store, selection: Selection | None = None) -> Reconstruct
         keys = fit_keys(store, model, FIT_SESSIONS)
         missing = sorted({k[2] for k in keys if k not in by_key})
         extra = {s.key: s for s in (load_sessions(store, session_ids=missing) if missing else [])}
-        samples = []
+        samples: list[tuple[AgentKey, int, int]] = []
+        traced: list[TracedSample] = []
         for key in keys:
             if key in by_key:
-                owner = by_key[key]
-                samples += _samples(owner, calls_by_session[id(owner)], model)
+                owner, owned = by_key[key], calls_by_session[id(by_key[key])]
             elif key in extra:
-                samples += _samples(extra[key], session_calls(extra[key]), model)
-        ratios[model] = fit_ratio(samples, model)
+                owner = extra[key]
+                found = [(owner, c) for c in session_calls(owner)]
+                use_traces(store, found, key[2])
+                owned = [c for _, c in found]
+            else:
+                continue
+            samples += _samples(owner, owned, model)
+            traced += _traced_samples(owner, owned, model)
+        ratios[model] = fit_traced(traced, model) or fit_ratio(samples, model)
     return Reconstruction(sessions, every, ratios, calls_by_session, main_model)

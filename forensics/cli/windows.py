@@ -37,8 +37,8 @@ def _ratio_note(frame: pl.DataFrame) -> str:
     for row in frame.unique("ratio_model", maintain_order=True).iter_rows(named=True):
         error = row["ratio_mean_abs_error"]
         fit = (
-            f"fitted, mean error {error:.1%}"
-            if row["ratio_source"] == "fitted"
+            f"{row['ratio_source']}, mean error {error:.1%}"
+            if row["ratio_source"] in ("fitted", "traced")
             else f"default: {row['ratio_note'] or 'nothing measured to fit'}"
         )
         model = row["ratio_model"] or "unnamed model"

@@ -482,6 +482,9 @@ def _method(ingests: pl.DataFrame, calls: pl.DataFrame, rules: str) -> Method:
             f"fitted on that model's measured calls in the store (mean error "
             f"{r['ratio_mean_abs_error']:.1%})"
             if r["ratio_source"] == "fitted"
+            else f"fitted on that model's traced, measured calls, whose system instruction "
+            f"and tools are known (mean error {r['ratio_mean_abs_error']:.1%})"
+            if r["ratio_source"] == "traced"
             else f"default ({r['ratio_note'] or 'nothing measured to fit'})"
         )
         for r in ratios.iter_rows(named=True)

@@ -168,3 +168,18 @@ def build_sessions(events: Iterable[Row], parts: Iterable[Row]) -> list[Session]
             )
         )
     return sessions
+
+
+def traced_windows(
+    store: Store, session: str | None = None
+) -> dict[tuple[str, str], tuple[dict[str, int], int]]:
+    """(session id, event id) -> the traced request's characters by role (user, model,
+    tool) and its system instruction plus tool declarations, for every traced call."""
+    rows = store.arrow("store/traced_calls", session=session).to_pylist()
+    return {
+        (r["session_id"], r["event_id"]): (
+            {"user": r["chars_user"], "model": r["chars_model"], "tool": r["chars_tool"]},
+            r["system_chars"] + r["tools_chars"],
+        )
+        for r in rows
+    }
