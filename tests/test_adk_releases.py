@@ -23,7 +23,7 @@ from forensics import api
 from forensics.cli import app
 from forensics.families.adk.releases import from_pickled_actions, uncertain_rules
 from forensics.families.adk.windows import calls, rules_for, window
-from forensics.model import Release
+from forensics.model import Event, Part, Release, Session
 from forensics.store import Store
 from forensics.store.reads import load_sessions
 
@@ -138,8 +138,8 @@ def test_v0_pickles_bound_the_release_without_a_trace(releases, tmp_path):
                 ]
     label = rules_for(sessions[0].release).label
     assert label == (
-        "google-adk 1.17.0 to before 1.27.0 rules (inferred; assumed the newer compaction "
-        "superseding)"
+        "google-adk 1.17.0 to before 1.27.0 rules (inferred; assumed the newer empty-event "
+        "test, compaction superseding)"
     )
 
 
@@ -223,10 +223,11 @@ def test_pickled_fields_bound_the_release():
         "requested_tool_confirmations", "compaction", "end_of_agent", "agent_state",
         "rewind_before_invocation_id")])
     assert r is not None and (r.since, r.until) == ("1.17.0", "1.27.0")
-    assert uncertain_rules(r) == ["compaction superseding"]
+    assert uncertain_rules(r) == ["empty-event test", "compaction superseding"]
     old = from_pickled_actions([_fields()])
     assert old is not None and (old.since, old.until) == ("1.5.0", "1.14.0")
-    assert rules_for(old).compaction_applied is False and uncertain_rules(old) == []
+    assert rules_for(old).compaction_applied is False
+    assert uncertain_rules(old) == ["relayed thoughts"]
     newest = from_pickled_actions([_fields(
         "requested_tool_confirmations", "compaction", "end_of_agent", "agent_state",
         "rewind_before_invocation_id", "render_ui_widgets", "route", "set_model_response",
@@ -256,6 +257,44 @@ def test_rules_by_release():
     assert not at("2.6.3").agent_voiced_summary and at("2.7.0").agent_voiced_summary
     assert not at("2.7.1").fenced_relay and at("2.8.0").fenced_relay
     assert rules_for(None).fenced_relay and rules_for(None).basis == "assumed"
+    assert not at("1.9.0").relay_thought_raw and at("1.10.0").relay_thought_raw
+    assert not at("1.13.0").relay_skips_thoughts and at("1.14.0").relay_skips_thoughts
+    assert not at("1.21.0").all_parts_visibility and at("1.22.0").all_parts_visibility
+
+
+def _thinking_session() -> Session:
+    """A helper agent's turn of a thought and a text, then the root agent's call."""
+    def part(kind: str, chars: int, index: int = 0) -> Part:
+        return Part("content", index, kind, None, None, False, chars, chars, None)
+
+    def event(n: int, author: str, parts: list[Part], prompt: int | None = None) -> Event:
+        return Event(f"e{n}", "inv", author, None, None, float(n), False, None, None, False,
+                     None, prompt, None, None, frozenset(), "m" if prompt else None, parts)
+
+    return Session("app", "user", "s", [
+        event(0, "user", [part("text", 10)]),
+        event(1, "helper", [part("thought", 40), part("text", 20, 1)], 100),
+        event(2, "helper", [part("thought", 30)], 100),  # an event of thoughts only
+        event(3, "root", [part("text", 5)], 100),
+    ])
+
+
+@pytest.mark.parametrize("version,relayed", [
+    # 1.5-1.9: each thought "said"; the thought-only event is sent (first part not empty)
+    ("1.9.0", [12, len("[helper] said: ") + 40, len("[helper] said: ") + 20,
+               12, len("[helper] said: ") + 30]),
+    # 1.10-1.13: thoughts copied as they are
+    ("1.13.0", [12, 40, len("[helper] said: ") + 20, 12, 30]),
+    # 1.14-1.21: thoughts skipped; an event left with nothing is not relayed at all
+    ("1.21.0", [12, len("[helper] said: ") + 20]),
+    # 1.22+: the thought-only event is not even a candidate
+    ("2.7.0", [12, len("[helper] said: ") + 20]),
+])
+def test_another_agents_thoughts_by_release(version, relayed):
+    session = _thinking_session()
+    session.release = Release(version, "given", "")
+    parts = window(session, 3)
+    assert [p.chars for p in parts if p.relayed] == relayed
 
 
 def test_traced_calls_use_the_traced_window(releases, tmp_path):

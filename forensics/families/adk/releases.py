@@ -101,6 +101,13 @@ def given(text: str) -> Release:
 
 # Window rules and the first release each holds for (docs/adk-window-rules-by-release.md).
 RULE_SINCE: dict[str, Version] = {
+    # another agent's thought is copied as it is (before: relayed as `[a] said: ...`)
+    "relay_thought_raw": (1, 10, 0),
+    # another agent's thought is not relayed at all (before: see relay_thought_raw)
+    "relay_skips_thoughts": (1, 14, 0),
+    # an event is left out when all its parts are invisible, thoughts included (before:
+    # only when its first part is empty text, so thought-only events are sent)
+    "all_parts_visibility": (1, 22, 0),
     # compaction summaries replace the raw events they cover (before: ignored)
     "compaction_applied": (1, 16, 0),
     # a range contained in another is superseded; summaries sit at their range's
@@ -113,6 +120,9 @@ RULE_SINCE: dict[str, Version] = {
     "fenced_relay": (2, 8, 0),
 }
 RULE_NAMES = {
+    "relay_thought_raw": "relayed thoughts",
+    "relay_skips_thoughts": "relayed thoughts",
+    "all_parts_visibility": "empty-event test",
     "compaction_applied": "compaction applied",
     "compaction_superseded": "compaction superseding",
     "agent_voiced_summary": "summary voice",
@@ -126,4 +136,5 @@ def uncertain_rules(release: Release) -> list[str]:
         return []
     low = parse(release.since)
     high = parse(release.until) if release.until else _OPEN
-    return [RULE_NAMES[k] for k, first in RULE_SINCE.items() if low < first < high]
+    names = [RULE_NAMES[k] for k, first in RULE_SINCE.items() if low < first < high]
+    return list(dict.fromkeys(names))

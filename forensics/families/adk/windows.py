@@ -62,6 +62,9 @@ class WindowRules:
     only the differences modelled so far. A flag is True when the release has the rule."""
 
     release: Release | None  # None: unknown, the newest modelled rules are assumed
+    relay_thought_raw: bool  # another agent's thought copied as is (1.10.0 to 1.13.x)
+    relay_skips_thoughts: bool  # another agent's thought left out (1.14.0 on)
+    all_parts_visibility: bool  # events of invisible parts only left out (1.22.0 on)
     compaction_applied: bool  # summaries replace the events they cover (1.16.0 on)
     compaction_superseded: bool  # contained ranges dropped, summaries at range end (1.25.0 on)
     agent_voiced_summary: bool  # the summary in the agent's voice (2.7.0 on; before: relayed)
@@ -158,6 +161,16 @@ def _kept_ranges(
     return [item for item in compactions if item[0] in kept]
 
 
+def _sent(e: Event, rules: WindowRules) -> bool:
+    """Whether ADK's empty-event test lets the event into a request: 1.22.0 on, when one
+    part is visible; before, unless its first part is empty text (contents.py:219 in
+    1.5.0, `_contains_empty_content` to 1.21), so an event of thoughts is sent."""
+    if rules.all_parts_visibility:
+        return any(p.visible for p in e.parts)
+    first = next((p for p in e.parts if p.origin == "content"), None)
+    return first is not None and not (first.kind in ("text", "thought") and first.chars == 0)
+
+
 Item = tuple[tuple[float, int], Event, bool]  # (sort key, event, is_summary)
 
 
@@ -220,7 +233,7 @@ def window(session: Session, call_index: int) -> list[WindowPart]:
         and not is_framework(e)
         and (
             (e.is_compaction and bool(e.summary) and e.compaction is not None)
-            or (not e.is_compaction and any(p.visible for p in e.parts))
+            or (not e.is_compaction and _sent(e, rules))
         )
     ]
     if not rules.compaction_applied:  # before 1.16.0: a compaction event is just empty
@@ -328,9 +341,11 @@ def _relay(e: Event, rules: WindowRules) -> list[WindowPart]:
     parts: list[WindowPart] = []
     fenced = rules.fenced_relay
     for p in e.parts:
-        if p.kind == "thought":
+        if p.kind == "thought" and (rules.relay_skips_thoughts or not p.chars):
             continue
-        if p.kind == "text" and p.chars:
+        if p.kind == "thought" and rules.relay_thought_raw:
+            chars, role = p.chars, "model"  # the else branch copies the part itself
+        elif p.kind in ("text", "thought") and p.chars:  # a thought "said" before 1.10
             head = f"[{author}] said:\n" if fenced else f"[{author}] said: "
             chars, role = len(head) + _sized(p.relay_chars, fenced), "model"
         elif p.kind == "function_call":
