@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote, urlencode
 
 from psycopg import conninfo
@@ -22,6 +23,8 @@ def redact(dsn: str) -> str:
     Parsing rather than pattern matching: libpq accepts a `#` or `?` inside a URL's
     password, which a URL parser takes for the fragment or the query.
     """
+    if unusable(dsn):
+        return UNPARSEABLE
     try:
         parsed = conninfo.conninfo_to_dict(dsn)
     except Exception:  # noqa: BLE001 - any parse failure: show nothing of it
@@ -50,6 +53,47 @@ def password(dsn: str) -> str | None:
         return None
 
 
+def unusable(dsn: str) -> str | None:
+    """Why `dsn` must not be used or shown, or None: libpq cannot read it, or a raw `@`
+    in its user or password part would make libpq read part of the password as the
+    host (and print it in its error)."""
+    try:
+        conninfo.conninfo_to_dict(dsn)
+    except Exception:  # noqa: BLE001
+        return "the connection string cannot be read (it is not shown: it may hold a password)"
+    if "://" in dsn:
+        authority = dsn.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
+        if authority.count("@") > 1:
+            return (
+                "the connection string has more than one '@' before the host: a password's "
+                "'@' must be written %40 (it is not shown: it holds a password)"
+            )
+    return None
+
+
+# userinfo of anything URL-shaped, one slash or two, any scheme: the text between the
+# user's colon and the LAST `@` (a raw `@` in a password makes libpq split it)
+_USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/{0,2}[^:/@]*:(?P<secret>.*)@[^@]*$", re.S)
+_KV_SECRET = re.compile(r"\b(?:password|sslpassword)\s*=\s*(?P<secret>'(?:[^'\\]|\\.)*'|\S+)", re.I)
+
+
+def secret_candidates(dsn: str) -> list[str]:
+    """Every string of `dsn` that may be (part of) a secret, longest first: what libpq
+    parses as the password, a URL's whole userinfo password, its pieces around a raw
+    `@` or `:`, and `password=` values of the key=value form."""
+    found: set[str] = set()
+    parsed = password(dsn)
+    if parsed:
+        found.add(parsed)
+    for match in (_USERINFO.match(dsn.strip()), *_KV_SECRET.finditer(dsn)):
+        if match is None:
+            continue
+        whole = match.group("secret").strip("'")
+        found.add(whole)
+        found |= {piece for piece in re.split(r"[@:]", whole) if len(piece) >= 2}
+    return sorted((c for c in found if c), key=len, reverse=True)
+
+
 class Secret(str):
     """A DSN whose `str`/`repr` hide the password; `.reveal()` gives the real one."""
 
@@ -68,6 +112,11 @@ class Secret(str):
 
 
 def scrub(message: str, dsn: Secret) -> str:
-    """A driver message without the DSN's password, whatever the message quotes."""
-    secret = password(dsn.reveal())
-    return message.replace(secret, "***") if secret else message
+    """A driver message without the DSN's secrets, whatever the DSN's shape and whatever
+    the message quotes: the whole DSN as given becomes its redacted form first."""
+    raw = dsn.reveal()
+    if raw and raw in message:
+        message = message.replace(raw, str(dsn))
+    for secret in secret_candidates(raw):
+        message = message.replace(secret, "***")
+    return message

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from ..errors import ForensicsError
+from ..sanitize import visible
 
 if TYPE_CHECKING:
     import polars as pl
@@ -110,6 +111,12 @@ def selection(
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def echo(message: str, *, err: bool = False, nl: bool = True) -> None:
+    """A line for people: text from data in it has its control and bidi characters shown
+    (sanitize.visible), so nothing a session stored can drive the terminal."""
+    typer.echo(visible(message, keep_newlines=True), err=err, nl=nl)
+
+
 def boundary(command: F) -> F:
     """`Error: ...` and a hint on stderr, exit 1; traceback only with --debug."""
 
@@ -120,9 +127,9 @@ def boundary(command: F) -> F:
         except ForensicsError as e:
             if state["debug"]:
                 raise
-            typer.echo(f"Error: {e}", err=True)
+            echo(f"Error: {e}", err=True)
             if e.hint:
-                typer.echo(f"Hint: {e.hint}", err=True)
+                echo(f"Hint: {e.hint}", err=True)
             raise typer.Exit(1) from None
         except BrokenPipeError:  # `forensics events x | head`: the reader left, not an error
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -135,7 +142,7 @@ def boundary(command: F) -> F:
         except Exception as e:
             if state["debug"]:
                 raise
-            typer.echo(f"Error: unexpected {type(e).__name__}: {e}", err=True)
+            echo(f"Error: unexpected {type(e).__name__}: {e}", err=True)
             typer.echo("Hint: run again with --debug for the traceback, and report it", err=True)
             raise typer.Exit(2) from None
 

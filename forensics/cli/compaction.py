@@ -15,6 +15,7 @@ from .common import (
     UserPick,
     app,
     boundary,
+    echo,
     emit,
     selection,
 )
@@ -59,5 +60,5 @@ def compaction(
             return
         emit(scope.compaction(), fmt, COMPACTION_RANGES)
         if fmt is Format.table:  # the same reconstruction, a second section
-            typer.echo("")
+            echo("")
             emit(scope.compaction_sessions(threshold_tokens), fmt, COMPACTION_SESSIONS)

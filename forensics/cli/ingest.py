@@ -21,6 +21,7 @@ from .common import (
     UntilOption,
     UserOption,
     boundary,
+    echo,
     emit,
     ingest_app,
     selection,
@@ -39,38 +40,38 @@ def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
         emit(INGEST_RUN.frame([result.as_record()]), fmt, INGEST_RUN)
         return
     target = db or default_db_path()
-    typer.echo(f"ingest {result.ingest_id}: {result.kind}:{result.location} -> {target}")
+    echo(f"ingest {result.ingest_id}: {result.kind}:{result.location} -> {target}")
     what = "traced requests" if result.kind == "adk-trace" else "events"
     if result.rows_loaded == 0 and result.rows_skipped == 0:
-        typer.echo(
+        echo(
             f"no new {what} (read {result.rows_read:,}, all already stored) "
             f"in {result.seconds:.1f} s"
         )
     else:
-        typer.echo(
+        echo(
             f"read {result.rows_read:,} {what}: loaded {result.rows_loaded:,} new, "
             f"{result.rows_already_stored:,} already stored, "
             f"skipped {result.rows_skipped:,} in {result.seconds:.1f} s"
         )
     if result.incremental and result.watermark is not None:
         newest = iso(datetime.fromtimestamp(result.watermark, UTC))
-        typer.echo(
+        echo(
             f"newest event: {newest}; the next run of this source reads from "
             f"{WATERMARK_OVERLAP_S / 60:.0f} minutes before it (--full reads everything)"
         )
     if "event_times" in result.notes:
-        typer.echo(f"event times: {result.notes['event_times']}")
+        echo(f"event times: {result.notes['event_times']}")
     if "adk_release" in result.notes:
-        typer.echo(f"google-adk release: {result.notes['adk_release']}")
+        echo(f"google-adk release: {result.notes['adk_release']}")
     if "adk_versions" in result.notes:
         releases = ", ".join(map(str, result.notes["adk_versions"]))  # type: ignore[call-overload]
-        typer.echo(f"traced by google-adk {releases}")
+        echo(f"traced by google-adk {releases}")
     for reason, count in result.skip_reasons.items():
-        typer.echo(f"  skipped {count:,}: {reason}")
+        echo(f"  skipped {count:,}: {reason}")
     for skip in result.skips[:10]:
-        typer.echo(f"    {skip.locator}: {skip.reason}")
+        echo(f"    {skip.locator}: {skip.reason}")
     if result.rows_skipped > 10:
-        typer.echo(f"    ... `forensics ingests --skips {result.ingest_id}` lists up to 500")
+        echo(f"    ... `forensics ingests --skips {result.ingest_id}` lists up to 500")
 
 
 AdkVersionOption = Annotated[

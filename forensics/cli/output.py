@@ -12,6 +12,8 @@ from typing import Any
 
 import polars as pl
 
+from ..sanitize import json_safe, visible
+
 MAX_CELL = 60
 
 
@@ -52,7 +54,7 @@ def to_json(
     rows = records(df, json_columns)
     if extra:
         rows = [{**row, **extra} for row in rows]
-    return json.dumps(rows, indent=2, ensure_ascii=False)
+    return json_safe(json.dumps(rows, indent=2, ensure_ascii=False))
 
 
 def to_csv(df: pl.DataFrame, json_columns: Sequence[str] = ()) -> str:
@@ -60,19 +62,19 @@ def to_csv(df: pl.DataFrame, json_columns: Sequence[str] = ()) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(df.columns)
     for row in records(df, json_columns):
-        writer.writerow(
-            [
-                ";".join(map(str, v))
-                if isinstance(v, list)
-                else json.dumps(v, ensure_ascii=False)
-                if isinstance(v, dict)
-                else ""
-                if v is None
-                else v
-                for v in row.values()
-            ]
-        )
+        writer.writerow([_csv_cell(v) for v in row.values()])
     return buffer.getvalue()
+
+
+def _csv_cell(value: Any) -> Any:
+    """A CSV field: text with control and bidi characters shown (sanitize.visible)."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        value = ";".join(map(str, value))
+    elif isinstance(value, dict):
+        value = json.dumps(value, ensure_ascii=False)
+    return visible(value, keep_newlines=True) if isinstance(value, str) else value
 
 
 def _cell(value: Any) -> str:
@@ -90,7 +92,7 @@ def _cell(value: Any) -> str:
         value = ",".join(map(str, value))
     if isinstance(value, dict):
         value = "; ".join(f"{k}: {_cell(v)}" for k, v in value.items())
-    text = " ".join(str(value).split())
+    text = visible(" ".join(str(value).split()))
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
 
 

@@ -17,6 +17,7 @@ from .common import (
     UserOption,
     app,
     boundary,
+    echo,
     emit,
     selection,
 )
@@ -79,8 +80,8 @@ def plan(
         *report.notes,
     ]
     if fmt is Format.table:
-        typer.echo("")
+        echo("")
         emit(report.indexes, fmt, PLAN_INDEXES)
-        typer.echo("\n".join(notes))
+        echo("\n".join(notes))
     else:  # stdout stays the lookups alone
-        typer.echo("\n".join(notes), err=True)
+        echo("\n".join(notes), err=True)

@@ -15,6 +15,7 @@ from .common import (
     UserPick,
     app,
     boundary,
+    echo,
     emit,
     report_app,
     selection,
@@ -79,7 +80,7 @@ def report_incident(
         app_name=app_name,
         user=user,
     )
-    typer.echo(str(path))
+    echo(str(path))
 
 
 @app.command()
@@ -108,8 +109,8 @@ def demo(
     samples = resource_dir("sample_data")
     target = db or Path(tempfile.mkdtemp(prefix="forensics-demo-")) / "demo.duckdb"
     result = api.ingest_sqlite(target, samples / "adk_v1.db")
-    typer.echo(f"Loaded {result.rows_loaded:,} events from {samples / 'adk_v1.db'} into {target}\n")
+    echo(f"Loaded {result.rows_loaded:,} events from {samples / 'adk_v1.db'} into {target}\n")
     emit(api.sessions(target), Format.table, SESSIONS)
     report = _write_incident(target, "incident", out or target.parent / "incident.html")
-    typer.echo(f"\nIncident report: {report}")
-    typer.echo(f"Next: forensics turns incident --db {target}")
+    echo(f"\nIncident report: {report}")
+    echo(f"Next: forensics turns incident --db {target}")

@@ -16,6 +16,7 @@ from .common import (
     UserPick,
     app,
     boundary,
+    echo,
     emit,
     selection,
 )
@@ -164,4 +165,4 @@ def fidelity(
         summary = "no traced call in the selection: load traces with `forensics ingest adk-trace`"
     emit(frame, fmt, FIDELITY, footnote=f"{summary}\n{FIDELITY.footnote}")
     if fmt is not Format.table:
-        typer.echo(summary, err=True)
+        echo(summary, err=True)

@@ -2,7 +2,8 @@
 
 Jinja2 autoescapes everything; the only markup passed through is the chart SVG,
 which matplotlib writes with text as glyph paths (charts.py), so no agent-supplied
-string reaches the page as markup.
+string reaches the page as markup. Every printed text is also made visible and
+bidi-isolated (`isolated`).
 """
 
 from __future__ import annotations
@@ -13,18 +14,36 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup
 
 from ..resources import resource_dir
+from ..sanitize import visible
 from .charts import chart_svg
 from .incident import IncidentContext
 
 
+def isolated(value: object) -> object:
+    """Every text the template prints: escaped, its control and bidi characters shown
+    (sanitize.visible), inside `<bdi>` so that its direction cannot turn the report's
+    own sentence around. Markup (the charts, `plain`) and numbers pass as they are."""
+    if isinstance(value, Markup) or not isinstance(value, str):
+        return value
+    return Markup("<bdi>%s</bdi>") % visible(value, keep_newlines=True)
+
+
+def plain(value: object) -> Markup:
+    """For an attribute value: escaped and made visible, without the `<bdi>` element."""
+    return Markup("%s") % visible(str(value), keep_newlines=True)
+
+
 def environment() -> Environment:
-    return Environment(
+    env = Environment(
         loader=FileSystemLoader(str(resource_dir("reports"))),
         autoescape=select_autoescape(["html", "j2"], default_for_string=True, default=True),
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=isolated,
     )
+    env.filters["plain"] = plain
+    return env
 
 
 def render_incident(context: IncidentContext) -> str:

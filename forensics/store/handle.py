@@ -24,6 +24,40 @@ def default_db_path() -> Path:
     return Path(os.environ.get("FORENSICS_DB") or DEFAULT_DB)
 
 
+# An offline tool opens no network: DuckDB would otherwise download an extension it
+# knows (sqlite_scanner for a SQLite file given as --db, httpfs for a URL).
+OFFLINE = {"autoload_known_extensions": False, "autoinstall_known_extensions": False}
+_DUCKDB_MAGIC = b"DUCK"  # bytes 8-12 of every DuckDB database file
+
+
+def connect(
+    database: str = ":memory:", *, read_only: bool = False, **config: str | int | bool
+) -> duckdb.DuckDBPyConnection:
+    """Every DuckDB connection the project opens: extensions never loaded or fetched."""
+    return duckdb.connect(database, read_only=read_only, config={**OFFLINE, **config})
+
+
+def _check_file(path: Path) -> None:
+    """A file that is not a DuckDB database is refused before DuckDB reads it."""
+    if path.is_dir():
+        raise StoreError(
+            f"{path} is a directory, not a forensics store",
+            hint="--db / FORENSICS_DB names the store file, e.g. forensics.duckdb",
+        )
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb") as f:
+        head = f.read(16)
+    if head[8:12] == _DUCKDB_MAGIC:
+        return
+    what = "a SQLite database" if head.startswith(b"SQLite format 3") else "not a DuckDB file"
+    raise StoreError(
+        f"{path} is not a forensics store ({what})",
+        hint="--db / FORENSICS_DB names the toolkit's own store; read ADK files with "
+        "`forensics ingest adk-sqlite FILE` or `forensics ingest adk-json FILE`",
+    )
+
+
 class Store:
     """The store file and its connection; `Store.open` checks or migrates the schema."""
 
@@ -42,8 +76,9 @@ class Store:
                 hint="load something first, e.g. `forensics ingest adk-sqlite sessions.db`, "
                 "or point --db / FORENSICS_DB at an existing store",
             )
+        _check_file(path)
         try:
-            con = duckdb.connect(str(path), read_only=read_only)
+            con = connect(str(path), read_only=read_only)
         except duckdb.Error as e:
             raise StoreError(f"cannot open store {path}: {e}") from e
         store = cls(con, path, read_only)

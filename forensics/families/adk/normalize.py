@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from ... import sql
 from ...model import RAW_SESSION_SCHEMA, Batch, Skip
+from ...store.handle import connect
 
 # With the store's own cap (ingest.pipeline.INGEST_MEMORY_LIMIT) this kept a 200,000-event,
 # 1.85 GB ingest under 1 GB of resident memory (measured 968 MB) at 1.98x the
@@ -39,7 +40,7 @@ class Normalized:
 
 class Normalizer:
     def __init__(self) -> None:
-        self.con = duckdb.connect(":memory:", config={"memory_limit": MEMORY_LIMIT})
+        self.con = connect(":memory:", memory_limit=MEMORY_LIMIT)
 
     def _run(self, name: str) -> list[tuple[object, ...]]:
         return self.con.execute(sql.load(f"families/adk/{name}").sql).fetchall()

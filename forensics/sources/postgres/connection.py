@@ -14,13 +14,21 @@ from typing import Any
 import psycopg
 
 from ...errors import SourceError, TransientSourceError
-from ...secrets import Secret, scrub
+from ...secrets import Secret, scrub, unusable
 
 
 class ReadOnlyServer:
     def __init__(
         self, dsn: str, *, statement_timeout_ms: int = 60_000, connect_timeout_s: int = 10
     ):
+        reason = unusable(dsn)
+        if reason:
+            # never handed to the driver, whose message would quote it whole
+            raise SourceError(
+                reason,
+                hint="use postgresql://user@host:5432/dbname (two slashes) or "
+                "'host=... dbname=... user=...'; put the password in PGPASSWORD or ~/.pgpass",
+            )
         self._dsn = Secret(dsn)  # str() and repr() show it redacted
         self.location = str(self._dsn)
         self.statement_timeout_ms = statement_timeout_ms
