@@ -112,11 +112,12 @@ def test_wrong_shape_and_bad_events_name_the_file_and_event(tmp_path):
     assert reasons[str(tmp_path / "shape.json")].startswith(
         "wrong shape: expected an ADK Session (an object with 'events'), a list of events, "
         "or NDJSON; found an object with keys ['hello']")
-    assert reasons[f"{tmp_path / 'mixed.json'}: event 1"] == "event is a JSON str, not an object"
+    assert reasons[f"{tmp_path / 'mixed.json'}: event 1"] == "event is a JSON string, not an object"
     assert reasons[f"{tmp_path / 'mixed.json'}: event 2"] == "event x has no numeric 'timestamp'"
     assert reasons[f"{tmp_path / 'mixed.json'}: event 3"] == "event has no 'id'"
     assert reasons[str(tmp_path / "empty.json")] == "empty file"
-    assert reasons[str(tmp_path / "latin1.json")].startswith("cannot read file")
+    assert reasons[str(tmp_path / "latin1.json")] == (
+        "not UTF-8 text (a binary file?): byte 9 is 0xe9")
 
 
 def test_a_50_mb_event_is_loaded_and_sized(tmp_path):

@@ -169,3 +169,132 @@ def test_the_report_isolates_and_shows_hostile_text(hostile_db, tmp_path):
     _assert_inert(page)
     assert "<bdi>shop\\u202e009</bdi>" in page
     assert "refused \\x1b[2J" in page
+
+
+# -- 5. one deeply nested event is one skipped row ------------------------------------------
+
+
+def _event(n: int, **extra) -> dict:
+    return {"id": f"e{n}", "invocationId": "inv", "author": "user", "timestamp": 1.0 + n,
+            "content": {"role": "user", "parts": [{"text": f"message {n}"}]}, **extra}
+
+
+def test_a_deeply_nested_event_is_skipped_and_the_rest_loads(tmp_path):
+    deep = json.dumps(_event(1))[:-1] + ', "customMetadata": ' + '{"a": ' * 1200 + "{}" \
+        + "}" * 1200 + "}"
+    (tmp_path / "deep.json").write_text(f"[{json.dumps(_event(0))}, {deep}, "
+                                        f"{json.dumps(_event(2))}]")
+    (tmp_path / "deep.ndjson").write_text(deep + "\n" + json.dumps(_event(3)) + "\n")
+    (tmp_path / "good.json").write_text(json.dumps([_event(4)]))
+    paths = [tmp_path / n for n in ("deep.json", "deep.ndjson", "good.json")]
+    result = api.ingest_json(tmp_path / "f.duckdb", paths)
+    assert result.rows_loaded == 4
+    reasons = {s.locator: s.reason for s in result.skips}
+    too_deep = "nested too deeply to read (over about 1,000 levels of objects and lists)"
+    assert reasons == {f"{tmp_path / 'deep.json'}: event 1": too_deep,
+                       f"{tmp_path / 'deep.ndjson'}:1": too_deep}
+
+
+# -- 6. an ingest that loaded nothing readable fails; not-events files said once ------------
+
+
+@pytest.mark.parametrize("name,content,reason", [
+    ("missing.json", None, "no such file"),
+    ("adir", "dir", "a directory, not a JSON file (give the files in it)"),
+    ("empty.json", b"", "empty file"),
+    ("binary.json", b"\x89PNG\r\n\x1a\n\x00\x00",
+     "not UTF-8 text (a binary file?): byte 0 is 0x89"),
+    ("spans.json",
+     json.dumps([{"name": "call_llm", "span_id": 1, "trace_id": 2}] * 30).encode(),
+     "a trace export (spans), not ADK events: load it with `forensics ingest adk-trace`"),
+    ("otlp.json", json.dumps({"resourceSpans": []}).encode(),
+     "a trace export (spans), not ADK events: load it with `forensics ingest adk-trace`"),
+    ("numbers.json", b"[1, 2, 3]",
+     "not ADK events: none of its 3 items has author, content, invocation_id, actions or "
+     "timestamp"),
+])
+def test_an_unreadable_input_fails_the_run_with_its_reason(tmp_path, name, content, reason):
+    path = tmp_path / name
+    if content == "dir":
+        path.mkdir()
+    elif content is not None:
+        path.write_bytes(content)
+    for fmt in ("table", "json"):
+        out = runner.invoke(app, ["ingest", "adk-json", str(path), "--db",
+                                  str(tmp_path / "f.duckdb"), "-f", fmt])
+        assert out.exit_code == 1, out.output
+        assert "Error: nothing loaded: every event read was skipped (1; reasons above)" \
+            in out.output
+    assert f"{path}: {reason}" in runner.invoke(
+        app, ["ingest", "adk-json", str(path), "--db", str(tmp_path / "f.duckdb")]).output
+
+
+def test_a_partly_readable_run_succeeds(tmp_path):
+    (tmp_path / "good.json").write_text(json.dumps([_event(0)]))
+    out = runner.invoke(app, ["ingest", "adk-json", str(tmp_path / "good.json"),
+                              str(tmp_path / "missing.json"), "--db", str(tmp_path / "f.duckdb")])
+    assert out.exit_code == 0, out.output
+    assert "read 2 events: loaded 1 new, 0 already stored, skipped 1" in out.output
+    again = runner.invoke(app, ["ingest", "adk-json", str(tmp_path / "good.json"),
+                                "--db", str(tmp_path / "f.duckdb")])
+    assert again.exit_code == 0 and "no new events (read 1, all already stored)" in again.output
+
+
+def test_adk_sqlite_on_a_directory_says_so(tmp_path):
+    out = runner.invoke(app, ["ingest", "adk-sqlite", str(tmp_path), "--db",
+                              str(tmp_path / "f.duckdb")])
+    assert out.exit_code == 1
+    assert f"{tmp_path} is a directory, not an ADK SQLite file" in out.output
+
+
+# -- 4. Ctrl-C at any moment of an ingest: nothing committed, exit 130, ledger says so ------
+
+
+def _big_ndjson(path: Path, events: int = 24_000) -> Path:
+    with path.open("w") as f:
+        for i in range(events):
+            f.write(json.dumps({"id": f"e{i}", "invocationId": f"inv{i // 10}",
+                                "author": "user" if i % 2 == 0 else "agent",
+                                "timestamp": 1.7e9 + i,
+                                "content": {"role": "user", "parts": [{"text": "x" * 2000}]}})
+                    + "\n")
+    return path
+
+
+def test_ctrl_c_during_an_ingest_commits_nothing_and_a_rerun_loads_all(tmp_path):
+    """A real ingest in a subprocess, SIGINT sent at several points after it opened the
+    store (reading, normalising, inserting: DuckDB raises its interrupt differently in
+    each)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    data = _big_ndjson(tmp_path / "big.ndjson")
+    command = [sys.executable, "-c", "from forensics.cli import main; main()", "ingest",
+               "adk-json", str(data), "--app", "a", "--user", "u"]
+    outcomes = []
+    for delay in (0.0, 0.4, 0.8, 1.2, 1.6):
+        db = tmp_path / f"at-{delay}.duckdb"
+        proc = subprocess.Popen([*command, "--db", str(db)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not db.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        if proc.returncode == 0:  # it finished first: a complete, committed run
+            outcomes.append("finished")
+            continue
+        assert proc.returncode == 130, err
+        assert err.strip().endswith("Interrupted: nothing from this run was committed."), err
+        assert "unexpected" not in err
+        # stopped before the run began (while the store was created): no ledger row
+        statuses = api.ingests(db)["status"].to_list()
+        assert statuses in ([], ["interrupted"])
+        assert api.sessions(db).is_empty()
+        rerun = api.ingest_json(db, [data], app="a", user="u")
+        assert rerun.rows_loaded == 24_000
+        outcomes.append("ledger" if statuses else "before the run")
+    assert outcomes.count("ledger") >= 3, outcomes

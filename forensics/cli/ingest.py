@@ -38,18 +38,21 @@ def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
 
     if fmt is not Format.table:
         emit(INGEST_RUN.frame([result.as_record()]), fmt, INGEST_RUN)
+        _fail_if_nothing_readable(result)
         return
     target = db or default_db_path()
     echo(f"ingest {result.ingest_id}: {result.kind}:{result.location} -> {target}")
-    what = "traced requests" if result.kind == "adk-trace" else "events"
-    if result.rows_loaded == 0 and result.rows_skipped == 0:
+    noun = "traced request" if result.kind == "adk-trace" else "event"
+    if result.rows_read == 0:
+        echo(f"no {noun}s read (nothing matched) in {result.seconds:.1f} s")
+    elif result.rows_loaded == 0 and result.rows_skipped == 0:
         echo(
-            f"no new {what} (read {result.rows_read:,}, all already stored) "
+            f"no new {noun}s (read {result.rows_read:,}, all already stored) "
             f"in {result.seconds:.1f} s"
         )
     else:
         echo(
-            f"read {result.rows_read:,} {what}: loaded {result.rows_loaded:,} new, "
+            f"read {_count(result.rows_read, noun)}: loaded {result.rows_loaded:,} new, "
             f"{result.rows_already_stored:,} already stored, "
             f"skipped {result.rows_skipped:,} in {result.seconds:.1f} s"
         )
@@ -72,6 +75,24 @@ def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
         echo(f"    {skip.locator}: {skip.reason}")
     if result.rows_skipped > 10:
         echo(f"    ... `forensics ingests --skips {result.ingest_id}` lists up to 500")
+    _fail_if_nothing_readable(result)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _fail_if_nothing_readable(result: IngestResult) -> None:
+    """One exit rule for every ingest: a run that loaded nothing because nothing it read
+    could be loaded (every row skipped, none already stored) fails, after the report."""
+    if result.rows_skipped and not result.rows_loaded and not result.rows_already_stored:
+        what = "traced request" if result.kind == "adk-trace" else "event"
+        echo(
+            f"Error: nothing loaded: every {what} read was skipped "
+            f"({result.rows_skipped:,}; reasons above)",
+            err=True,
+        )
+        raise typer.Exit(1)
 
 
 AdkVersionOption = Annotated[

@@ -95,11 +95,18 @@ def ingest(
         except BaseException as e:
             result.seconds = time.monotonic() - clock
             result.notes = dict(getattr(source, "notes", {}))
+            stopped = isinstance(e, KeyboardInterrupt | duckdb.InterruptException) or (
+                isinstance(e, RuntimeError) and "Query interrupted" in str(e)
+            )
+            status = "interrupted" if stopped else "failed"
+            why = "interrupted (Ctrl-C); nothing committed" if stopped else _describe(e)
             try:
                 with store.transaction():
-                    ledger.write(store, result, started, _now(), "failed", _describe(e))
-            except duckdb.Error:
+                    ledger.write(store, result, started, _now(), status, why)
+            except (duckdb.Error, KeyboardInterrupt):
                 pass
+            if stopped and not isinstance(e, KeyboardInterrupt):
+                raise KeyboardInterrupt from None
             raise
     return result
 

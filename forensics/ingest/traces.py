@@ -111,10 +111,16 @@ def ingest_traces(store: Store, paths: Sequence[Path]) -> IngestResult:
             ledger.write(store, result, started, _now(), "ok", None)
     except BaseException as e:
         result.seconds = time.monotonic() - clock
+        stopped = isinstance(e, KeyboardInterrupt)
+        status, why = (
+            ("interrupted", "interrupted (Ctrl-C); nothing committed")
+            if stopped
+            else ("failed", f"{type(e).__name__}: {e}")
+        )
         try:
             with store.transaction():
-                ledger.write(store, result, started, _now(), "failed", f"{type(e).__name__}: {e}")
-        except duckdb.Error:
+                ledger.write(store, result, started, _now(), status, why)
+        except (duckdb.Error, KeyboardInterrupt):
             pass
         raise
     return result

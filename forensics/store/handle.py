@@ -37,6 +37,15 @@ def connect(
     return duckdb.connect(database, read_only=read_only, config={**OFFLINE, **config})
 
 
+def raise_if_interrupted(error: BaseException) -> None:
+    """Ctrl-C inside DuckDB surfaces as its InterruptException, or, in a scan of Arrow
+    data, as a bare RuntimeError('Query interrupted'): either is a KeyboardInterrupt."""
+    if isinstance(error, duckdb.InterruptException) or (
+        isinstance(error, RuntimeError) and "Query interrupted" in str(error)
+    ):
+        raise KeyboardInterrupt from None
+
+
 def _check_file(path: Path) -> None:
     """A file that is not a DuckDB database is refused before DuckDB reads it."""
     if path.is_dir():
@@ -113,8 +122,13 @@ class Store:
         self.close()
 
     def run(self, statement: str, params: object = None) -> list[tuple[Any, ...]]:
-        """Execute and fetch to the end: DuckDB 2 refuses new work while a result is open."""
-        return self.con.execute(statement, params).fetchall()
+        """Execute and fetch to the end: DuckDB 2 refuses new work while a result is open.
+        Ctrl-C inside DuckDB (its InterruptException) is a KeyboardInterrupt here."""
+        try:
+            return self.con.execute(statement, params).fetchall()
+        except (duckdb.InterruptException, RuntimeError) as e:
+            raise_if_interrupted(e)
+            raise
 
     def query(self, name: str, **params: object) -> list[tuple[Any, ...]]:
         """The rows of a `queries/` file, its declared parameters bound by name."""
@@ -123,8 +137,12 @@ class Store:
 
     def arrow(self, name: str, **params: object) -> pa.Table:
         query = sql.load(name)
-        relation = self.con.sql(query.sql, params={k: params.get(k) for k in query.params})
-        return relation.to_arrow_table()
+        try:
+            relation = self.con.sql(query.sql, params={k: params.get(k) for k in query.params})
+            return relation.to_arrow_table()
+        except (duckdb.InterruptException, RuntimeError) as e:
+            raise_if_interrupted(e)
+            raise
 
     def frame(self, name: str, **params: object) -> pl.DataFrame:
         frame = pl.from_arrow(self.arrow(name, **params))
@@ -138,9 +156,25 @@ class Store:
         try:
             yield
         except BaseException:
-            self.run("ROLLBACK")
+            self.quietly("ROLLBACK")  # the first error is the one to report
             raise
         self.run("COMMIT")
+
+    def quietly(self, statement: str) -> None:
+        """Clean-up that must not hide the error it cleans up after (an aborted
+        transaction refuses more work; an interrupt may land inside it)."""
+        try:
+            self.con.execute(statement).fetchall()
+        except (duckdb.Error, KeyboardInterrupt):
+            pass
+
+    def unregister(self, *names: str) -> None:
+        """Drop registered views in clean-up, never raising over the real error."""
+        for name in names:
+            try:
+                self.con.unregister(name)
+            except (duckdb.Error, KeyboardInterrupt):
+                pass
 
     @contextmanager
     def memory_limit(self, limit: str) -> Iterator[None]:
@@ -150,4 +184,7 @@ class Store:
         try:
             yield
         finally:
-            self.run("SET memory_limit = ?", [before])
+            try:
+                self.run("SET memory_limit = ?", [before])
+            except (duckdb.Error, KeyboardInterrupt):
+                pass

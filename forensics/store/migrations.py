@@ -30,6 +30,8 @@ def stored_version(run: Run) -> int | None:
 
 def check(run: Run, path: Path) -> None:
     version = stored_version(run)
+    if version is None and is_blank(run):
+        return
     if version is None:
         raise StoreError(f"{path} is not a forensics store (no store_meta table)")
     if version > SCHEMA_VERSION:
@@ -39,9 +41,17 @@ def check(run: Run, path: Path) -> None:
         )
 
 
+def is_blank(run: Run) -> bool:
+    """A DuckDB file with no tables: a store whose creation was interrupted (Ctrl-C
+    between creating the file and committing the schema)."""
+    return run("SELECT count(*) FROM information_schema.tables")[0][0] == 0
+
+
 def needs_upgrade(run: Run) -> bool:
     version = stored_version(run)
-    return version is not None and version < SCHEMA_VERSION
+    if version is None:
+        return is_blank(run)  # create the schema it never got
+    return version < SCHEMA_VERSION
 
 
 def migrate(run: Run, path: Path) -> None:

@@ -29,8 +29,7 @@ def insert_batch(
         store.run(sql.load("store/insert_parts").sql)
         store.run(sql.load("store/insert_sessions").sql, {"source": source, "ingest_id": ingest_id})
     finally:
-        for name in ("new_events", "new_parts", "new_sessions"):
-            con.unregister(name)
+        store.unregister("new_events", "new_parts", "new_sessions")
     return int(loaded)
 
 
@@ -109,5 +108,5 @@ def insert_releases(
     try:
         store.run(sql.load("store/insert_releases").sql, {"ingest_id": ingest_id})
     finally:
-        store.con.unregister("new_releases")
+        store.unregister("new_releases")
     return len(keys)

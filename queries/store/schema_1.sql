@@ -15,7 +15,7 @@ CREATE TABLE IF NOT EXISTS ingests (
     filters JSON,                     -- the filters pushed down, as given
     started_at TIMESTAMP NOT NULL,    -- UTC
     finished_at TIMESTAMP,
-    status VARCHAR NOT NULL,          -- ok | failed
+    status VARCHAR NOT NULL,          -- ok | failed | interrupted
     error VARCHAR,                    -- why a failed run failed
     rows_read BIGINT NOT NULL DEFAULT 0,
     rows_loaded BIGINT NOT NULL DEFAULT 0,

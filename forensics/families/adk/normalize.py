@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ... import sql
 from ...model import RAW_SESSION_SCHEMA, Batch, Skip
-from ...store.handle import connect
+from ...store.handle import connect, raise_if_interrupted
 
 # With the store's own cap (ingest.pipeline.INGEST_MEMORY_LIMIT) this kept a 200,000-event,
 # 1.85 GB ingest under 1 GB of resident memory (measured 968 MB) at 1.98x the
@@ -43,7 +43,11 @@ class Normalizer:
         self.con = connect(":memory:", memory_limit=MEMORY_LIMIT)
 
     def _run(self, name: str) -> list[tuple[object, ...]]:
-        return self.con.execute(sql.load(f"families/adk/{name}").sql).fetchall()
+        try:
+            return self.con.execute(sql.load(f"families/adk/{name}").sql).fetchall()
+        except (duckdb.InterruptException, RuntimeError) as e:
+            raise_if_interrupted(e)
+            raise
 
     def _table(self, name: str) -> pa.Table:
         return self.con.sql(sql.load(f"families/adk/{name}").sql).to_arrow_table()
@@ -87,8 +91,11 @@ class Normalizer:
                 newest=newest,
             )
         finally:
-            self.con.unregister("raw_batch")
-            self.con.unregister("raw_sessions")
+            for name in ("raw_batch", "raw_sessions"):
+                try:  # clean-up must not hide the error (an interrupt) it follows
+                    self.con.unregister(name)
+                except (duckdb.Error, KeyboardInterrupt):
+                    pass
 
     def close(self) -> None:
         self.con.close()

@@ -21,6 +21,68 @@ _EVENT_KEYS = {"author", "content", "invocation_id", "invocationId", "actions", 
 _EVENTS_ARRAY = re.compile(r'"events"\s*:\s*\[')
 
 
+TOO_DEEP = "nested too deeply to read (over about 1,000 levels of objects and lists)"
+
+
+def json_kind(value: object) -> str:
+    """The JSON name of a parsed value's type: object, array, string, number, ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    names: dict[type, str] = {dict: "object", list: "array", str: "string"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _elements(text: str, start: int) -> Iterator[str]:
+    """The texts of the elements of the JSON array whose first element starts at `start`,
+    found without parsing them (so without recursion): by brackets outside strings."""
+    depth, in_string, escaped, begin = 0, False, False, None
+    for pos in range(start, len(text)):
+        ch = text[pos]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if begin is None and not ch.isspace() and ch not in ",]":
+            begin = pos
+        if ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            if depth == 0:
+                if begin is not None:
+                    yield text[begin:pos]
+                return
+            depth -= 1
+        elif ch == "," and depth == 0:
+            if begin is not None:
+                yield text[begin:pos]
+            begin = None
+    if begin is not None:
+        yield text[begin:]
+
+
+def _not_events(items: list[object]) -> str:
+    """Why a file's JSON is not ADK events, said once for the file."""
+    first = items[0]
+    if isinstance(first, dict) and (
+        "resourceSpans" in first or {"span_id", "trace_id"} <= first.keys()
+    ):
+        return "a trace export (spans), not ADK events: load it with `forensics ingest adk-trace`"
+    return (
+        f"not ADK events: none of its {len(items):,} items has author, content, "
+        "invocation_id, actions or timestamp"
+    )
+
+
 def _session_key(name: str) -> str:
     """`incident.events.json` -> `incident`: the default session id of a bare event list."""
     return name.split(".", 1)[0] or name
@@ -63,9 +125,24 @@ class AdkJsonSource:
         """Add the file's events to `out`; yields whenever `out` is full."""
         try:
             text = path.read_text(encoding="utf-8-sig")  # a BOM is not part of the JSON
-        except (OSError, UnicodeDecodeError) as e:
+        except FileNotFoundError:
             out.rows_read += 1
-            out.skip(str(path), f"cannot read file: {e}")
+            out.skip(str(path), "no such file")
+            return
+        except IsADirectoryError:
+            out.rows_read += 1
+            out.skip(str(path), "a directory, not a JSON file (give the files in it)")
+            return
+        except UnicodeDecodeError as e:
+            out.rows_read += 1
+            out.skip(
+                str(path),
+                f"not UTF-8 text (a binary file?): byte {e.start} is {e.object[e.start]:#04x}",
+            )
+            return
+        except OSError as e:
+            out.rows_read += 1
+            out.skip(str(path), f"cannot read file: {e.strerror or e}")
             return
         if not text.strip():
             out.rows_read += 1
@@ -76,6 +153,11 @@ class AdkJsonSource:
             return
         try:
             doc = json.loads(text)
+        except RecursionError:
+            # one event nested deeper than the parser's stack: read the events one by
+            # one, so that only that one is lost
+            yield from self._one_by_one(path, text, out)
+            return
         except json.JSONDecodeError as e:
             if e.msg == "Extra data" and text.lstrip().startswith("{"):
                 yield from self._ndjson(path, text, out)
@@ -95,15 +177,23 @@ class AdkJsonSource:
         elif isinstance(doc, list):
             app, user, session = self._defaults(path)
             events = doc
+            if events and not any(isinstance(e, dict) and _EVENT_KEYS & e.keys() for e in events):
+                out.rows_read += 1
+                out.skip(str(path), _not_events(events))
+                return
         elif isinstance(doc, dict) and _EVENT_KEYS & doc.keys():
             app, user, session = self._defaults(path)
             events = [doc]
+        elif isinstance(doc, dict) and "resourceSpans" in doc:
+            out.rows_read += 1
+            out.skip(str(path), _not_events([doc]))
+            return
         else:
             out.rows_read += 1
             found = (
                 f"an object with keys {sorted(doc)[:8]}"
                 if isinstance(doc, dict)
-                else f"a JSON {type(doc).__name__}"
+                else f"a JSON {json_kind(doc)}"
             )
             out.skip(
                 str(path),
@@ -127,7 +217,42 @@ class AdkJsonSource:
                 out.rows_read += 1
                 out.skip(f"{path}:{lineno}", f"not valid JSON: {e.msg} at column {e.colno}")
                 continue
+            except RecursionError:
+                out.rows_read += 1
+                out.skip(f"{path}:{lineno}", TOO_DEEP)
+                continue
             self._add(out, event, app, user, session, f"{path}:{lineno}")
+            if out.full():
+                yield
+
+    def _one_by_one(self, path: Path, text: str, out: EventBatcher) -> Iterator[None]:
+        """The events of a list or a Session's `events`, each parsed alone: one nested
+        too deeply for the parser is skipped, the others are read."""
+        head = text.lstrip()
+        found = None if head.startswith("[") else _EVENTS_ARRAY.search(text)
+        if not head.startswith("[") and found is None:
+            out.rows_read += 1
+            out.skip(str(path), TOO_DEEP)
+            return
+        start = text.index("[") + 1 if found is None else found.end()
+        if found is None:
+            app, user, session = self._defaults(path)
+        else:
+            app, user, session = self._salvage_identity(path, text)
+            self._note_session(app, user, session, None)
+        for index, element in enumerate(_elements(text, start)):
+            locator = f"{path}: event {index}"
+            try:
+                event = json.loads(element)
+            except RecursionError:
+                out.rows_read += 1
+                out.skip(locator, TOO_DEEP)
+                continue
+            except json.JSONDecodeError as e:
+                out.rows_read += 1
+                out.skip(locator, f"not valid JSON: {e.msg}")
+                continue
+            self._add(out, event, app, user, session, locator)
             if out.full():
                 yield
 
@@ -215,7 +340,7 @@ class AdkJsonSource:
     ) -> None:
         out.rows_read += 1
         if not isinstance(event, dict):
-            out.skip(locator, f"event is a JSON {type(event).__name__}, not an object")
+            out.skip(locator, f"event is a JSON {json_kind(event)}, not an object")
             return
         event_id = event.get("id")
         if not isinstance(event_id, str) or not event_id:
@@ -225,6 +350,11 @@ class AdkJsonSource:
         if isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
             out.skip(locator, f"event {event_id} has no numeric 'timestamp'")
             return
+        try:
+            text = json.dumps(event, ensure_ascii=False)
+        except RecursionError:
+            out.skip(locator, TOO_DEEP)
+            return
         out.add(
             app_name=app,
             user_id=user,
@@ -232,6 +362,6 @@ class AdkJsonSource:
             event_id=event_id,
             invocation_id=event.get("invocation_id") or event.get("invocationId"),
             timestamp=float(timestamp),
-            event_json=json.dumps(event, ensure_ascii=False),
+            event_json=text,
             locator=locator,
         )

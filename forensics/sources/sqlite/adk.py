@@ -89,6 +89,11 @@ class AdkSqliteSource:
         self.layout: str | None = None
 
     def _connect(self) -> sqlite3.Connection:
+        if self.path.is_dir():
+            raise SourceError(
+                f"{self.path} is a directory, not an ADK SQLite file",
+                hint="give the session database file itself, e.g. .adk/session.db",
+            )
         if not self.path.is_file():
             raise SourceError(f"{self.path}: no such file")
         uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
