@@ -33,7 +33,7 @@ from .selection import Selection
 from .sources.files.adk_json import AdkJsonSource
 from .sources.sqlite.adk import AdkSqliteSource
 from .store import WATERMARK_OVERLAP_S, IngestResult, Store, default_db_path
-from .store.reads import resolve_session, result_preview
+from .store.reads import resolve_session, result_preview, stored_key
 
 if TYPE_CHECKING:
     from .plan import PlanReport
@@ -193,12 +193,19 @@ def ingest_json(
 
     `adk_version` names the google-adk release that wrote them (its window rules)."""
     release = _release(adk_version)
-    source = AdkJsonSource([Path(p) for p in paths], app=app, user=user, session=session)
     # recorded in the ledger as what they are: defaults for files that do not say
     defaults: dict[str, object] = {
         f"default_{k}": v for k, v in (("app", app), ("user", user), ("session", session)) if v
     }
     with using(store, read_only=False) as target:
+        lookup = Store(target.con.cursor(), target.path, True)  # the reader's own thread
+        source = AdkJsonSource(
+            [Path(p) for p in paths],
+            app=app,
+            user=user,
+            session=session,
+            resolve=lambda sid, ids: stored_key(lookup, sid, ids),
+        )
         return ingest(
             target,
             source,

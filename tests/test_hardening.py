@@ -7,6 +7,7 @@ Each test names the defect it guards against; all run against the real code path
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -298,3 +299,69 @@ def test_ctrl_c_during_an_ingest_commits_nothing_and_a_rerun_loads_all(tmp_path)
         assert rerun.rows_loaded == 24_000
         outcomes.append("ledger" if statuses else "before the run")
     assert outcomes.count("ledger") >= 3, outcomes
+
+
+# -- 7. the README's commands, in its order, on the sample data -----------------------------
+
+NEEDS_A_SERVER = ("ingest adk-postgres", "plan ")  # tests/test_adk_postgres.py, test_plan.py
+
+
+def _readme_commands() -> list[str]:
+    """Every `forensics ...` line of the README's sh blocks, continuations joined."""
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    commands = []
+    for block in re.findall(r"```sh\n(.*?)```", text, flags=re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split(" #", 1)[0].strip()
+            if line.startswith("forensics "):
+                commands.append(line)
+    return commands
+
+
+def test_every_readme_command_runs_in_order(tmp_path, monkeypatch):
+    import glob
+    import shlex
+
+    monkeypatch.chdir(ROOT)
+    env = {"FORENSICS_DB": str(tmp_path / "readme.duckdb")}
+    ran = []
+    for line in _readme_commands():
+        if any(line.startswith(f"forensics {s}") for s in NEEDS_A_SERVER):
+            continue
+        line = re.sub(r"\s*\[[^]]*\]", "", line)  # optional arguments left out
+        call_id = None
+        if "CALL_ID" in line:
+            calls = json.loads(runner.invoke(app, ["calls", "incident", "-f", "json"],
+                                              env=env).output)
+            call_id = calls[-1]["call_id"]
+        args = []
+        for word in shlex.split(line)[1:]:
+            word = word.replace("CALL_ID", call_id or "").replace("SESSION_ID", "incident")
+            word = word.replace("traces/*.json", "tests/adk_releases/2.13.0/trace.otlp.json")
+            if word.endswith(".html"):
+                word = str(tmp_path / word)
+            args += sorted(glob.glob(word)) if "*" in word else [word]
+        out = runner.invoke(app, args, env=env)
+        assert out.exit_code == 0, f"{line}\n{out.output}"
+        ran.append(line)
+        if args[:2] == ["ingest", "adk-json"]:
+            # the exports hold the database's events: none stored twice
+            sessions = json.loads(runner.invoke(app, ["sessions", "-f", "json"], env=env).output)
+            assert sorted(s["session_id"] for s in sessions) == ["compaction", "incident",
+                                                                  "parallel"]
+            alone = tmp_path / "db-only.duckdb"
+            api.ingest_sqlite(alone, SAMPLES / "adk_v1.db")
+            assert sum(s["prompt_tokens"] for s in sessions) == api.sessions(alone)[
+                "prompt_tokens"].sum()
+    assert len(ran) >= 15
+
+
+def test_demo_refuses_a_store_in_use(tmp_path):
+    db = tmp_path / "investigation.duckdb"
+    api.ingest_json(db, [SAMPLES / "exports" / "parallel.camel.json"])
+    out = runner.invoke(app, ["demo", "--db", str(db)])
+    assert out.exit_code == 1
+    assert f"{db} already holds 1 session: the demo does not load" in out.output
+    assert api.sessions(db).height == 1

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ..errors import ForensicsError
 from .common import (
     AppPick,
     DbOption,
@@ -107,6 +108,15 @@ def demo(
     from ..resources import resource_dir
 
     samples = resource_dir("sample_data")
+    if db is not None and db.exists() and db.stat().st_size:
+        held = api.sessions(db).height
+        if held:
+            raise ForensicsError(
+                f"{db} already holds {held:,} session{'s' if held != 1 else ''}: the demo "
+                "does not load its sample "
+                "data into a store in use",
+                hint="give `demo --db` a new file, or leave --db out for a temporary store",
+            )
     target = db or Path(tempfile.mkdtemp(prefix="forensics-demo-")) / "demo.duckdb"
     result = api.ingest_sqlite(target, samples / "adk_v1.db")
     echo(f"Loaded {result.rows_loaded:,} events from {samples / 'adk_v1.db'} into {target}\n")

@@ -183,3 +183,18 @@ def traced_windows(
         )
         for r in rows
     }
+
+
+def stored_key(store: Store, session_id: str, event_ids: list[str]) -> tuple[str, str, str] | None:
+    """The one stored session that holds these events, else the one stored session with
+    this id; None when there is none or more than one."""
+    if event_ids:
+        keys = store.query("store/keys_of_events", events=event_ids)
+        if len(keys) == 1:
+            app, user, sid = keys[0]
+            return (app, user, sid)
+    keys = store.query("store/session_keys", session=session_id, app=None, user=None)
+    if len(keys) == 1:
+        app, user, sid = keys[0]
+        return (app, user, sid)
+    return None

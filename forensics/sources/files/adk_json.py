@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,6 +19,33 @@ from ..base import BATCH_ROWS, EventBatcher
 
 _EVENT_KEYS = {"author", "content", "invocation_id", "invocationId", "actions", "timestamp"}
 _EVENTS_ARRAY = re.compile(r'"events"\s*:\s*\[')
+
+
+# (session id, some event ids) -> the stored (app, user, session) they belong to, or None
+Resolver = Callable[[str, list[str]], "tuple[str, str, str] | None"]
+SAMPLE_IDS = 50  # event ids looked up to key a file
+
+
+def _ids(events: list[object]) -> list[str]:
+    return [
+        e["id"]
+        for e in events[:SAMPLE_IDS]
+        if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"]
+    ]
+
+
+def _first_ids(text: str) -> list[str]:
+    """The event ids of an NDJSON text's first lines (those that parse)."""
+    found: list[object] = []
+    for line in text.splitlines():
+        if len(found) >= SAMPLE_IDS:
+            break
+        if line.strip():
+            try:
+                found.append(json.loads(line))
+            except (json.JSONDecodeError, RecursionError):
+                continue
+    return _ids(found)
 
 
 TOO_DEEP = "nested too deeply to read (over about 1,000 levels of objects and lists)"
@@ -99,6 +126,7 @@ class AdkJsonSource:
         user: str | None = None,
         session: str | None = None,
         batch_size: int = BATCH_ROWS,
+        resolve: Resolver | None = None,
     ):
         self.paths = [Path(p) for p in paths]
         self.app, self.user, self.session = app, user, session
@@ -107,6 +135,8 @@ class AdkJsonSource:
         more = len(self.paths) - 3
         self.location = shown + (f" and {more} more" if more > 0 else "")
         self.notes: dict[str, object] = {}
+        self.resolve = resolve
+        self.keyed: dict[str, str] = {}
 
     def batches(self, since_watermark: float | None) -> Iterator[Batch]:
         # Files carry no watermark: re-reading one is cheap and idempotent.
@@ -175,15 +205,15 @@ class AdkJsonSource:
             self._note_session(app, user, session, updated)
             events = doc["events"]
         elif isinstance(doc, list):
-            app, user, session = self._defaults(path)
             events = doc
+            app, user, session = self._defaults(path, _ids(events))
             if events and not any(isinstance(e, dict) and _EVENT_KEYS & e.keys() for e in events):
                 out.rows_read += 1
                 out.skip(str(path), _not_events(events))
                 return
         elif isinstance(doc, dict) and _EVENT_KEYS & doc.keys():
-            app, user, session = self._defaults(path)
             events = [doc]
+            app, user, session = self._defaults(path, _ids(events))
         elif isinstance(doc, dict) and "resourceSpans" in doc:
             out.rows_read += 1
             out.skip(str(path), _not_events([doc]))
@@ -207,7 +237,7 @@ class AdkJsonSource:
                 yield
 
     def _ndjson(self, path: Path, text: str, out: EventBatcher) -> Iterator[None]:
-        app, user, session = self._defaults(path)
+        app, user, session = self._defaults(path, _first_ids(text))
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
@@ -309,12 +339,21 @@ class AdkJsonSource:
             grab("id") or session,
         )
 
-    def _defaults(self, path: Path) -> tuple[str, str, str]:
-        return (
-            self.app or "unknown",
-            self.user or "unknown",
-            self.session or _session_key(path.name),
-        )
+    def _defaults(self, path: Path, event_ids: list[str] | None = None) -> tuple[str, str, str]:
+        """The key of a file that names no app or user (an event list, NDJSON): the
+        stored session that already holds its events, else the one stored session with
+        its id (--session or the file name), else app and user `unknown`."""
+        session = self.session or _session_key(path.name)
+        if not (self.app or self.user) and self.resolve is not None:
+            found = self.resolve(session, event_ids or [])
+            if found is not None:
+                self.keyed[str(path)] = "/".join(found)
+                self.notes["keyed_by_store"] = (
+                    f"{len(self.keyed):,} file(s) without app or user keyed to the stored "
+                    "session that holds their events or id"
+                )
+                return found
+        return (self.app or "unknown", self.user or "unknown", session)
 
     def _note_session(self, app: str, user: str, session: str, updated: object) -> None:
         if not all(isinstance(v, str) for v in (app, user, session)):
