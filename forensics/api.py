@@ -245,6 +245,13 @@ def ingests(store: StoreLike) -> pl.DataFrame:
         return INGESTS.check(s.frame("store/ingests"))
 
 
+def session_ingests(store: StoreLike, key: tuple[str, str, str]) -> pl.DataFrame:
+    """The ingests that stored one session's events or traced its requests, each with
+    the session's own source (its files) and how many of its rows it loaded."""
+    with using(store) as s:
+        return s.frame("store/session_ingests", app=key[0], user=key[1], session=key[2])
+
+
 def ingest_skips(store: StoreLike, ingest_id: int) -> pl.DataFrame:
     """The rows one ingest skipped (the first few hundred), with locator and reason."""
     with using(store) as s:

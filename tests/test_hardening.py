@@ -365,3 +365,28 @@ def test_demo_refuses_a_store_in_use(tmp_path):
     assert out.exit_code == 1
     assert f"{db} already holds 1 session: the demo does not load" in out.output
     assert api.sessions(db).height == 1
+
+
+# -- 8. a report names only its own session's sources; a session knows its files -----------
+
+
+def test_sources_are_per_session(tmp_path):
+    from forensics.reports.incident import build_incident
+
+    db = tmp_path / "f.duckdb"
+    exports = SAMPLES / "exports"
+    api.ingest_json(db, [exports / "parallel.camel.json", exports / "compaction.camel.json"])
+    secret_path = tmp_path / "private-customer-x" / "other.json"
+    secret_path.parent.mkdir()
+    secret_path.write_text(json.dumps([_event(0)]))
+    api.ingest_json(db, [secret_path], app="other", user="x")
+    sources = {r["session_id"]: r["source"] for r in api.sessions(db).iter_rows(named=True)}
+    assert sources["parallel"] == f"adk-json:{exports / 'parallel.camel.json'}"
+    assert sources["compaction"] == f"adk-json:{exports / 'compaction.camel.json'}"
+    method = build_incident(db, "parallel").method
+    assert method is not None
+    assert method.sources == [
+        f"adk-json:{exports / 'parallel.camel.json'} (no filters; ingest 1, 6 events of this "
+        "session)"
+    ]
+    assert "private-customer-x" not in json.dumps(method.sources)

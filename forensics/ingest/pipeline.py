@@ -18,7 +18,7 @@ from ..model import Release
 from ..sources.base import ActionFields, Source
 from ..store import Store, ledger
 from ..store.ledger import WATERMARK_OVERLAP_S, IngestResult
-from ..store.writes import insert_batch, insert_releases
+from ..store.writes import insert_batch, insert_releases, set_session_sources
 
 # While ingesting, the store's DuckDB buffers at most this much (see
 # families.adk.normalize.MEMORY_LIMIT for the measurement behind both caps).
@@ -85,6 +85,9 @@ def ingest(
                         result.watermark = max(batch.newest, result.watermark or batch.newest)
                     if progress:
                         progress(result)
+                sources = getattr(source, "session_sources", None)
+                if sources is not None:
+                    set_session_sources(store, sources(), result.ingest_id)
                 found = _releases(source, seen, release)
                 insert_releases(store, found, result.ingest_id)
                 result.seconds = time.monotonic() - clock

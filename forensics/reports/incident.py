@@ -208,7 +208,7 @@ def _build(scope: api.Scope, turn: int | None, show_content: bool) -> IncidentCo
     )
     rules = scope.window_rules().get(session["session_id"], "no rules: no call")
     context.evidence = _evidence(context, calls, growth, compaction, scope.fidelity(), rules)
-    context.method = _method(api.ingests(scope.store), calls, rules)
+    context.method = _method(api.session_ingests(scope.store, key), calls, rules)
     return context
 
 
@@ -466,14 +466,16 @@ def _evidence(
 
 
 def _method(ingests: pl.DataFrame, calls: pl.DataFrame, rules: str) -> Method:
-    ledger = ingests.filter(pl.col("status") == "ok")
+    """How the report was made; its sources are the ingests this session's own rows
+    came from (no other file in the store is named in a report meant for sharing)."""
     sources = []
-    for row in ledger.sort("ingest_id").iter_rows(named=True):
+    for row in ingests.iter_rows(named=True):
         filters = json.loads(row["filters"] or "{}")
         shown = ", ".join(f"{k}={v}" for k, v in filters.items()) or "no filters"
+        what = "traced requests" if row["kind"] == "adk-trace" else "events"
         sources.append(
             f"{row['source']} ({shown}; ingest {row['ingest_id']}, "
-            f"{n(row['rows_loaded'])} events loaded)"
+            f"{n(row['rows'])} {what} of this session)"
         )
     ratios = calls.filter(pl.col("kind") != "summarizer").unique("ratio_model", maintain_order=True)
     ratio = "; ".join(

@@ -110,3 +110,26 @@ def insert_releases(
     finally:
         store.unregister("new_releases")
     return len(keys)
+
+
+def set_session_sources(
+    store: Store, sources: dict[tuple[str, str, str], str], ingest_id: int
+) -> None:
+    """The sessions this ingest created get the file(s) their own events came from as
+    their source, not the whole run's list of files."""
+    if not sources:
+        return
+    keys = list(sources)
+    table = pa.table(
+        {
+            "app_name": [k[0] for k in keys],
+            "user_id": [k[1] for k in keys],
+            "session_id": [k[2] for k in keys],
+            "source": [sources[k] for k in keys],
+        }
+    )
+    store.con.register("session_sources", table)
+    try:
+        store.run(sql.load("store/set_session_sources").sql, {"ingest_id": ingest_id})
+    finally:
+        store.unregister("session_sources")

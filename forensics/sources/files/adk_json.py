@@ -26,6 +26,12 @@ Resolver = Callable[[str, list[str]], "tuple[str, str, str] | None"]
 SAMPLE_IDS = 50  # event ids looked up to key a file
 
 
+def _shown(paths: list[str]) -> str:
+    """The first three paths, and how many more."""
+    more = len(paths) - 3
+    return ", ".join(paths[:3]) + (f" and {more} more" if more > 0 else "")
+
+
 def _ids(events: list[object]) -> list[str]:
     return [
         e["id"]
@@ -131,12 +137,12 @@ class AdkJsonSource:
         self.paths = [Path(p) for p in paths]
         self.app, self.user, self.session = app, user, session
         self.batch_size = batch_size
-        shown = ", ".join(str(p) for p in self.paths[:3])
-        more = len(self.paths) - 3
-        self.location = shown + (f" and {more} more" if more > 0 else "")
+        self.location = _shown([str(p) for p in self.paths])
         self.notes: dict[str, object] = {}
         self.resolve = resolve
         self.keyed: dict[str, str] = {}
+        self._files: dict[tuple[str, str, str], set[str]] = {}
+        self._path = ""
 
     def batches(self, since_watermark: float | None) -> Iterator[Batch]:
         # Files carry no watermark: re-reading one is cheap and idempotent.
@@ -153,6 +159,7 @@ class AdkJsonSource:
 
     def _read_file(self, path: Path, out: EventBatcher) -> Iterator[None]:
         """Add the file's events to `out`; yields whenever `out` is full."""
+        self._path = str(path)
         try:
             text = path.read_text(encoding="utf-8-sig")  # a BOM is not part of the JSON
         except FileNotFoundError:
@@ -373,9 +380,12 @@ class AdkJsonSource:
         )
         self._sessions = row if self._sessions is None else pa.concat_tables([self._sessions, row])
 
-    @staticmethod
+    def session_sources(self) -> dict[tuple[str, str, str], str]:
+        """Per session: the file(s) its events came from, as the session's source."""
+        return {key: f"{self.kind}:{_shown(sorted(files))}" for key, files in self._files.items()}
+
     def _add(
-        out: EventBatcher, event: object, app: str, user: str, session: str, locator: str
+        self, out: EventBatcher, event: object, app: str, user: str, session: str, locator: str
     ) -> None:
         out.rows_read += 1
         if not isinstance(event, dict):
@@ -394,6 +404,8 @@ class AdkJsonSource:
         except RecursionError:
             out.skip(locator, TOO_DEEP)
             return
+        if all(isinstance(v, str) for v in (app, user, session)):
+            self._files.setdefault((app, user, session), set()).add(self._path)
         out.add(
             app_name=app,
             user_id=user,
