@@ -255,6 +255,13 @@ def session_ingests(store: StoreLike, key: tuple[str, str, str]) -> pl.DataFrame
 def ingest_skips(store: StoreLike, ingest_id: int) -> pl.DataFrame:
     """The rows one ingest skipped (the first few hundred), with locator and reason."""
     with using(store) as s:
+        known = [r[0] for r in s.run("SELECT ingest_id FROM ingests ORDER BY ingest_id")]
+        if ingest_id not in known:
+            shown = f"ingests {known[0]} to {known[-1]}" if known else "no ingests yet"
+            raise ForensicsError(
+                f"no ingest {ingest_id} in the store ({shown})",
+                hint="`forensics ingests` lists them with their ids",
+            )
         return INGEST_SKIPS.check(s.frame("store/ingest_skips", ingest_id=ingest_id))
 
 
@@ -365,9 +372,24 @@ class Scope:
 def calls(
     store: StoreLike, selection: SelectionLike = None, *, turn: int | None = None
 ) -> pl.DataFrame:
-    """Per call: window occupancy (measured, estimated, by role) and cumulative input so far."""
+    """Per call: window occupancy (measured, estimated, by role) and cumulative input so far.
+    A `turn` the selected session does not have is an error that names the turns it has."""
     with using(store) as s:
-        return Scope(s, selection).calls(turn)
+        scope = Scope(s, selection)
+        if turn is not None:
+            check_turn(scope.turns(), turn)
+        return scope.calls(turn)
+
+
+def check_turn(turns: pl.DataFrame, turn: int) -> None:
+    """ForensicsError unless `turn` is one of the session's turns."""
+    have = sorted(set(turns["turn"].to_list()))
+    if turn not in have:
+        shown = f"turns 1 to {have[-1]}" if have else "no turns"
+        raise ForensicsError(
+            f"no turn {turn}: the session has {shown}",
+            hint="turns are numbered from 1 in order; `forensics turns SESSION_ID` lists them",
+        )
 
 
 def window(store: StoreLike, selection: SelectionLike, call_id: str) -> pl.DataFrame:

@@ -390,3 +390,76 @@ def test_sources_are_per_session(tmp_path):
         "session)"
     ]
     assert "private-customer-x" not in json.dumps(method.sources)
+
+
+# -- 9. validation: each bad argument or state gets a clear error and a non-zero exit -------
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory):
+    db = tmp_path_factory.mktemp("hardening") / "f.duckdb"
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    return db
+
+
+@pytest.mark.parametrize("args,message", [
+    (["growth", "--top", "0"], "Invalid value for '--top'"),
+    (["growth", "--top", "-5"], "Invalid value for '--top'"),
+    (["calls", "incident", "--turn", "99"], "no turn 99: the session has turns 1 to 2"),
+    (["report", "incident", "incident", "--turn", "5", "--out", "/tmp/x.html"],
+     "no turn 5: the session has turns 1 to 2"),
+    (["ingests", "--skips", "99"], "no ingest 99 in the store (ingests 1 to 1)"),
+    (["report", "incident", "incident", "--out", "/nonexistent-folder/r.html"],
+     "cannot write /nonexistent-folder/r.html: the folder /nonexistent-folder does not exist"),
+])
+def test_bad_arguments_are_errors(sample_db, args, message):
+    out = runner.invoke(app, [*args, "--db", str(sample_db)])
+    assert out.exit_code != 0, out.output
+    assert message in out.output
+    assert "unexpected" not in out.output
+
+
+def test_format_names_and_version(sample_db):
+    out = runner.invoke(app, ["sessions", "--db", str(sample_db), "--format", "JSON"])
+    assert out.exit_code == 0 and json.loads(out.output)[0]["session_id"] == "incident"
+    version = runner.invoke(app, ["--version"])
+    assert version.exit_code == 0 and version.output.startswith("agent-forensics ")
+
+
+def test_a_truncated_store_is_named_damaged(sample_db, tmp_path):
+    cut = tmp_path / "cut.duckdb"
+    cut.write_bytes(sample_db.read_bytes()[:200_000])
+    out = runner.invoke(app, ["sessions", "--db", str(cut)])
+    assert out.exit_code == 1
+    assert f"the store {cut} is damaged or incomplete" in out.output
+
+
+def test_a_locked_store_says_who_holds_it(sample_db, tmp_path, monkeypatch):
+    """Another process holds the store (as a running ingest does): the command waits
+    FORENSICS_LOCK_WAIT seconds, then names the holder's PID."""
+    import subprocess
+    import sys
+
+    locked = tmp_path / "locked.duckdb"
+    locked.write_bytes(sample_db.read_bytes())
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+         "print('READY', flush=True); time.sleep(60)", str(locked)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "READY"
+        monkeypatch.setenv("FORENSICS_LOCK_WAIT", "0.5")
+        out = runner.invoke(app, ["sessions", "--db", str(locked)])
+        assert out.exit_code == 1
+        assert f"the store {locked} is in use by another process (PID {holder.pid}" in out.output
+        assert "waited 0.5 s" in out.output
+    finally:
+        holder.kill()
+        holder.wait()
+    assert runner.invoke(app, ["sessions", "--db", str(locked)]).exit_code == 0
+
+
+def test_help_shows_no_type_after_a_flag():
+    out = runner.invoke(app, ["ingest", "adk-sqlite", "--help"], env={"COLUMNS": "120"})
+    assert out.exit_code == 0
+    assert "<bool>" not in out.output and "--full" in out.output

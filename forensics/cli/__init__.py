@@ -23,15 +23,21 @@ for _module in ("stored", "windows", "compaction", "plan", "report", "ingest"):
 __all__ = ["app", "main"]
 
 
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"agent-forensics {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
-    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version.", callback=_version, is_eager=True),
+    ] = False,
 ) -> None:
     state["debug"] = debug
-    if version:
-        typer.echo(f"agent-forensics {__version__}")
-        raise typer.Exit()
 
 
 def main() -> None:

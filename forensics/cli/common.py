@@ -21,6 +21,17 @@ import typer
 from ..errors import ForensicsError
 from ..sanitize import visible
 
+# typer 0.29 prints a type after every flag (`--help <bool>`, `--full <bool>`): a flag
+# takes no value, so its help shows none.
+_display_type = typer.core.TyperOption.display_type_rich
+
+
+def _flag_shows_no_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
+    return None if self.is_flag else _display_type(self, ctx)
+
+
+typer.core.TyperOption.display_type_rich = _flag_shows_no_type  # type: ignore[method-assign]
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -63,7 +74,9 @@ DbOption = Annotated[
         help="The DuckDB store file.",
     ),
 ]
-FormatOption = Annotated[Format, typer.Option("--format", "-f", help="table, json or csv.")]
+FormatOption = Annotated[
+    Format, typer.Option("--format", "-f", help="table, json or csv.", case_sensitive=False)
+]
 # filters a loader pushes into the source's SQL
 AppOption = Annotated[str | None, typer.Option("--app", help="Only this app_name.")]
 UserOption = Annotated[str | None, typer.Option("--user", help="Only this user_id.")]

@@ -39,6 +39,11 @@ def _write_incident(
 
     if out.is_dir():
         out = out / f"incident-{session_id}.html"
+    if not out.parent.is_dir():  # said before the report is built, not after
+        raise ForensicsError(
+            f"cannot write {out}: the folder {out.parent} does not exist",
+            hint="create it first, or give --out an existing folder or file path",
+        )
     with api.open_store(db) as store:
         context = build_incident(
             store, selection(app_name, user, session_id), turn=turn, show_content=show_content

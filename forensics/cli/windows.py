@@ -118,7 +118,9 @@ def window(
 @app.command()
 @boundary
 def growth(
-    top: Annotated[int, typer.Option("--top", help="How many tool calls to show.")] = 10,
+    top: Annotated[
+        int, typer.Option("--top", min=1, help="How many tool calls to show (1 or more).")
+    ] = 10,
     session_id: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
     app_name: AppPick = None,
     user: UserPick = None,

@@ -179,6 +179,8 @@ def _build(scope: api.Scope, turn: int | None, show_content: bool) -> IncidentCo
     session = scope.sessions().row(0, named=True)
     key = (session["app_name"], session["user_id"], session["session_id"])
     agent_calls = calls.filter(pl.col("kind") != "summarizer")
+    if turn is not None:
+        api.check_turn(turns.filter(pl.col("session_id") == key[2]), turn)
     chosen = [turn] if turn is not None else turns["turn"].to_list()
 
     failure = _failure(turns, agent_calls)

@@ -13,6 +13,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
+from ..errors import ForensicsError
 from ..resources import resource_dir
 from ..sanitize import visible
 from .charts import chart_svg
@@ -55,5 +56,9 @@ def render_incident(context: IncidentContext) -> str:
 
 
 def write_incident(context: IncidentContext, out: Path) -> Path:
-    out.write_text(render_incident(context), encoding="utf-8")
+    page = render_incident(context)
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise ForensicsError(f"cannot write {out}: {e.strerror or e}") from e
     return out

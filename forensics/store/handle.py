@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,6 +48,42 @@ def raise_if_interrupted(error: BaseException) -> None:
         raise KeyboardInterrupt from None
 
 
+LOCK_WAIT_S = 5.0  # FORENSICS_LOCK_WAIT: how long to wait for a store another process holds
+_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.*?) \(PID (?P<pid>\d+)\)")
+
+
+def _open_waiting(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Connect; while another process holds the store's lock (a running ingest), wait up
+    to FORENSICS_LOCK_WAIT seconds, then say who holds it."""
+    try:
+        wait = float(os.environ.get("FORENSICS_LOCK_WAIT", LOCK_WAIT_S))
+    except ValueError:
+        wait = LOCK_WAIT_S
+    deadline = time.monotonic() + max(wait, 0.0)
+    while True:
+        try:
+            return connect(str(path), read_only=read_only)
+        except duckdb.Error as e:
+            holder = _HOLDER.search(str(e))
+            if holder and time.monotonic() < deadline:
+                time.sleep(0.2)
+                continue
+            if holder:
+                raise StoreError(
+                    f"the store {path} is in use by another process (PID "
+                    f"{holder['pid']}, {holder['program']}); waited {wait:g} s",
+                    hint="a running ingest holds the store until it commits: wait for it, "
+                    "or set FORENSICS_LOCK_WAIT to wait longer",
+                ) from e
+            if "Could not read enough bytes" in str(e) or "Corrupt" in str(e):
+                raise StoreError(
+                    f"the store {path} is damaged or incomplete (DuckDB: {e})",
+                    hint="a copy cut short or a full disk can do this: load the sources "
+                    "again into a new store",
+                ) from e
+            raise StoreError(f"cannot open store {path}: {e}") from e
+
+
 def _check_file(path: Path) -> None:
     """A file that is not a DuckDB database is refused before DuckDB reads it."""
     if path.is_dir():
@@ -86,10 +124,7 @@ class Store:
                 "or point --db / FORENSICS_DB at an existing store",
             )
         _check_file(path)
-        try:
-            con = connect(str(path), read_only=read_only)
-        except duckdb.Error as e:
-            raise StoreError(f"cannot open store {path}: {e}") from e
+        con = _open_waiting(path, read_only)
         store = cls(con, path, read_only)
         try:
             if read_only:
