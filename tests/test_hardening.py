@@ -463,3 +463,38 @@ def test_help_shows_no_type_after_a_flag():
     out = runner.invoke(app, ["ingest", "adk-sqlite", "--help"], env={"COLUMNS": "120"})
     assert out.exit_code == 0
     assert "<bool>" not in out.output and "--full" in out.output
+
+
+# -- 10. tables keep what matters: locators whole, both ends of long text, milliseconds -----
+
+
+def test_tables_cut_in_the_middle_and_keep_locators_and_milliseconds(tmp_path):
+    from datetime import datetime
+
+    import polars as pl
+
+    from forensics.cli.output import to_table
+
+    frame = pl.DataFrame({
+        "locator": [f"{tmp_path}/exports/trace_q1_session_8f8025ca-605b: span {i}"
+                    for i in (7, 12)],
+        "error_message": ["prompt is too long: " + "x" * 80 + " 216,230 tokens > 200,000"] * 2,
+        "at": [datetime(2026, 10, 22, 8, 56, 6, 120_000),
+               datetime(2026, 10, 22, 8, 56, 6, 870_000)],
+        "whole_seconds": [datetime(2026, 10, 22, 8, 56, 6), datetime(2026, 10, 22, 8, 56, 9)],
+    })
+    text = to_table(frame)
+    assert "span 7" in text and "span 12" in text  # the row index is the distinguishing end
+    assert "216,230 tokens > 200,000" in text and "prompt is too long" in text
+    assert "08:56:06.120" in text and "08:56:06.870" in text
+    assert "08:56:09" in text and "08:56:09.000" not in text
+
+
+def test_skip_locators_are_whole_in_the_table(tmp_path):
+    deep = tmp_path / ("a-long-folder-name-" * 4) / "trace_q1_session_8f8025ca-605b.json"
+    deep.parent.mkdir(parents=True)
+    deep.write_text(json.dumps([_event(0), 5, _event(2)]))
+    db = tmp_path / "f.duckdb"
+    result = api.ingest_json(db, [deep], app="a", user="u")
+    out = runner.invoke(app, ["ingests", "--skips", str(result.ingest_id), "--db", str(db)])
+    assert f"{deep}: event 1" in out.output

@@ -15,6 +15,19 @@ import polars as pl
 from ..sanitize import json_safe, visible
 
 MAX_CELL = 60
+# cut nowhere: what a reader must copy whole (a skipped row's place and reason, a
+# suggested statement)
+WHOLE = frozenset({"locator", "reason", "suggested_index", "definition", "advice"})
+
+
+def shorten(text: str, limit: int = MAX_CELL) -> str:
+    """`text` cut in the middle to `limit` characters: both ends stay readable (a path's
+    file and its row, an id's head and tail)."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    tail = limit - 1 - head
+    return text[:head] + "…" + text[-tail:]
 
 
 @dataclass(frozen=True)
@@ -77,7 +90,7 @@ def _csv_cell(value: Any) -> Any:
     return visible(value, keep_newlines=True) if isinstance(value, str) else value
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, *, whole: bool = False, fine: bool = False) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -87,13 +100,26 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.2f}"
     if isinstance(value, datetime):
-        return iso(value).replace("T", " ")[:19]
+        return iso(value).replace("T", " ")[: 23 if fine else 19]
     if isinstance(value, list):
         value = ",".join(map(str, value))
     if isinstance(value, dict):
         value = "; ".join(f"{k}: {_cell(v)}" for k, v in value.items())
     text = visible(" ".join(str(value).split()))
-    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+    return text if whole else shorten(text)
+
+
+def _fine_times(df: pl.DataFrame, columns: Sequence[str]) -> set[str]:
+    """Time columns to show to the millisecond: those where two different instants
+    would read the same to the second (events closer than a second)."""
+    fine = set()
+    for c in columns:
+        if df.schema[c] != pl.Datetime and not isinstance(df.schema[c], pl.Datetime):
+            continue
+        values = df[c].drop_nulls().unique()
+        if values.dt.truncate("1s").n_unique() < values.len():
+            fine.add(c)
+    return fine
 
 
 def to_table(
@@ -111,7 +137,10 @@ def to_table(
         for row in df.select(columns).to_dicts()
     ]
     numeric = {c for c in columns if df.schema[c].is_numeric()}
-    body = [[_cell(row[c]) for c in columns] for row in rows]
+    fine = _fine_times(df, columns)
+    body = [
+        [_cell(row[c], whole=c in WHOLE, fine=c in fine) for c in columns] for row in rows
+    ]
     if totals and rows:
         sums = {c: int(df[c].fill_null(0).sum()) for c in totals}
         total_row = [_cell(sums[c]) if c in sums else "" for c in columns]
