@@ -356,3 +356,45 @@ def test_an_empty_v0_database_is_planned_with_placeholder_values(pg_db):
     loader = by_name(report.lookups)["loader_events"]
     assert '"actions"' in loader["sql"] and "event_data" not in loader["sql"]
     assert len(report.lookups) == len(plan.CATALOGUE) + 2
+
+
+# ---------------------------------------------------------------------------
+# the advice on JSON keys, and HypoPG as the judge of a suggestion
+# ---------------------------------------------------------------------------
+
+
+def test_a_json_key_filter_gets_an_expression_index_not_one_on_the_document(plan_db, tmp_path):
+    query = tmp_path / "by_json_author.sql"
+    query.write_text("SELECT id FROM events WHERE event_data->>'author' = 'orders_agent'")
+    row = by_name(plan.plan_frame(plan_db, extra_queries=[query]))["query:by_json_author.sql"]
+    assert row["seq_scan_relations"] == ["events"]
+    suggested = row["suggested_index"] or ""
+    assert "((event_data ->> 'author'::text))" in suggested, row["advice"]
+    assert "(event_data)" not in suggested
+    assert "idx_events_event_data_author" in suggested
+
+
+def test_with_hypopg_only_an_index_that_helps_is_suggested(plan_db, tmp_path):
+    with psycopg.connect(plan_db, autocommit=True) as con:
+        available = con.execute(
+            "SELECT count(*) FROM pg_available_extensions WHERE name = 'hypopg'"
+        ).fetchone()[0]
+    if not available:
+        if os.environ.get(ENV_REQUIRE_HYPOPG, "").strip().lower() in ("1", "true", "yes"):
+            pytest.fail(f"{ENV_REQUIRE_HYPOPG}=1 but HypoPG is not available", pytrace=False)
+        pytest.skip("HypoPG is not available on the test server")
+    query = tmp_path / "not_user.sql"
+    # nearly every event matches: the planner reads the table whatever index exists
+    query.write_text("SELECT id FROM events WHERE invocation_id <> 'nobody-at-all'")
+    with psycopg.connect(plan_db, autocommit=True) as con:
+        con.execute("CREATE EXTENSION hypopg")  # setup on the test's own database
+    try:
+        rows = by_name(plan.plan_frame(plan_db, extra_queries=[query]))
+    finally:
+        with psycopg.connect(plan_db, autocommit=True) as con:
+            con.execute("DROP EXTENSION hypopg")
+    row = rows["query:not_user.sql"]
+    assert row["seq_scan_relations"] == ["events"]
+    assert row["suggested_index"] is None, row["advice"]
+    assert "and one would not help: as a hypothetical index (HypoPG)" in row["advice"]
+    assert rows["time_range"]["suggested_index"]  # one that helps is still suggested

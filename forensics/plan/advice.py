@@ -27,13 +27,37 @@ _IDENT = re.compile(r'"((?:[^"]|"")+)"|\b([A-Za-z_][A-Za-z0-9_$]*)\b')
 _AFTER = re.compile(r"(?:\)|::[a-z_ ]+(?:\([0-9, ]+\))?|\s)*(?P<op>>=|<=|<>|!=|=|<|>)?", re.I)
 
 
+# a key taken out of a JSON column, as the planner prints it: (event_data ->> 'author'::text)
+_JSON_PATH = re.compile(
+    r'(?P<column>"(?:[^"]|"")+"|\b[A-Za-z_][A-Za-z0-9_$]*)\s*(?P<op>->>|->|#>>|#>)\s*'
+    r"(?P<key>'(?:[^']|'')*'(?:::[a-z_\[\] ]+)?)",
+    re.I,
+)
+
+
 def condition_columns(condition: str | None, columns: list[str]) -> list[tuple[str, str]]:
-    """(column, "eq"|"range"|"other") for the table's columns a plan condition tests."""
+    """(column, "eq"|"range"|"other") for the table's columns a plan condition tests.
+
+    A key taken out of a JSON column (`event_data ->> 'author'`) is tested as that
+    expression, not as the column: an index on the whole document would not serve it
+    (and cannot hold documents over a third of a page); the entry's name is then the
+    expression in parentheses, as an expression index takes it."""
     if not condition:
         return []
-    text = _LITERAL.sub("''", condition)
     found: dict[str, str] = {}
     order = {"eq": 0, "range": 1, "other": 2}
+    for m in _JSON_PATH.finditer(condition):
+        name = m.group("column").strip('"').replace('""', '"')
+        if name not in columns:
+            continue
+        after = _AFTER.match(condition, m.end())
+        op = after.group("op") if after else None
+        how = "eq" if op == "=" else "range" if op in ("<", ">", "<=", ">=") else "other"
+        expression = f"({m.group('column')} {m.group('op')} {m.group('key')})"
+        if expression not in found or order[how] < order[found[expression]]:
+            found[expression] = how
+    # the JSON keys' columns are not tested themselves
+    text = _LITERAL.sub("''", _JSON_PATH.sub("''", condition))
     for m in _IDENT.finditer(text):
         name = m.group(1).replace('""', '"') if m.group(1) else m.group(2)
         if name not in columns or text[: m.start()].rstrip().endswith("::"):  # a type name
@@ -106,14 +130,17 @@ def suggest(con: psycopg.Connection, catalog: Catalog, finding: Finding) -> tupl
         return None
     schema = table["schema"]
     names = [c for c, _ in finding.columns]
-    index_name = "_".join(["idx", finding.relation, *names])[:63]
+    words = [re.sub(r"[^A-Za-z0-9]+", "_", n).strip("_") for n in names]
+    index_name = "_".join(["idx", finding.relation, *words])[:63]
     # quote_ident on the server: it knows which words are keywords
     concurrently, plain = one(
         con,
         "SELECT format('CREATE INDEX CONCURRENTLY IF NOT EXISTS %%I ON %%I.%%I (%%s)', "
         "  %(index)s::text, %(schema)s::text, %(table)s::text, cols), "
         "format('CREATE INDEX ON %%I.%%I (%%s)', %(schema)s::text, %(table)s::text, cols) "
-        "FROM (SELECT string_agg(quote_ident(c), ', ' ORDER BY n) AS cols "
+        # an expression (from the planner's own text) goes in as it is, a column quoted
+        "FROM (SELECT string_agg(CASE WHEN left(c, 1) = '(' THEN c ELSE quote_ident(c) END, "
+        "  ', ' ORDER BY n) AS cols "
         "  FROM unnest(%(columns)s::text[]) WITH ORDINALITY AS u(c, n)) AS s",
         {"index": index_name, "schema": schema, "table": finding.relation, "columns": names},
     )

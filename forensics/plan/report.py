@@ -159,21 +159,26 @@ def _plan_row(
                 "but the planner expects this condition to match too many rows to use it"
             )
         elif suggested is None and (pair := suggest(con, catalog, finding)):
-            suggested, hypo_create = pair
-            sentence += f"; no index leads with {finding.columns[0][0]}: suggested {suggested}"
-            if hypopg_schema:
-                tried = hypothetical(con, hypopg_schema, hypo_create, lookup)
-                if isinstance(tried, str):
-                    sentence += f"; {tried}"
+            candidate, hypo_create = pair
+            lead = finding.columns[0][0]
+            tried = hypothetical(con, hypopg_schema, hypo_create, lookup) if hypopg_schema else None
+            if isinstance(tried, tuple):
+                hypothetical_cost, hypothetical_uses = tried
+                helps = hypothetical_uses and hypothetical_cost < float(plan["Total Cost"])
+                cost = (
+                    f"as a hypothetical index (HypoPG) the cost would be "
+                    f"{hypothetical_cost:,.0f} instead of {plan['Total Cost']:,.0f}"
+                    + ("" if hypothetical_uses else ", and the planner would not use it")
+                )
+                if helps:  # only what the hypothetical plan showed to help is suggested
+                    suggested = candidate
+                    sentence += f"; no index leads with {lead}: suggested {suggested}; {cost}"
                 else:
-                    hypothetical_cost, hypothetical_uses = tried
-                    sentence += (
-                        f"; as a hypothetical index (HypoPG) the cost would be "
-                        f"{hypothetical_cost:,.0f} instead of {plan['Total Cost']:,.0f}"
-                        + ("" if hypothetical_uses else ", and the planner would not use it")
-                    )
+                    sentence += f"; no index leads with {lead}, and one would not help: {cost}"
             else:
-                sentence += f"; {hypopg_note}"
+                suggested = candidate
+                sentence += f"; no index leads with {lead}: suggested {suggested}"
+                sentence += f"; {tried}" if isinstance(tried, str) else f"; {hypopg_note}"
         advice.append(sentence)
     if not findings:
         verdict = f"uses index {', '.join(indexes_used)}" if indexes_used else "no table scan"
