@@ -111,8 +111,13 @@ def test_unknown_layouts_are_named(tmp_path, pg_db):
         api.ingest_postgres(tmp_path / "f.duckdb", pg_db)
     with psycopg.connect(pg_db, autocommit=True) as con:
         con.execute("CREATE TABLE events (id text, body text)")
-    layout = r"unknown layout of table 'events' \(columns: id, body\)"
+    layout = r"table 'events' is neither ADK layout: .* \(columns: id, body\)"
     with pytest.raises(SourceError, match=layout):
+        api.ingest_postgres(tmp_path / "f.duckdb", pg_db)
+    with psycopg.connect(pg_db, autocommit=True) as con:
+        con.execute("ALTER TABLE events ADD COLUMN event_data jsonb")
+    resembles = r"has event_data like ADK schema V1 but lacks app_name, user_id, session_id"
+    with pytest.raises(SourceError, match=resembles):
         api.ingest_postgres(tmp_path / "f.duckdb", pg_db)
 
 

@@ -106,8 +106,8 @@ def test_unknown_sqlite_layout_names_the_columns(tmp_path):
                                  "--db", str(tmp_path / "f.duckdb")])
     assert result.exit_code == 1
     assert result.stderr.splitlines()[0] == (
-        f"Error: {tmp_path / 'odd.db'}: unknown layout of table 'events' (columns: id, payload); "
-        "expected ADK schema V1 (event_data) or V0 (actions)")
+        f"Error: {tmp_path / 'odd.db'}: table 'events' is neither ADK layout: it has neither "
+        "event_data (schema V1) nor actions (schema V0) (columns: id, payload)")
     (tmp_path / "text.db").write_text("not sqlite at all " * 100)
     result = runner.invoke(app, ["ingest", "adk-sqlite", str(tmp_path / "text.db"),
                                  "--db", str(tmp_path / "f.duckdb")])

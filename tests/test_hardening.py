@@ -498,3 +498,58 @@ def test_skip_locators_are_whole_in_the_table(tmp_path):
     result = api.ingest_json(db, [deep], app="a", user="u")
     out = runner.invoke(app, ["ingests", "--skips", str(result.ingest_id), "--db", str(db)])
     assert f"{deep}: event 1" in out.output
+
+
+# -- 12. wording ---------------------------------------------------------------------------
+
+
+def test_json_errors_read_as_sentences(tmp_path):
+    (tmp_path / "cut.ndjson").write_text(json.dumps(_event(0)) + '\n{"id": "e1", "text": "no end\n')
+    (tmp_path / "cut.json").write_text('[' + json.dumps(_event(2)) + ', {"id": "e3", "x": "abc')
+    result = api.ingest_json(tmp_path / "f.duckdb", [tmp_path / "cut.ndjson",
+                                                     tmp_path / "cut.json"], app="a", user="u")
+    reasons = " | ".join(s.reason for s in result.skips)
+    assert "at at" not in reasons
+    assert "Unterminated string starting at column 22" in reasons
+    assert "Unterminated string starting at byte" in reasons
+
+
+def test_a_sqlite_events_table_like_v1_names_what_it_lacks(tmp_path):
+    import sqlite3
+
+    con = sqlite3.connect(tmp_path / "half.db")
+    con.execute("CREATE TABLE events (id TEXT, event_data TEXT, timestamp REAL)")
+    con.commit()
+    con.close()
+    out = runner.invoke(app, ["ingest", "adk-sqlite", str(tmp_path / "half.db"), "--db",
+                              str(tmp_path / "f.duckdb")])
+    assert out.exit_code == 1
+    assert ("table 'events' has event_data like ADK schema V1 but lacks app_name, user_id, "
+            "session_id, invocation_id") in out.output
+
+
+def test_the_same_event_id_with_other_content_is_said(tmp_path):
+    db = tmp_path / "f.duckdb"
+    (tmp_path / "first.json").write_text(json.dumps([_event(0), _event(1)]))
+    changed = _event(1)
+    changed["content"]["parts"][0]["text"] = "a different message altogether"
+    (tmp_path / "second.json").write_text(json.dumps([_event(0), changed]))
+    runner.invoke(app, ["ingest", "adk-json", str(tmp_path / "first.json"), "--app", "a",
+                        "--user", "u", "--session", "s", "--db", str(db)])
+    out = runner.invoke(app, ["ingest", "adk-json", str(tmp_path / "second.json"), "--app", "a",
+                              "--user", "u", "--session", "s", "--db", str(db)])
+    assert out.exit_code == 0
+    assert ("warning: 1 events already stored with other content (time, size, author or "
+            "turn): the first stored was kept") in out.output
+    assert api.events(db, "s")["chars"].to_list() == [9, 9]  # "message 0", "message 1"
+
+
+def test_csv_booleans_are_true_and_false(tmp_path):
+    db = tmp_path / "f.duckdb"
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    out = runner.invoke(app, ["calls", "incident", "--db", str(db), "-f", "csv"])
+    import csv as csv_module
+    import io
+
+    rows = list(csv_module.DictReader(io.StringIO(out.output)))
+    assert {r["gauge_blind"] for r in rows} == {"false"}

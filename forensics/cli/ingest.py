@@ -64,6 +64,8 @@ def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
         )
     if "event_times" in result.notes:
         echo(f"event times: {result.notes['event_times']}")
+    if "conflicting_events" in result.notes:
+        echo(f"warning: {result.notes['conflicting_events']}", err=True)
     if "keyed_by_store" in result.notes:
         echo(str(result.notes["keyed_by_store"]))
     if "adk_release" in result.notes:

@@ -83,6 +83,8 @@ def _csv_cell(value: Any) -> Any:
     """A CSV field: text with control and bidi characters shown (sanitize.visible)."""
     if value is None:
         return ""
+    if isinstance(value, bool):  # as JSON and every CSV reader spell them, not Python's
+        return "true" if value else "false"
     if isinstance(value, list):
         value = ";".join(map(str, value))
     elif isinstance(value, dict):
@@ -138,9 +140,7 @@ def to_table(
     ]
     numeric = {c for c in columns if df.schema[c].is_numeric()}
     fine = _fine_times(df, columns)
-    body = [
-        [_cell(row[c], whole=c in WHOLE, fine=c in fine) for c in columns] for row in rows
-    ]
+    body = [[_cell(row[c], whole=c in WHOLE, fine=c in fine) for c in columns] for row in rows]
     if totals and rows:
         sums = {c: int(df[c].fill_null(0).sum()) for c in totals}
         total_row = [_cell(sums[c]) if c in sums else "" for c in columns]

@@ -68,6 +68,7 @@ def ingest(
         try:
             with store.transaction():
                 seen: set[tuple[str, str, str]] = set()
+                conflicts: list[int] = []
                 for batch in prefetch(_normalized(source, since)):
                     if release is not None:
                         seen |= _keys(batch.events)
@@ -80,6 +81,7 @@ def ingest(
                         sessions=batch.sessions,
                         ingest_id=result.ingest_id,
                         source=label,
+                        conflicts=conflicts,
                     )
                     if batch.newest is not None:
                         result.watermark = max(batch.newest, result.watermark or batch.newest)
@@ -94,6 +96,11 @@ def ingest(
                 result.notes = dict(source.notes)
                 if found:
                     result.notes["adk_release"] = _release_note(found)
+                if sum(conflicts):
+                    result.notes["conflicting_events"] = (
+                        f"{sum(conflicts):,} events already stored with other content (time, "
+                        "size, author or turn): the first stored was kept"
+                    )
                 ledger.write(store, result, started, _now(), "ok", None)
         except BaseException as e:
             result.seconds = time.monotonic() - clock

@@ -9,7 +9,8 @@ measured by the same code.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 import pyarrow as pa
@@ -23,6 +24,37 @@ BATCH_CHARS = 32_000_000
 
 
 SessionKey = tuple[str, str, str]
+
+
+def layout_problem(
+    found: Sequence[str], v1_required: Sequence[str], v0_required: Sequence[str]
+) -> str:
+    """Why an `events` table is neither ADK layout: what it lacks of the one it resembles."""
+    have = set(found)
+    shown = ", ".join(found) or "none"
+    if "event_data" in have:
+        missing = [c for c in v1_required if c not in have]
+        return (
+            f"table 'events' has event_data like ADK schema V1 but lacks "
+            f"{', '.join(missing)} (columns: {shown})"
+        )
+    if "actions" in have:
+        missing = [c for c in v0_required if c not in have]
+        return (
+            f"table 'events' has actions like ADK schema V0 but lacks "
+            f"{', '.join(missing)} (columns: {shown})"
+        )
+    return (
+        f"table 'events' is neither ADK layout: it has neither event_data (schema V1) nor "
+        f"actions (schema V0) (columns: {shown})"
+    )
+
+
+def json_error(error: json.JSONDecodeError, where: str = "column") -> str:
+    """A JSON parse error in words: 'Unterminated string starting at column 5'."""
+    place = error.colno if where == "column" else error.pos
+    joint = " " if error.msg.endswith(" at") else " at "
+    return f"{error.msg}{joint}{where} {place}"
 
 
 class ActionFields:

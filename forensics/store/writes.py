@@ -17,14 +17,18 @@ def insert_batch(
     sessions: pa.Table,
     ingest_id: int,
     source: str,
+    conflicts: list[int] | None = None,
 ) -> int:
     """Insert one batch inside the caller's transaction; returns the events newly stored
-    (an event already in the store, by (app, user, session, event id), is not stored again)."""
+    (an event already in the store, by (app, user, session, event id), is not stored again;
+    `conflicts` gets the count of those whose stored content differs)."""
     con = store.con
     con.register("new_events", events)
     con.register("new_parts", parts)
     con.register("new_sessions", sessions)
     try:
+        if conflicts is not None:
+            conflicts.append(int(store.query("store/conflicting_events")[0][0]))
         loaded = store.run(sql.load("store/insert_events").sql, {"ingest_id": ingest_id})[0][0]
         store.run(sql.load("store/insert_parts").sql)
         store.run(sql.load("store/insert_sessions").sql, {"source": source, "ingest_id": ingest_id})

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from ...model import RAW_SESSION_SCHEMA, Batch
-from ..base import BATCH_ROWS, EventBatcher
+from ..base import BATCH_ROWS, EventBatcher, json_error
 
 _EVENT_KEYS = {"author", "content", "invocation_id", "invocationId", "actions", "timestamp"}
 _EVENTS_ARRAY = re.compile(r'"events"\s*:\s*\[')
@@ -252,7 +252,7 @@ class AdkJsonSource:
                 event = json.loads(line)
             except json.JSONDecodeError as e:
                 out.rows_read += 1
-                out.skip(f"{path}:{lineno}", f"not valid JSON: {e.msg} at column {e.colno}")
+                out.skip(f"{path}:{lineno}", f"not valid JSON: {json_error(e)}")
                 continue
             except RecursionError:
                 out.rows_read += 1
@@ -325,7 +325,7 @@ class AdkJsonSource:
         out.rows_read += 1
         out.skip(
             f"{path}:{error.lineno}:{error.colno}",
-            f"truncated or malformed JSON ({error.msg} at byte {error.pos}); "
+            f"truncated or malformed JSON ({json_error(error, 'byte')}); "
             f"{kept} complete events before it were read",
         )
 

@@ -23,7 +23,7 @@ from ...errors import MissingRelationError
 from ...families.adk import v0
 from ...model import RAW_SESSION_SCHEMA, Batch
 from ...selection import Selection
-from ..base import BATCH_ROWS, ActionFields, EventBatcher
+from ..base import BATCH_ROWS, ActionFields, EventBatcher, layout_problem
 from .connection import ReadOnlyServer, one
 
 FETCH_ROWS = 500
@@ -106,9 +106,9 @@ class AdkPostgresSource:
             return "v1", columns
         if "actions" in columns and all(c in columns for c in v0.REQUIRED_COLUMNS):
             return "v0", columns
+        v1 = ("id", "app_name", "user_id", "session_id", "event_data")
         raise MissingRelationError(
-            f"{self.location}: unknown layout of table 'events' (columns: {', '.join(columns)}); "
-            "expected ADK schema V1 (event_data) or V0 (actions)"
+            f"{self.location}: {layout_problem(columns, v1, v0.REQUIRED_COLUMNS)}"
         )
 
     def events_statement(

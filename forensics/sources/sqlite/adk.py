@@ -20,7 +20,7 @@ from ...errors import MissingRelationError, SourceError
 from ...families.adk import v0
 from ...model import RAW_SESSION_SCHEMA, Batch
 from ...selection import Selection
-from ..base import BATCH_ROWS, ActionFields, EventBatcher
+from ..base import BATCH_ROWS, ActionFields, EventBatcher, layout_problem
 from .clock import WriterClock
 from .clock import detect as detect_clock
 from .clock import parse as parse_clock
@@ -123,8 +123,7 @@ class AdkSqliteSource:
             layout = "v0"
         else:
             raise MissingRelationError(
-                f"{self.path}: unknown layout of table 'events' (columns: "
-                f"{', '.join(columns)}); expected ADK schema V1 (event_data) or V0 (actions)"
+                f"{self.path}: {layout_problem(list(columns), V1_COLUMNS, v0.REQUIRED_COLUMNS)}"
             )
         return layout, columns
 
