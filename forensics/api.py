@@ -14,8 +14,9 @@ A selection may be given as a session id alone: `api.calls(store, "incident")`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -69,6 +70,22 @@ __all__ = [
 
 StoreLike = Store | str | Path | None
 SelectionLike = Selection | str | None
+
+
+# Where long analyses report how far they are: (stage, done, total); None: nowhere.
+PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar(
+    "forensics_progress", default=None
+)
+
+
+@contextmanager
+def progress_to(report: Callable[[str, int, int], None] | None) -> Iterator[None]:
+    """Within the block, every reconstruction reports its stages to `report`."""
+    token = PROGRESS.set(report)
+    try:
+        yield
+    finally:
+        PROGRESS.reset(token)
 
 
 def open_store(path: str | Path | None = None, *, read_only: bool = True) -> Store:
@@ -309,7 +326,7 @@ class Scope:
 
     @cached_property
     def reconstruction(self) -> Reconstruction:
-        return analysis.reconstruct(self.store, self.selection)
+        return analysis.reconstruct(self.store, self.selection, PROGRESS.get())
 
     def sessions(self) -> pl.DataFrame:
         return sessions(self.store, self.selection)

@@ -553,3 +553,54 @@ def test_csv_booleans_are_true_and_false(tmp_path):
 
     rows = list(csv_module.DictReader(io.StringIO(out.output)))
     assert {r["gauge_blind"] for r in rows} == {"false"}
+
+
+# -- 13. progress on long analyses: on a terminal's stderr only -----------------------------
+
+
+def _run_with_stderr(args: list[str], tty: bool) -> tuple[str, str]:
+    """Run the CLI in a subprocess, its stderr a pseudo-terminal or a pipe."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FORENSICS_PROGRESS_INTERVAL": "0"}
+    command = [sys.executable, "-c", "from forensics.cli import main; main()", *args]
+    if not tty:
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+        return done.stdout, done.stderr
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 4096)
+        except OSError:  # the child closed its end
+            break
+        if not data:
+            break
+        chunks.append(data)
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    proc.wait(timeout=120)
+    os.close(leader)
+    return out, b"".join(chunks).decode(errors="replace")
+
+
+@pytest.mark.parametrize("command", [["growth"], ["turns"], ["compaction"]])
+def test_long_analyses_show_progress_on_a_terminal_only(sample_db, command):
+    args = [*command, "--db", str(sample_db)]
+    out, err = _run_with_stderr(args, tty=True)
+    assert "rebuilding windows: 3 of 3 sessions" in err
+    assert "rebuilding" not in out and out.strip()  # the table itself, clean
+    out_piped, err_piped = _run_with_stderr(args, tty=False)
+    assert err_piped == "" and out_piped == out
+
+
+def test_a_filter_that_matches_nothing_says_so(tmp_path):
+    out = runner.invoke(app, ["ingest", "adk-sqlite", str(SAMPLES / "adk_v1.db"), "--app",
+                              "no-such-app", "--db", str(tmp_path / "f.duckdb")])
+    assert out.exit_code == 0
+    assert "no events read (nothing matched)" in out.output
+    assert "all already stored" not in out.output

@@ -9,6 +9,7 @@ window (system instruction, tool schemas) is `inferred`.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..families.adk.windows import calls
@@ -107,13 +108,24 @@ def _traced_samples(owner: Session, found: list[Call], model: str) -> list[Trace
     ]
 
 
-def reconstruct(store: Store, selection: Selection | None = None) -> Reconstruction:
+StageProgress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+def reconstruct(
+    store: Store, selection: Selection | None = None, progress: StageProgress | None = None
+) -> Reconstruction:
     """Every call of the selected sessions, and per model a ratio fitted on the same sample
     whatever is selected: the FIT_SESSIONS sessions of the store with the most measured
     calls of that model (so `calls SESSION` and `calls` give a call the same estimate, and
     no estimate depends on which files were loaded in one run)."""
+    if progress:
+        progress("reading the store", 0, 0)
     sessions = load_sessions(store, selection)
-    every = [(s, c) for s in sessions for c in session_calls(s)]
+    every = []
+    for done, session in enumerate(sessions, 1):
+        every += [(session, c) for c in session_calls(session)]
+        if progress:
+            progress("rebuilding windows", done, len(sessions))
     use_traces(store, every, (selection or Selection()).session)
     by_key = {s.key: s for s in sessions}
     calls_by_session: dict[int, list[Call]] = defaultdict(list)
@@ -125,7 +137,9 @@ def reconstruct(store: Store, selection: Selection | None = None) -> Reconstruct
         main_model[id(session)] = used.most_common(1)[0][0] if used else ""
     models = {c.model for _, c in every} | set(main_model.values())
     ratios: dict[str, Ratio] = {}
-    for model in sorted(models):
+    for fitted, model in enumerate(sorted(models), 1):
+        if progress:
+            progress("fitting chars per token", fitted, len(models))
         keys = fit_keys(store, model, FIT_SESSIONS)
         missing = sorted({k[2] for k in keys if k not in by_key})
         extra = {s.key: s for s in (load_sessions(store, session_ids=missing) if missing else [])}

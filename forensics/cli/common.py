@@ -54,7 +54,7 @@ report_app = typer.Typer(help="Self-contained HTML reports to share.", no_args_i
 app.add_typer(ingest_app, name="ingest")
 app.add_typer(report_app, name="report")
 
-state = {"debug": False}
+state: dict[str, Any] = {"debug": False}  # debug; the running command's StageProgress
 
 
 class Format(StrEnum):
@@ -135,9 +135,15 @@ def boundary(command: F) -> F:
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from .. import api
+
+        stages = StageProgress()
+        state["stages"] = stages
         try:
-            return command(*args, **kwargs)
+            with api.progress_to(stages if stages.enabled else None):
+                return command(*args, **kwargs)
         except ForensicsError as e:
+            stages.done()
             if state["debug"]:
                 raise
             echo(f"Error: {e}", err=True)
@@ -148,16 +154,21 @@ def boundary(command: F) -> F:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0) from None
         except KeyboardInterrupt:
+            stages.done()
             typer.echo("Interrupted: nothing from this run was committed.", err=True)
             raise typer.Exit(130) from None
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except Exception as e:
+            stages.done()
             if state["debug"]:
                 raise
             echo(f"Error: unexpected {type(e).__name__}: {e}", err=True)
             typer.echo("Hint: run again with --debug for the traceback, and report it", err=True)
             raise typer.Exit(2) from None
+        finally:
+            stages.done()
+            state.pop("stages", None)
 
     return wrapper  # type: ignore[return-value]
 
@@ -171,6 +182,9 @@ def emit(
     """The frame on stdout: an aligned table with totals, JSON with provenance, or CSV."""
     from .output import to_csv, to_json, to_table
 
+    stages = state.get("stages")
+    if isinstance(stages, StageProgress):
+        stages.done()  # the progress line goes before the output comes
     json_columns = spec.json_columns if spec else ()
     if fmt is Format.json:
         extra = {"provenance": spec.provenance} if spec and spec.provenance else None
@@ -189,6 +203,37 @@ def emit(
             ),
             nl=False,
         )
+
+
+class StageProgress:
+    """How far a long analysis is, one line on stderr, only on a terminal; never on
+    stdout. FORENSICS_PROGRESS_INTERVAL (seconds, default 0.5) spaces the updates."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        try:
+            self.interval = float(os.environ.get("FORENSICS_PROGRESS_INTERVAL", "0.5"))
+        except ValueError:
+            self.interval = 0.5
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.enabled or (now - self.last < self.interval and done < total):
+            return
+        self.last = now
+        count = f": {done:,} of {total:,} sessions" if stage == "rebuilding windows" else ""
+        count = f": {done:,} of {total:,} models" if stage.startswith("fitting") else count
+        sys.stderr.write(f"\r\033[K{stage}{count}")
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.enabled and self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+            self.shown = False
 
 
 class Progress:
