@@ -223,14 +223,17 @@ def ingest_json(
             session=session,
             resolve=lambda sid, ids: stored_key(lookup, sid, ids),
         )
-        return ingest(
-            target,
-            source,
-            filters=defaults,
-            incremental=False,
-            progress=progress,
-            release=release,
-        )
+        try:
+            return ingest(
+                target,
+                source,
+                filters=defaults,
+                incremental=False,
+                progress=progress,
+                release=release,
+            )
+        finally:
+            lookup.close()
 
 
 # ---------------------------------------------------------------------------

@@ -14,34 +14,68 @@ the encoder.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # embedding, override and isolate controls, and the marks (UAX #9)
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029" + BIDI_CONTROLS + "]")
-_UNSAFE_KEEP_NL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029" + BIDI_CONTROLS + "]")
+# every other invisible format character too: zero-width spaces and joiners, word
+# joiners, U+FEFF, and the tag characters U+E0000-E007F that hide text from a reader
+# ("ASCII smuggling" of instructions): a forensics tool shows what was there
+_FORMAT = "".join(
+    chr(c)
+    for c in (
+        *range(0x00AD, 0x00AE),
+        *range(0x0600, 0x0606),
+        *range(0x180E, 0x180F),
+        *range(0x200B, 0x2010),
+        *range(0x2060, 0x2070),
+        *range(0xFEFF, 0xFF00),
+        *range(0xFFF9, 0xFFFC),
+        *range(0xE0000, 0xE0080),
+    )
+    if unicodedata.category(chr(c)) == "Cf"
+)
+_HIDDEN = "\u2028\u2029" + BIDI_CONTROLS + _FORMAT
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f" + _HIDDEN + "]")
+_UNSAFE_KEEP_NL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f" + _HIDDEN + "]")
+_UNSAFE_KEEP_WS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + _HIDDEN + "]")
 
 
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-def visible(text: str, *, keep_newlines: bool = False) -> str:
-    """`text` with control and bidi characters shown as escapes (`\\x1b`, `\\u202e`)."""
-    pattern = _UNSAFE_KEEP_NL if keep_newlines else _UNSAFE
+def visible(text: str, *, keep_newlines: bool = False, keep_tabs: bool = False) -> str:
+    """`text` with control, bidi and invisible format characters shown as escapes
+    (`\\x1b`, `\\u202e`, `\\U000e0041`); newlines (and tabs) kept when asked."""
+    if keep_tabs:
+        pattern = _UNSAFE_KEEP_WS
+    else:
+        pattern = _UNSAFE_KEEP_NL if keep_newlines else _UNSAFE
     return pattern.sub(_escape, text)
 
 
 # what json.dumps(ensure_ascii=False) leaves raw (it escapes C0 itself; the rest of
 # the document's raw newlines are its own layout)
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029" + BIDI_CONTROLS + "]")
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029" + BIDI_CONTROLS + _FORMAT + "]")
 
 
 def json_safe(encoded: str) -> str:
     """JSON text whose strings hold the exact data, with the characters a terminal would
     act on written as `\\uXXXX` escapes (json.dumps with ensure_ascii=False leaves bidi
     controls and C1 controls raw)."""
-    return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
+    return _UNSAFE_IN_JSON.sub(_json_escape, encoded)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # JSON writes an astral character as its UTF-16 surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def is_unsafe(text: str) -> bool:

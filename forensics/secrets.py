@@ -62,11 +62,15 @@ def unusable(dsn: str) -> str | None:
     except Exception:  # noqa: BLE001
         return "the connection string cannot be read (it is not shown: it may hold a password)"
     if "://" in dsn:
-        authority = dsn.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
-        if authority.count("@") > 1:
+        rest = dsn.split("://", 1)[1].split("?", 1)[0]
+        authority, _, path = rest.partition("/")
+        # a raw '@' twice before the host, or an '@' after the first '/', means libpq
+        # reads part of the password as the host, port or database name
+        if authority.count("@") > 1 or "@" in path:
             return (
-                "the connection string has more than one '@' before the host: a password's "
-                "'@' must be written %40 (it is not shown: it holds a password)"
+                "the connection string has an '@' that libpq would not read as the end of "
+                "the password: a password's '@', '/' or ':' must be written %40, %2F, %3A "
+                "(it is not shown: it holds a password)"
             )
     return None
 
@@ -118,5 +122,8 @@ def scrub(message: str, dsn: Secret) -> str:
     if raw and raw in message:
         message = message.replace(raw, str(dsn))
     for secret in secret_candidates(raw):
-        message = message.replace(secret, "***")
+        if len(secret) <= 3:  # a short one only where it stands alone, or it garbles all
+            message = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", message)
+        else:
+            message = message.replace(secret, "***")
     return message

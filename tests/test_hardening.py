@@ -604,3 +604,101 @@ def test_a_filter_that_matches_nothing_says_so(tmp_path):
     assert out.exit_code == 0
     assert "no events read (nothing matched)" in out.output
     assert "all already stored" not in out.output
+
+
+# -- what the review of this change found -----------------------------------------------------
+
+
+@pytest.mark.parametrize("dsn", [
+    "postgresql://u:pw/xLeak@host/db",  # a raw '/' in the password
+    "postgresql://u:p@ssLeak/x@host/db",
+])
+def test_a_password_libpq_would_split_is_refused(tmp_path, dsn):
+    db = tmp_path / "f.duckdb"
+    out = runner.invoke(app, ["ingest", "adk-postgres", dsn, "--db", str(db)])
+    assert out.exit_code == 1 and "Leak" not in out.output
+    assert not db.exists() or "Leak" not in json.dumps(api.ingests(db).to_dicts(), default=str)
+
+
+def test_a_short_password_is_scrubbed_without_garbling_the_message():
+    from forensics.secrets import Secret, scrub
+
+    dsn = Secret("postgresql://app:e@db.internal/adk")
+    assert scrub("connection to server failed: password 'e' rejected for e", dsn) == (
+        "connection to server failed: password '***' rejected for ***")
+
+
+def test_files_of_one_run_key_to_each_other(tmp_path):
+    session = {"id": "abc", "appName": "shop", "userId": "bob", "events": [_event(0)]}
+    (tmp_path / "session.json").write_text(json.dumps(session))
+    (tmp_path / "abc.events.json").write_text(json.dumps([_event(1)]))
+    db = tmp_path / "f.duckdb"
+    for _ in range(2):  # and again: still one session
+        api.ingest_json(db, [tmp_path / "session.json", tmp_path / "abc.events.json"])
+        assert [(r["app_name"], r["user_id"], r["events"]) for r in
+                api.sessions(db).iter_rows(named=True)] == [("shop", "bob", 2)]
+
+
+def test_a_state_events_key_is_not_the_sessions_events(tmp_path):
+    deep = json.dumps(_event(5))[:-1] + ', "customMetadata": ' + '{"a": ' * 1200 + "{}" \
+        + "}" * 1200 + "}"
+    decoy = {"events": [{"id": "bogus", "timestamp": 9, "author": "x"}]}
+    text = ('{"id": "S", "appName": "A", "userId": "U", "state": ' + json.dumps(decoy)
+            + ', "events": [' + json.dumps(_event(4)) + ", " + deep + ", "
+            + json.dumps(_event(6)) + "]}")
+    (tmp_path / "s.json").write_text(text)
+    result = api.ingest_json(tmp_path / "f.duckdb", [tmp_path / "s.json"])
+    assert result.rows_loaded == 2 and len(result.skips) == 1
+    assert api.events(tmp_path / "f.duckdb", "S")["event_id"].to_list() == ["e4", "e6"]
+
+
+def test_ndjson_saved_as_json_with_a_deep_first_line_keeps_the_rest(tmp_path):
+    deep = json.dumps(_event(0))[:-1] + ', "customMetadata": ' + '{"a": ' * 1200 + "{}" \
+        + "}" * 1200 + "}"
+    (tmp_path / "lines.json").write_text(deep + "\n" + json.dumps(_event(1)) + "\n"
+                                         + json.dumps(_event(2)) + "\n")
+    result = api.ingest_json(tmp_path / "f.duckdb", [tmp_path / "lines.json"], app="a",
+                             user="u")
+    assert result.rows_loaded == 2 and [s.locator for s in result.skips] == [
+        f"{tmp_path / 'lines.json'}:1"]
+
+
+def test_invisible_format_characters_are_shown_and_csv_is_safe_in_a_spreadsheet():
+    import polars as pl
+
+    from forensics.cli.output import to_csv
+    from forensics.sanitize import visible
+
+    hidden = "ok\u200b\U000e0049\U000e0047\u2060"  # zero-width space, tag characters
+    assert visible(hidden) == "ok\\u200b\\U000e0049\\U000e0047\\u2060"
+    csv_text = to_csv(pl.DataFrame({"a": ["=HYPERLINK(1)", "-5", "-x", "a\tb\rc", "+1"]}))
+    assert csv_text.splitlines()[1:] == ["'=HYPERLINK(1)", "-5", "'-x", 'a\tb\\x0dc', "'+1"]
+
+
+def test_fine_times_all_carry_milliseconds():
+    from datetime import datetime
+
+    import polars as pl
+
+    from forensics.cli.output import to_table
+
+    text = to_table(pl.DataFrame({"at": [datetime(2026, 1, 1, 12, 0, 0),
+                                         datetime(2026, 1, 1, 12, 0, 0, 500_000)]}))
+    assert "2026-01-01 12:00:00.000" in text and "2026-01-01 12:00:00.500" in text
+
+
+def test_nested_json_paths_in_plan_conditions():
+    from forensics.plan.advice import condition_columns
+
+    columns = ["id", "event_data"]
+    assert condition_columns(
+        "(((event_data -> 'content'::text) ->> 'role'::text) = 'model'::text)", columns
+    ) == [("((event_data -> 'content'::text) ->> 'role'::text)", "eq")]
+    # a JSON sub-document compared whole: no index on it would serve
+    assert condition_columns("((event_data -> 'content'::text) = '{}'::jsonb)", columns) == []
+
+
+def test_a_store_path_the_system_refuses_is_said(tmp_path):
+    out = runner.invoke(app, ["sessions", "--db", str(tmp_path / ("x" * 300))])
+    assert out.exit_code == 1 and "unexpected" not in out.output
+    assert "cannot open store" in out.output

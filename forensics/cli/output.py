@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -79,6 +80,9 @@ def to_csv(df: pl.DataFrame, json_columns: Sequence[str] = ()) -> str:
     return buffer.getvalue()
 
 
+_NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?([eE][-+]?\d+)?")
+
+
 def _csv_cell(value: Any) -> Any:
     """A CSV field: text with control and bidi characters shown (sanitize.visible)."""
     if value is None:
@@ -89,7 +93,13 @@ def _csv_cell(value: Any) -> Any:
         value = ";".join(map(str, value))
     elif isinstance(value, dict):
         value = json.dumps(value, ensure_ascii=False)
-    return visible(value, keep_newlines=True) if isinstance(value, str) else value
+    if not isinstance(value, str):
+        return value
+    text = visible(value, keep_tabs=True)
+    # a spreadsheet runs a field that starts like a formula: shown as text instead
+    if text[:1] in ("=", "+", "@") or (text[:1] == "-" and not _NUMBER.fullmatch(text)):
+        text = "'" + text
+    return text
 
 
 def _cell(value: Any, *, whole: bool = False, fine: bool = False) -> str:
@@ -102,7 +112,13 @@ def _cell(value: Any, *, whole: bool = False, fine: bool = False) -> str:
     if isinstance(value, float):
         return f"{value:,.2f}"
     if isinstance(value, datetime):
-        return iso(value).replace("T", " ")[: 23 if fine else 19]
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        return (
+            value.strftime("%Y-%m-%d %H:%M:%S.%f")[:23]
+            if fine
+            else value.strftime("%Y-%m-%d %H:%M:%S")
+        )
     if isinstance(value, list):
         value = ",".join(map(str, value))
     if isinstance(value, dict):

@@ -27,10 +27,12 @@ _IDENT = re.compile(r'"((?:[^"]|"")+)"|\b([A-Za-z_][A-Za-z0-9_$]*)\b')
 _AFTER = re.compile(r"(?:\)|::[a-z_ ]+(?:\([0-9, ]+\))?|\s)*(?P<op>>=|<=|<>|!=|=|<|>)?", re.I)
 
 
-# a key taken out of a JSON column, as the planner prints it: (event_data ->> 'author'::text)
+# a key taken out of a JSON column, as the planner prints it: (event_data ->> 'author'::text),
+# or a chain of them: ((event_data -> 'content'::text) ->> 'role'::text)
+_KEY = r"\s*(?:->>|->|#>>|#>)\s*'(?:[^']|'')*'(?:::[a-z_\[\] ]+)?"
 _JSON_PATH = re.compile(
-    r'(?P<column>"(?:[^"]|"")+"|\b[A-Za-z_][A-Za-z0-9_$]*)\s*(?P<op>->>|->|#>>|#>)\s*'
-    r"(?P<key>'(?:[^']|'')*'(?:::[a-z_\[\] ]+)?)",
+    r'(?P<open>\(*)(?P<column>"(?:[^"]|"")+"|\b[A-Za-z_][A-Za-z0-9_$]*)'
+    rf"(?P<path>{_KEY}(?:\)?{_KEY})*)",
     re.I,
 )
 
@@ -50,10 +52,17 @@ def condition_columns(condition: str | None, columns: list[str]) -> list[tuple[s
         name = m.group("column").strip('"').replace('""', '"')
         if name not in columns:
             continue
+        path = m.group("path")
+        last = re.findall(r"(->>|->|#>>|#>)", path)[-1]
+        if last in ("->", "#>"):
+            continue  # compares a JSON value: an index on that sub-document would not serve
         after = _AFTER.match(condition, m.end())
         op = after.group("op") if after else None
         how = "eq" if op == "=" else "range" if op in ("<", ">", "<=", ">=") else "other"
-        expression = f"({m.group('column')} {m.group('op')} {m.group('key')})"
+        # the planner's own text of the expression, its parentheses balanced
+        body = m.group("column") + path
+        opened = min(len(m.group("open")), body.count(")"))
+        expression = "(" + "(" * opened + body + ")"
         if expression not in found or order[how] < order[found[expression]]:
             found[expression] = how
     # the JSON keys' columns are not tested themselves

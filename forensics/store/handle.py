@@ -86,6 +86,13 @@ def _open_waiting(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
 
 def _check_file(path: Path) -> None:
     """A file that is not a DuckDB database is refused before DuckDB reads it."""
+    try:
+        _check_head(path)
+    except OSError as e:  # a name too long, no permission: said, not "unexpected"
+        raise StoreError(f"cannot open store {path}: {e.strerror or e}") from e
+
+
+def _check_head(path: Path) -> None:
     if path.is_dir():
         raise StoreError(
             f"{path} is a directory, not a forensics store",
@@ -117,13 +124,13 @@ class Store:
     def open(cls, path: str | Path | None = None, *, read_only: bool = False) -> Store:
         """Open the store; a read-only open of a missing file is a StoreError with a hint."""
         path = Path(path) if path is not None else default_db_path()
+        _check_file(path)
         if read_only and not path.exists():
             raise StoreError(
                 f"no store at {path}",
                 hint="load something first, e.g. `forensics ingest adk-sqlite sessions.db`, "
                 "or point --db / FORENSICS_DB at an existing store",
             )
-        _check_file(path)
         con = _open_waiting(path, read_only)
         store = cls(con, path, read_only)
         try:

@@ -18,7 +18,6 @@ from ...model import RAW_SESSION_SCHEMA, Batch
 from ..base import BATCH_ROWS, EventBatcher, json_error
 
 _EVENT_KEYS = {"author", "content", "invocation_id", "invocationId", "actions", "timestamp"}
-_EVENTS_ARRAY = re.compile(r'"events"\s*:\s*\[')
 
 
 # (session id, some event ids) -> the stored (app, user, session) they belong to, or None
@@ -67,6 +66,32 @@ def json_kind(value: object) -> str:
         return "number"
     names: dict[type, str] = {dict: "object", list: "array", str: "string"}
     return names.get(type(value), type(value).__name__)
+
+
+def _top_level_events(text: str) -> int | None:
+    """Where the elements of a Session object's own `events` array start: the key at
+    depth 1, outside strings (a `state` or a tool result may hold an "events" key too)."""
+    depth, in_string, escaped, key_start = 0, False, False, -1
+    for pos, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+                if depth == 1 and text[key_start:pos] == "events":
+                    found = re.compile(r"\s*:\s*\[").match(text, pos + 1)
+                    if found:
+                        return found.end()
+            continue
+        if ch == '"':
+            in_string, key_start = True, pos + 1
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+    return None
 
 
 def _elements(text: str, start: int) -> Iterator[str]:
@@ -142,6 +167,7 @@ class AdkJsonSource:
         self.resolve = resolve
         self.keyed: dict[str, str] = {}
         self._files: dict[tuple[str, str, str], set[str]] = {}
+        self._event_keys: dict[str, tuple[str, str, str]] = {}  # this run's, by event id
         self._path = ""
 
     def batches(self, since_watermark: float | None) -> Iterator[Batch]:
@@ -266,12 +292,15 @@ class AdkJsonSource:
         """The events of a list or a Session's `events`, each parsed alone: one nested
         too deeply for the parser is skipped, the others are read."""
         head = text.lstrip()
-        found = None if head.startswith("[") else _EVENTS_ARRAY.search(text)
+        found = None if head.startswith("[") else _top_level_events(text)
         if not head.startswith("[") and found is None:
+            if head.startswith("{") and len([x for x in text.splitlines() if x.strip()]) > 1:
+                yield from self._ndjson(path, text, out)  # NDJSON saved as .json
+                return
             out.rows_read += 1
             out.skip(str(path), TOO_DEEP)
             return
-        start = text.index("[") + 1 if found is None else found.end()
+        start = text.index("[") + 1 if found is None else found
         if found is None:
             app, user, session = self._defaults(path)
         else:
@@ -301,9 +330,7 @@ class AdkJsonSource:
         if text.lstrip().startswith("["):
             start = text.index("[") + 1
         else:
-            found = _EVENTS_ARRAY.search(text)
-            if found:
-                start = found.end()
+            start = _top_level_events(text)
         kept = 0
         if start is not None:
             decoder = json.JSONDecoder()
@@ -339,28 +366,39 @@ class AdkJsonSource:
                     return json.loads(f'"{m.group(1)}"')
             return None
 
-        app, user, session = self._defaults(path)
-        return (
-            grab("app_name", "appName") or app,
-            grab("user_id", "userId") or user,
-            grab("id") or session,
-        )
+        app, user = grab("app_name", "appName"), grab("user_id", "userId")
+        session = grab("id")
+        if app and user:
+            return app, user, session or self.session or _session_key(path.name)
+        d_app, d_user, d_session = self._defaults(path)
+        return app or d_app, user or d_user, session or d_session
 
     def _defaults(self, path: Path, event_ids: list[str] | None = None) -> tuple[str, str, str]:
         """The key of a file that names no app or user (an event list, NDJSON): the
         stored session that already holds its events, else the one stored session with
         its id (--session or the file name), else app and user `unknown`."""
         session = self.session or _session_key(path.name)
-        if not (self.app or self.user) and self.resolve is not None:
-            found = self.resolve(session, event_ids or [])
+        if not (self.app or self.user):
+            found = self._this_run(session, event_ids or [])
+            if found is None and self.resolve is not None:
+                found = self.resolve(session, event_ids or [])
             if found is not None:
                 self.keyed[str(path)] = "/".join(found)
                 self.notes["keyed_by_store"] = (
-                    f"{len(self.keyed):,} file(s) without app or user keyed to the stored "
-                    "session that holds their events or id"
+                    f"{len(self.keyed):,} file(s) without app or user keyed to the session "
+                    "(stored, or read earlier in this run) that holds their events or id"
                 )
                 return found
         return (self.app or "unknown", self.user or "unknown", session)
+
+    def _this_run(self, session: str, event_ids: list[str]) -> tuple[str, str, str] | None:
+        """The key a file read earlier in this run gave these events or this session id
+        (the store does not see this run's rows until it commits)."""
+        keys = {self._event_keys[i] for i in event_ids if i in self._event_keys}
+        if len(keys) == 1:
+            return keys.pop()
+        named = {k for k in self._files if k[2] == session and k[:2] != ("unknown", "unknown")}
+        return named.pop() if len(named) == 1 else None
 
     def _note_session(self, app: str, user: str, session: str, updated: object) -> None:
         if not all(isinstance(v, str) for v in (app, user, session)):
@@ -406,6 +444,7 @@ class AdkJsonSource:
             return
         if all(isinstance(v, str) for v in (app, user, session)):
             self._files.setdefault((app, user, session), set()).add(self._path)
+            self._event_keys.setdefault(event_id, (app, user, session))
         out.add(
             app_name=app,
             user_id=user,
