@@ -196,6 +196,25 @@ def ingest_traces(store: StoreLike, paths: Sequence[str | Path]) -> IngestResult
         return load(target, [Path(p) for p in paths])
 
 
+def ingest_parquet(store: StoreLike, folder: str | Path) -> IngestResult:
+    """Read a `forensics export parquet` folder back: the rows the store lacks, one ingest."""
+    from .ingest.parquet import ingest_parquet as load
+
+    with using(store, read_only=False) as target:
+        return load(target, Path(folder))
+
+
+def export_parquet(
+    store: StoreLike, folder: str | Path, selection: SelectionLike = None
+) -> dict[str, int]:
+    """Write the selected sessions' tables as Parquet under `folder` (new or empty), with a
+    manifest; returns the rows written per table."""
+    from .store.parquet import export
+
+    with using(store, read_only=False) as s:  # the export's key list is a temp table
+        return export(s, Path(folder), _selection(selection)).rows
+
+
 def ingest_json(
     store: StoreLike,
     paths: Sequence[str | Path],

@@ -53,6 +53,10 @@ ingest_app = typer.Typer(
 report_app = typer.Typer(help="Self-contained HTML reports to share.", no_args_is_help=True)
 app.add_typer(ingest_app, name="ingest")
 app.add_typer(report_app, name="report")
+export_app = typer.Typer(
+    help="Write the store's tables for other engines and tools.", no_args_is_help=True
+)
+app.add_typer(export_app, name="export")
 
 state: dict[str, Any] = {"debug": False}  # debug; the running command's StageProgress
 

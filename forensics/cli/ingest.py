@@ -202,6 +202,24 @@ def ingest_sqlite(
     _report(result, fmt, db)
 
 
+@ingest_app.command("parquet")
+@boundary
+def ingest_parquet(
+    folder: Annotated[Path, typer.Argument(help="A folder `forensics export parquet` wrote.")],
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Read a Parquet export back into a store: every session, event, part, traced request
+    and release note it holds that the store lacks, as one ingest.
+
+    The export's manifest is checked first (format and version). Rows already stored
+    are kept as they are. Example: forensics ingest parquet exports/week-47 --db team.duckdb
+    """
+    from .. import api
+
+    _report(api.ingest_parquet(db, folder), fmt, db)
+
+
 @ingest_app.command("adk-trace")
 @boundary
 def ingest_trace(

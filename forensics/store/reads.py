@@ -61,18 +61,20 @@ def session_release_evidence(
         found.setdefault((app, user, sid), {})[basis] = Release(
             version, basis, detail, since, until
         )
-    traced: dict[str, str] = {}
-    for sid, version in store.query("store/session_releases"):
+    # traces name the session id alone: a release counts for the stored session whose
+    # event the traced request answered, not for every session with that id
+    traced: dict[tuple[str, str, str], str] = {}
+    for app, user, sid, version in store.query("store/session_releases"):
+        key = (app, user, sid)
         try:
-            if sid not in traced or parse_version(version) > parse_version(traced[sid]):
-                traced[sid] = version
+            if key not in traced or parse_version(version) > parse_version(traced[key]):
+                traced[key] = version
         except ValueError:
             continue  # a header that names no X.Y.Z release
-    if traced:  # traces name the session id alone
-        for app, user, sid in store.query("store/session_keys_for", sessions=sorted(traced)):
-            found.setdefault((app, user, sid), {})["traced"] = Release(
-                traced[sid], "traced", "named by ADK's trace of the session's requests"
-            )
+    for key, version in traced.items():
+        found.setdefault(key, {})["traced"] = Release(
+            version, "traced", "named by ADK's trace of the session's requests"
+        )
     return {key: next(by[b] for b in BASIS_ORDER if b in by) for key, by in found.items()}
 
 

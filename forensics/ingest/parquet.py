@@ -1,0 +1,52 @@
+"""A Parquet export (`forensics export parquet`) read back into a store, as one ingest."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from ..store import Store, ledger
+from ..store.ledger import IngestResult
+from ..store.parquet import load, read_manifest
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def ingest_parquet(store: Store, folder: Path) -> IngestResult:
+    """Every row of the export the store lacks, in one transaction; the ledger records
+    the run (rows read: the export's events; loaded: those newly stored)."""
+    manifest = read_manifest(folder)  # refused before anything is written
+    result = IngestResult(ledger.next_id(store), "parquet", str(folder), {})
+    started, clock = _now(), time.monotonic()
+    try:
+        with store.transaction():
+            read = load(store, folder, result.ingest_id)
+            result.rows_read = read["events"]
+            (loaded,) = store.run(
+                "SELECT count(*) FROM events WHERE ingest_id = ?", [result.ingest_id]
+            )[0]
+            result.rows_loaded = int(loaded)
+            result.notes = {
+                "export": f"format {manifest['version']}, store schema "
+                f"{manifest.get('store_schema')}, exported {manifest.get('exported_at')}",
+                "rows_read": read,
+            }
+            result.seconds = time.monotonic() - clock
+            ledger.write(store, result, started, _now(), "ok", None)
+    except BaseException as e:
+        result.seconds = time.monotonic() - clock
+        stopped = isinstance(e, KeyboardInterrupt)
+        status = "interrupted" if stopped else "failed"
+        why = "interrupted (Ctrl-C); nothing committed" if stopped else f"{type(e).__name__}: {e}"
+        try:
+            with store.transaction():
+                ledger.write(store, result, started, _now(), status, why)
+        except (duckdb.Error, KeyboardInterrupt):
+            pass
+        raise
+    return result

@@ -1,0 +1,5 @@
+-- name: sessions
+-- The exported sessions' rows.
+-- params: (none)
+SELECT s.* FROM sessions AS s JOIN export_keys USING (app_name, user_id, session_id)
+ORDER BY s.app_name, s.user_id, s.session_id;
