@@ -6,8 +6,6 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-import duckdb
-
 from ..store import Store, ledger
 from ..store.ledger import IngestResult
 from ..store.parquet import load, read_manifest
@@ -40,13 +38,6 @@ def ingest_parquet(store: Store, folder: Path) -> IngestResult:
             ledger.write(store, result, started, _now(), "ok", None)
     except BaseException as e:
         result.seconds = time.monotonic() - clock
-        stopped = isinstance(e, KeyboardInterrupt)
-        status = "interrupted" if stopped else "failed"
-        why = "interrupted (Ctrl-C); nothing committed" if stopped else f"{type(e).__name__}: {e}"
-        try:
-            with store.transaction():
-                ledger.write(store, result, started, _now(), status, why)
-        except (duckdb.Error, KeyboardInterrupt):
-            pass
+        ledger.write_stopped(store, result, started, _now(), e)
         raise
     return result

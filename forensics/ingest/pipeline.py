@@ -9,7 +9,6 @@ from collections.abc import Callable, Generator, Iterator
 from datetime import UTC, datetime
 from typing import TypeVar
 
-import duckdb
 import pyarrow as pa
 
 from ..families.adk.normalize import Normalized, Normalizer
@@ -105,17 +104,8 @@ def ingest(
         except BaseException as e:
             result.seconds = time.monotonic() - clock
             result.notes = dict(getattr(source, "notes", {}))
-            stopped = isinstance(e, KeyboardInterrupt | duckdb.InterruptException) or (
-                isinstance(e, RuntimeError) and "Query interrupted" in str(e)
-            )
-            status = "interrupted" if stopped else "failed"
-            why = "interrupted (Ctrl-C); nothing committed" if stopped else _describe(e)
-            try:
-                with store.transaction():
-                    ledger.write(store, result, started, _now(), status, why)
-            except (duckdb.Error, KeyboardInterrupt):
-                pass
-            if stopped and not isinstance(e, KeyboardInterrupt):
+            ledger.write_stopped(store, result, started, _now(), e)
+            if ledger.is_interrupt(e) and not isinstance(e, KeyboardInterrupt):
                 raise KeyboardInterrupt from None
             raise
     return result
@@ -215,9 +205,3 @@ def prefetch(batches: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
     finally:
         stop.set()
         thread.join(timeout=5)
-
-
-def _describe(error: BaseException) -> str:
-    if isinstance(error, KeyboardInterrupt):
-        return "interrupted"
-    return f"{type(error).__name__}: {error}"

@@ -9,8 +9,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from ..families.adk.traces import traced_call
 from ..model import Skip, TracedCall
 from ..sources.files import otlp
@@ -111,16 +109,6 @@ def ingest_traces(store: Store, paths: Sequence[Path]) -> IngestResult:
             ledger.write(store, result, started, _now(), "ok", None)
     except BaseException as e:
         result.seconds = time.monotonic() - clock
-        stopped = isinstance(e, KeyboardInterrupt)
-        status, why = (
-            ("interrupted", "interrupted (Ctrl-C); nothing committed")
-            if stopped
-            else ("failed", f"{type(e).__name__}: {e}")
-        )
-        try:
-            with store.transaction():
-                ledger.write(store, result, started, _now(), status, why)
-        except (duckdb.Error, KeyboardInterrupt):
-            pass
+        ledger.write_stopped(store, result, started, _now(), e)
         raise
     return result

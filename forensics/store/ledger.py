@@ -8,6 +8,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import duckdb
+
 from ..model import Skip
 from .handle import Store
 
@@ -114,3 +116,28 @@ def write(
             "INSERT INTO ingest_skips VALUES (?, ?, ?)",
             [(result.ingest_id, s.locator, s.reason) for s in kept],
         )
+
+
+def is_interrupt(error: BaseException) -> bool:
+    """Ctrl-C, however it surfaced (Python's, DuckDB's InterruptException, or DuckDB's
+    bare RuntimeError from inside an Arrow scan)."""
+    return isinstance(error, KeyboardInterrupt | duckdb.InterruptException) or (
+        isinstance(error, RuntimeError) and "Query interrupted" in str(error)
+    )
+
+
+def write_stopped(
+    store: Store, result: IngestResult, started: datetime, finished: datetime, error: BaseException
+) -> None:
+    """The ledger row of a run that did not finish (`interrupted` or `failed`, with why),
+    in a transaction of its own; it never raises over the error it records."""
+    stopped = is_interrupt(error)
+    status = "interrupted" if stopped else "failed"
+    why = (
+        "interrupted (Ctrl-C); nothing committed" if stopped else f"{type(error).__name__}: {error}"
+    )
+    try:
+        with store.transaction():
+            write(store, result, started, finished, status, why)
+    except (duckdb.Error, KeyboardInterrupt):
+        pass
