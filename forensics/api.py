@@ -211,7 +211,7 @@ def export_parquet(
     manifest; returns the rows written per table."""
     from .store.parquet import export
 
-    with using(store, read_only=False) as s:  # the export's key list is a temp table
+    with using(store) as s:  # read-only: the export's key list is a temp table
         return export(s, Path(folder), _selection(selection)).rows
 
 

@@ -76,7 +76,3 @@ def _json_escape(match: re.Match[str]) -> str:
         return f"\\u{code:04x}"
     code -= 0x10000  # JSON writes an astral character as its UTF-16 surrogate pair
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
-
-
-def is_unsafe(text: str) -> bool:
-    return _UNSAFE.search(text) is not None

@@ -132,7 +132,7 @@ def _fine_times(df: pl.DataFrame, columns: Sequence[str]) -> set[str]:
     would read the same to the second (events closer than a second)."""
     fine = set()
     for c in columns:
-        if df.schema[c] != pl.Datetime and not isinstance(df.schema[c], pl.Datetime):
+        if not isinstance(df.schema[c], pl.Datetime):
             continue
         values = df[c].drop_nulls().unique()
         if values.dt.truncate("1s").n_unique() < values.len():

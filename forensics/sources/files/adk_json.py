@@ -68,6 +68,9 @@ def json_kind(value: object) -> str:
     return names.get(type(value), type(value).__name__)
 
 
+_ARRAY_VALUE = re.compile(r"\s*:\s*\[")
+
+
 def _top_level_events(text: str) -> int | None:
     """Where the elements of a Session object's own `events` array start: the key at
     depth 1, outside strings (a `state` or a tool result may hold an "events" key too)."""
@@ -81,7 +84,7 @@ def _top_level_events(text: str) -> int | None:
             elif ch == '"':
                 in_string = False
                 if depth == 1 and text[key_start:pos] == "events":
-                    found = re.compile(r"\s*:\s*\[").match(text, pos + 1)
+                    found = _ARRAY_VALUE.match(text, pos + 1)
                     if found:
                         return found.end()
             continue
