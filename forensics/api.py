@@ -25,8 +25,11 @@ import polars as pl
 
 from . import analysis
 from .analysis import Ratio, Reconstruction
-from .columns import EVENTS, INGEST_SKIPS, INGESTS, SESSIONS
-from .errors import ForensicsError, StoreError
+from .analysis.facts import RULES_VERSION
+from .analysis.stored import Facts as StoredFacts
+from .columns import EVENTS, FIDELITY, INGEST_SKIPS, INGESTS, SESSIONS
+from .engines.local import Refresh, refresh
+from .errors import FactsInterrupted, ForensicsError, StoreError
 from .families.adk.releases import given as given_release
 from .ingest import Progress, ingest
 from .model import Release
@@ -42,10 +45,13 @@ if TYPE_CHECKING:
 __all__ = [
     "WATERMARK_OVERLAP_S",
     "IngestResult",
+    "Refresh",
     "PlanReport",
     "Scope",
     "Selection",
     "Store",
+    "analyze",
+    "analyze_export",
     "calls",
     "compaction",
     "compaction_sessions",
@@ -89,8 +95,39 @@ def progress_to(report: Callable[[str, int, int], None] | None) -> Iterator[None
 
 
 def open_store(path: str | Path | None = None, *, read_only: bool = True) -> Store:
-    """The store at `path` (default ./forensics.duckdb or FORENSICS_DB); close it when done."""
-    return Store.open(path, read_only=read_only)
+    """The store at `path` (default ./forensics.duckdb or FORENSICS_DB); close it when done.
+
+    A read-only open finds the facts up to date: when an ingest or a rules change left
+    some sessions' facts stale, they are rebuilt first (the store opened writable for
+    that, as a schema upgrade is)."""
+    opened = Store.open(path, read_only=read_only)
+    if read_only and not facts_current(opened):
+        opened.close()
+        try:
+            with Store.open(path) as writable:
+                refresh(writable, PROGRESS.get())
+        except StoreError as e:
+            raise StoreError(
+                f"the facts of {opened.path} are out of date and it cannot be opened to"
+                f" rebuild them: {e}",
+                hint="run `forensics analyze` when no other process has the store open",
+            ) from None
+        opened = Store.open(path, read_only=True)
+    return opened
+
+
+def facts_current(store: Store) -> bool:
+    """True when the store's facts include every ingest, built by these rules."""
+    from .store.facts import is_current
+
+    return is_current(store, RULES_VERSION)
+
+
+def analyze(store: StoreLike, *, every: bool = False) -> Refresh:
+    """Bring the stored facts up to date: rebuild each session whose events, traces or
+    release changed, or that other rules built (every session with `every`)."""
+    with using(store, read_only=False) as target:
+        return refresh(target, PROGRESS.get(), every=every)
 
 
 @contextmanager
@@ -101,7 +138,7 @@ def using(store: StoreLike, *, read_only: bool = True) -> Iterator[Store]:
             raise StoreError(f"{store.path} is open read-only; loading needs it writable")
         yield store
         return
-    opened = Store.open(store, read_only=read_only)
+    opened = open_store(store, read_only=read_only)
     try:
         yield opened
     finally:
@@ -130,6 +167,36 @@ def _release(adk_version: str | None) -> Release | None:
         ) from None
 
 
+def analyze_export(
+    input_dir: str | Path,
+    output_dir: str | Path,
+    *,
+    engine: str = "local",
+    master: str = "local[2]",
+) -> dict[str, int]:
+    """Write the facts of a Parquet export as Parquet under `output_dir`, built by the
+    local engine or by Spark (`master` as Spark takes it); returns rows per table."""
+    if engine == "spark":
+        from .engines import spark
+
+        return spark.analyze(Path(input_dir), Path(output_dir), master=master)
+    from .engines import parquet
+
+    return parquet.analyze(Path(input_dir), Path(output_dir), PROGRESS.get())
+
+
+def _refreshed(store: Store, result: IngestResult) -> IngestResult:
+    """`result`, once the facts of the sessions it changed are rebuilt."""
+    try:
+        refresh(store, PROGRESS.get())
+    except KeyboardInterrupt:
+        raise FactsInterrupted(
+            f"Interrupted: the ingest was committed ({result.rows_loaded:,} events loaded);"
+            " the facts not built yet are built by `forensics analyze` or the next command."
+        ) from None
+    return result
+
+
 def ingest_postgres(
     store: StoreLike,
     dsn: str,
@@ -149,13 +216,16 @@ def ingest_postgres(
     selection = selection or Selection()
     source = AdkPostgresSource(dsn, selection, statement_timeout_ms=statement_timeout_ms)
     with using(store, read_only=False) as target:
-        return ingest(
+        return _refreshed(
             target,
-            source,
-            filters=selection.as_dict(),
-            incremental=incremental,
-            progress=progress,
-            release=release,
+            ingest(
+                target,
+                source,
+                filters=selection.as_dict(),
+                incremental=incremental,
+                progress=progress,
+                release=release,
+            ),
         )
 
 
@@ -178,13 +248,16 @@ def ingest_sqlite(
     selection = selection or Selection()
     source = AdkSqliteSource(Path(path), selection, source_tz=source_tz)
     with using(store, read_only=False) as target:
-        return ingest(
+        return _refreshed(
             target,
-            source,
-            filters=selection.as_dict(),
-            incremental=incremental,
-            progress=progress,
-            release=release,
+            ingest(
+                target,
+                source,
+                filters=selection.as_dict(),
+                incremental=incremental,
+                progress=progress,
+                release=release,
+            ),
         )
 
 
@@ -193,7 +266,7 @@ def ingest_traces(store: StoreLike, paths: Sequence[str | Path]) -> IngestResult
     from .ingest.traces import ingest_traces as load
 
     with using(store, read_only=False) as target:
-        return load(target, [Path(p) for p in paths])
+        return _refreshed(target, load(target, [Path(p) for p in paths]))
 
 
 def ingest_parquet(store: StoreLike, folder: str | Path) -> IngestResult:
@@ -201,7 +274,7 @@ def ingest_parquet(store: StoreLike, folder: str | Path) -> IngestResult:
     from .ingest.parquet import ingest_parquet as load
 
     with using(store, read_only=False) as target:
-        return load(target, Path(folder))
+        return _refreshed(target, load(target, Path(folder)))
 
 
 def export_parquet(
@@ -243,7 +316,7 @@ def ingest_json(
             resolve=lambda sid, ids: stored_key(lookup, sid, ids),
         )
         try:
-            return ingest(
+            result = ingest(
                 target,
                 source,
                 filters=defaults,
@@ -253,6 +326,7 @@ def ingest_json(
             )
         finally:
             lookup.close()
+        return _refreshed(target, result)
 
 
 # ---------------------------------------------------------------------------
@@ -338,6 +412,15 @@ class Scope:
     """
 
     def __init__(self, store: Store, selection: SelectionLike = None):
+        if not facts_current(store):
+            if store.read_only:
+                raise StoreError(
+                    f"the facts of {store.path} are out of date (an ingest ran since it was"
+                    " opened, or did not finish)",
+                    hint="open it again (`api.open_store` rebuilds them), or run"
+                    " `forensics analyze`",
+                )
+            refresh(store, PROGRESS.get())
         self.store = store
         chosen = _selection(selection)
         if chosen.session is not None:
@@ -347,7 +430,14 @@ class Scope:
         self.selection = chosen
 
     @cached_property
+    def facts(self) -> StoredFacts:
+        """The selected sessions' stored facts (brought up to date when the store opened)."""
+        return StoredFacts(self.store, self.selection)
+
+    @cached_property
     def reconstruction(self) -> Reconstruction:
+        """The selected sessions rebuilt in memory: for what the facts do not keep (one
+        call's parts, the rebuilt sizes of traced calls)."""
         return analysis.reconstruct(self.store, self.selection, PROGRESS.get())
 
     def sessions(self) -> pl.DataFrame:
@@ -355,7 +445,7 @@ class Scope:
 
     def calls(self, turn: int | None = None) -> pl.DataFrame:
         """Per call: window occupancy (measured, estimated, by role), cumulative input so far."""
-        return analysis.calls_frame(self.reconstruction, turn)
+        return self.facts.calls(turn)
 
     def window(self, call_id: str) -> pl.DataFrame:
         """What one call's request contained: each event's parts, in order, with sizes."""
@@ -373,35 +463,35 @@ class Scope:
 
     def growth(self, top: int | None = None) -> pl.DataFrame:
         """Tool calls ranked by how much they grew the window, with what re-sending cost."""
-        frame = analysis.growth_frame(self.reconstruction)
-        return frame.head(top) if top else frame
+        return self.facts.growth(top)
 
     def turns(self) -> pl.DataFrame:
         """Per turn: calls, tool calls, wall time, peak occupancy, cumulative input, error."""
-        return analysis.turns_frame(self.reconstruction)
+        return self.facts.turns()
 
     def compaction(self) -> pl.DataFrame:
         """Per compaction event: its range, what it covers (stored), what the next call sent."""
-        return analysis.audit_ranges(self.reconstruction)
+        return self.facts.compaction_ranges()
 
     def compaction_sessions(self, threshold_tokens: int | None = None) -> pl.DataFrame:
         """Per session: the raw window retained after the last range; calls over a threshold."""
-        return analysis.audit_sessions(self.reconstruction, threshold_tokens)
+        return self.facts.compaction_sessions(threshold_tokens)
 
     def fidelity(self) -> pl.DataFrame:
-        """Per traced call: the rebuilt window against the traced request."""
+        """Per traced call: the rebuilt window against the traced request (the selected
+        sessions are rebuilt only when ADK traced some of their requests)."""
         traced = self.store.frame("store/traced_calls", session=self.selection.session)
+        if traced.is_empty():
+            return FIDELITY.frame([])
         return analysis.fidelity_frame(self.reconstruction, traced)
 
     def window_rules(self) -> dict[str, str]:
         """Per selected session id, the ADK release rules its windows were rebuilt with."""
-        from .families.adk.windows import rules_for
-
-        return {s.session_id: rules_for(s.release).label for s in self.reconstruction.sessions}
+        return self.facts.rules()
 
     def ratios(self) -> dict[str, Ratio]:
         """Per source, the chars-per-token ratio the estimates use: fitted, or the default."""
-        return self.reconstruction.ratios
+        return self.facts.ratios
 
     def result_preview(self, session: tuple[str, str, str], function_call_id: str) -> str | None:
         """The first 2,000 characters of one tool call's stored result."""

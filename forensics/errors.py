@@ -29,3 +29,12 @@ class UnsafePickleError(ForensicsError):
 
 class StoreError(ForensicsError):
     """The local DuckDB store cannot be used."""
+
+
+class FactsInterrupted(KeyboardInterrupt):
+    """Ctrl-C while the facts were being built after an ingest that was committed: what
+    was loaded stays, and the facts not built are built by the next command."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message

@@ -81,6 +81,20 @@ class Spec:
             (pl.col(c) * 1_000_000).cast(pl.Int64).cast(EPOCH).alias(c) for c in times
         )
 
+    def from_query(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """A frame from SQL that computed these columns (by name, in any order): the
+        declared order and types, epoch seconds turned into UTC datetimes."""
+        missing = [n for n in self.names if n not in frame.columns]
+        if missing:
+            raise ValueError(f"{self.name}: query lacks columns {missing}")
+        times = {c.name for c in self.columns if c.epoch}
+        return frame.select(
+            (pl.col(c.name) * 1_000_000).cast(pl.Int64).cast(EPOCH)
+            if c.name in times
+            else pl.col(c.name).cast(c.dtype)
+            for c in self.columns
+        )
+
     def check(self, frame: pl.DataFrame) -> pl.DataFrame:
         """A frame from SQL, as declared: the same columns in the same order and types."""
         got = dict(frame.schema)

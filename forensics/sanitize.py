@@ -67,6 +67,8 @@ def json_safe(encoded: str) -> str:
     """JSON text whose strings hold the exact data, with the characters a terminal would
     act on written as `\\uXXXX` escapes (json.dumps with ensure_ascii=False leaves bidi
     controls and C1 controls raw)."""
+    if encoded.isascii() and "\x7f" not in encoded:  # the common case, checked in C
+        return encoded
     return _UNSAFE_IN_JSON.sub(_json_escape, encoded)
 
 

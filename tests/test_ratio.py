@@ -11,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forensics import api
-from forensics.analysis import Reconstruction, calls_frame, fit_ratio
+from forensics.analysis import fit_ratio
 from forensics.analysis.ratio import DEFAULT_CHARS_PER_TOKEN, fit_traced
-from forensics.model import Call, Event, Part, Session
+from forensics.analysis.stored import facts_of
+from forensics.model import Event, Part, Session
 
 ROOT = Path(__file__).resolve().parents[1]
 A, B = ("app", "a"), ("app", "b")
@@ -80,33 +81,29 @@ def test_a_traced_fit_never_yields_a_negative_share(samples):
         assert 1.0 <= ratio.chars_per_token <= 8.0 and ratio.mean_abs_error <= 0.25
 
 
-def _call_session(measured: int, chars: int) -> tuple[Session, Call]:
+def _call_session(measured: int, chars: int) -> Session:
+    """A user message of `chars` characters and the model call that read it."""
     user = Event("u", "inv", "user", None, None, 1.0, False, None, None, False, None, None,
                  None, None, frozenset(), None,
                  [Part("content", 0, "text", None, None, False, chars, chars, None)])
     model = Event("m", "inv", "agent", None, None, 2.0, False, None, None, False, None,
                   measured, None, None, frozenset(), "gemini", [
                       Part("content", 0, "text", None, None, False, 10, 10, None)])
-    session = Session("app", "u1", "s", [user, model], "test")
-    call = Call(model, 1, "agent", 1, {"user": chars, "model": 0, "tool": 0, "summary": 0},
-                [], model="gemini")
-    return session, call
+    return Session("app", "u1", "s", [user, model], "test")
 
 
 def test_a_visible_estimate_above_the_measured_prompt_is_blind_and_never_a_negative_share():
     # the real case: measured 29,934 tokens, the visible window estimated at 49,262
     ratio = fit_ratio([(("app", "agent"), c, c // 4 + 300) for c in range(1000, 9000, 1000)])
-    session, call = _call_session(29_934, round(49_262 * ratio.chars_per_token))
-    rec = Reconstruction([session], [(session, call)], {"gemini": ratio, "": ratio})
-    row = calls_frame(rec).row(0, named=True)
+    session = _call_session(29_934, round(49_262 * ratio.chars_per_token))
+    row = facts_of([session], {"gemini": ratio, "": ratio}).calls().row(0, named=True)
     assert row["occupancy_estimated"] == 49_262
     assert row["system_residual"] == 29_934 - 49_262
     assert row["by_role"]["inferred_system"] is None  # not drawn as a share
     assert row["gauge_blind"] is True
     # an estimate below the measured prompt is the system share, not blindness
-    session, call = _call_session(29_934, round(20_000 * ratio.chars_per_token))
-    rec = Reconstruction([session], [(session, call)], {"gemini": ratio, "": ratio})
-    row = calls_frame(rec).row(0, named=True)
+    session = _call_session(29_934, round(20_000 * ratio.chars_per_token))
+    row = facts_of([session], {"gemini": ratio, "": ratio}).calls().row(0, named=True)
     assert row["gauge_blind"] is False and row["by_role"]["inferred_system"] == 9_934
 
 

@@ -128,5 +128,7 @@ def test_an_older_store_is_upgraded_when_read(tmp_path):
     ledger = api.ingests(db)  # read-only: upgraded first, then read
     assert ledger["notes"].to_list() == [None]
     con = duckdb.connect(str(db), read_only=True)
-    assert con.execute("SELECT value FROM store_meta").fetchall() == [(str(SCHEMA_VERSION),)]
+    assert con.execute(
+        "SELECT value FROM store_meta WHERE key = 'schema_version'"
+    ).fetchall() == [(str(SCHEMA_VERSION),)]
     con.close()

@@ -5,8 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.analysis import Reconstruction, calls_frame, fit_ratio, turns_frame
-from forensics.analysis.reconstruct import session_calls
+from forensics.analysis import fit_ratio
+from forensics.analysis.facts import session_calls
+from forensics.analysis.stored import facts_of
 from forensics.families.adk.windows import calls, window
 from forensics.model import CompactionRange, Event, Part, Session
 
@@ -75,10 +76,10 @@ def test_windows_hold_only_earlier_events_and_turns_add_up(session):
         assert sum(p.chars for p in parts) == sum(call.chars_by_role.values())
     found = session_calls(session)  # the same calls, each with the model that read it
     ratios = {m: fit_ratio([]) for m in {"", *(c.model for c in found)}}
-    rec = Reconstruction([session], [(session, c) for c in found], ratios)
-    frame = calls_frame(rec)
+    facts = facts_of([session], ratios)
+    frame = facts.calls()
     agent_calls = frame.filter(frame["kind"] != "summarizer")
-    turns = turns_frame(rec)
+    turns = facts.turns()
     assert turns["cumulative_input_estimated"].sum() == agent_calls["occupancy_estimated"].sum()
     for _, turn in agent_calls.group_by("invocation_id"):
         assert turn["cumulative_input_estimated"].to_list() == \

@@ -1,26 +1,23 @@
-"""Analyses: pure functions of the reconstructed sessions, one frame each.
+"""Analyses: pure functions of rebuilt sessions, and frames over their stored facts.
 
-`reconstruct` reads the selected sessions from the store once and rebuilds every
-call's window with the family's rules; `calls_frame`, `turns_frame`, `growth_frame`,
-`window_frame` and the compaction audit are built from that one reconstruction.
+`facts.session_facts` rebuilds one session (every call's window, with the family's
+rules) into fact rows, which the engines store once; `stored.Facts` turns the selected
+sessions' facts into the calls, growth, turns and compaction frames with SQL, sizing
+characters with the ratios fitted at query time (`ratio`). `reconstruct` rebuilds
+sessions in memory for what the facts do not keep: one call's parts (`window_frame`)
+and the rebuilt sizes of traced calls (`fidelity_frame`).
 """
 
-from .compaction import audit_ranges, audit_sessions
 from .fidelity import fidelity_frame
-from .frames import calls_frame, growth_frame, turns_frame, window_frame
+from .frames import window_frame
 from .ratio import Ratio, fit_ratio
 from .reconstruct import Reconstruction, reconstruct
 
 __all__ = [
     "Ratio",
     "Reconstruction",
-    "audit_ranges",
-    "audit_sessions",
-    "calls_frame",
     "fidelity_frame",
     "fit_ratio",
-    "growth_frame",
     "reconstruct",
-    "turns_frame",
     "window_frame",
 ]

@@ -8,18 +8,17 @@ window (system instruction, tool schemas) is `inferred`.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..families.adk.windows import calls
-from ..model import ROLES, Call, Session
+from ..model import Call, Session
 from ..selection import Selection
 from ..store import Store
-from ..store.reads import fit_keys, load_sessions, traced_windows
-from .ratio import AgentKey, Ratio, TracedSample, fit_ratio, fit_traced
-
-FIT_SESSIONS = 50  # per model: hundreds of calls for a steady fit, cheap to rebuild
+from ..store.reads import load_sessions, traced_windows
+from .facts import apply_traces, main_model, session_calls
+from .ratio import Ratio
+from .stored import fit_ratios
 
 
 @dataclass
@@ -47,115 +46,33 @@ class Reconstruction:
         return self._by_session.get(id(session), [])
 
 
-def session_calls(session: Session) -> list[Call]:
-    """The session's calls, each with the model whose tokenizer read its window."""
-    found = list(calls(session))
-    by_agent: dict[str, Counter[str]] = defaultdict(Counter)
-    for call in found:
-        if call.kind != "summarizer" and call.event.model_version:
-            by_agent[call.event.author or ""][call.event.model_version] += 1
-    anywhere = sum(by_agent.values(), Counter())
-    for call in found:
-        if call.event.model_version:
-            call.model = call.event.model_version
-        elif by_agent.get(call.event.author or ""):
-            call.model = by_agent[call.event.author or ""].most_common(1)[0][0]
-        elif anywhere:
-            call.model = anywhere.most_common(1)[0][0]
-    return found
-
-
-def use_traces(store: Store, found: list[tuple[Session, Call]], session: str | None) -> int:
-    """Give every traced call the traced request's sizes (ADK's own record of what it
-    sent) in place of the rebuilt ones; returns how many calls were traced."""
-    traced = traced_windows(store, session)
-    if not traced:
-        return 0
-    count = 0
-    for owner, call in found:
-        sizes = traced.get((owner.session_id, call.event.event_id))
-        if sizes is None or call.kind == "summarizer":
-            continue
-        by_role, system_tools = sizes
-        call.chars_by_role = {role: by_role.get(role, 0) for role in ROLES}
-        call.window_source = "traced"
-        call.system_tools_chars = system_tools
-        count += 1
-    return count
-
-
-def _samples(owner: Session, found: list[Call], model: str) -> list[tuple[AgentKey, int, int]]:
-    return [
-        ((owner.app_name, c.event.author or ""), c.chars, c.event.prompt_tokens)
-        for c in found
-        if c.kind == "agent" and c.event.prompt_tokens and c.model == model
-    ]
-
-
-def _traced_samples(owner: Session, found: list[Call], model: str) -> list[TracedSample]:
-    return [
-        (
-            (owner.app_name, c.event.author or ""),
-            c.chars,
-            c.system_tools_chars,
-            c.event.prompt_tokens,
-        )
-        for c in found
-        if c.kind == "agent"
-        and c.event.prompt_tokens
-        and c.model == model
-        and c.system_tools_chars is not None
-    ]
-
-
 StageProgress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 def reconstruct(
     store: Store, selection: Selection | None = None, progress: StageProgress | None = None
 ) -> Reconstruction:
-    """Every call of the selected sessions, and per model a ratio fitted on the same sample
-    whatever is selected: the FIT_SESSIONS sessions of the store with the most measured
-    calls of that model (so `calls SESSION` and `calls` give a call the same estimate, and
-    no estimate depends on which files were loaded in one run)."""
+    """Every call of the selected sessions rebuilt, with the traced sizes where ADK traced
+    the request, and per model the ratio fitted on the stored facts' fixed sample (so a
+    call's estimate here is the one `forensics calls` shows)."""
     if progress:
         progress("reading the store", 0, 0)
     sessions = load_sessions(store, selection)
-    every = []
+    traced: dict[str, dict[str, tuple[dict[str, int], int]]] = defaultdict(dict)
+    for (session_id, event_id), sizes in traced_windows(
+        store, (selection or Selection()).session
+    ).items():
+        traced[session_id][event_id] = sizes
+    every: list[tuple[Session, Call]] = []
+    calls_by_session: dict[int, list[Call]] = {}
+    main: dict[int, str] = {}
     for done, session in enumerate(sessions, 1):
-        every += [(session, c) for c in session_calls(session)]
+        found = session_calls(session)
+        apply_traces(found, traced.get(session.session_id, {}))
+        every += [(session, c) for c in found]
+        calls_by_session[id(session)] = found
+        main[id(session)] = main_model(found)
         if progress:
             progress("rebuilding windows", done, len(sessions))
-    use_traces(store, every, (selection or Selection()).session)
-    by_key = {s.key: s for s in sessions}
-    calls_by_session: dict[int, list[Call]] = defaultdict(list)
-    for owner, call in every:
-        calls_by_session[id(owner)].append(call)
-    main_model: dict[int, str] = {}
-    for session in sessions:
-        used = Counter(c.model for c in calls_by_session[id(session)] if c.kind != "summarizer")
-        main_model[id(session)] = used.most_common(1)[0][0] if used else ""
-    models = {c.model for _, c in every} | set(main_model.values())
-    ratios: dict[str, Ratio] = {}
-    for fitted, model in enumerate(sorted(models), 1):
-        if progress:
-            progress("fitting chars per token", fitted, len(models))
-        keys = fit_keys(store, model, FIT_SESSIONS)
-        missing = sorted({k[2] for k in keys if k not in by_key})
-        extra = {s.key: s for s in (load_sessions(store, session_ids=missing) if missing else [])}
-        samples: list[tuple[AgentKey, int, int]] = []
-        traced: list[TracedSample] = []
-        for key in keys:
-            if key in by_key:
-                owner, owned = by_key[key], calls_by_session[id(by_key[key])]
-            elif key in extra:
-                owner = extra[key]
-                found = [(owner, c) for c in session_calls(owner)]
-                use_traces(store, found, key[2])
-                owned = [c for _, c in found]
-            else:
-                continue
-            samples += _samples(owner, owned, model)
-            traced += _traced_samples(owner, owned, model)
-        ratios[model] = fit_traced(traced, model) or fit_ratio(samples, model)
-    return Reconstruction(sessions, every, ratios, calls_by_session, main_model)
+    models = {c.model for _, c in every} | set(main.values())
+    return Reconstruction(sessions, every, fit_ratios(store, models), calls_by_session, main)

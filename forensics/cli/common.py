@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from ..errors import ForensicsError
+from ..errors import FactsInterrupted, ForensicsError
 from ..sanitize import visible
 
 # typer 0.29 prints a type after every flag (`--help <bool>`, `--full <bool>`): a flag
@@ -157,6 +157,10 @@ def boundary(command: F) -> F:
         except BrokenPipeError:  # `forensics events x | head`: the reader left, not an error
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0) from None
+        except FactsInterrupted as e:
+            stages.done()
+            typer.echo(e.message, err=True)
+            raise typer.Exit(130) from None
         except KeyboardInterrupt:
             stages.done()
             typer.echo("Interrupted: nothing from this run was committed.", err=True)
@@ -229,6 +233,7 @@ class StageProgress:
         self.last = now
         count = f": {done:,} of {total:,} sessions" if stage == "rebuilding windows" else ""
         count = f": {done:,} of {total:,} models" if stage.startswith("fitting") else count
+        count = f": {done:,} of {total:,} events" if stage == "building facts" else count
         sys.stderr.write(f"\r\033[K{stage}{count}")
         sys.stderr.flush()
         self.shown = True

@@ -71,7 +71,10 @@ def turns(
 @app.command()
 @boundary
 def calls(
-    session_id: SessionArg,
+    session_id: OptionalSessionArg = None,
+    every: Annotated[
+        bool, typer.Option("--all", help="Every session's calls (or the --app/--user ones).")
+    ] = False,
     turn: Annotated[int | None, typer.Option("--turn", help="Only this turn (1 = first).")] = None,
     app_name: AppPick = None,
     user: UserPick = None,
@@ -83,11 +86,21 @@ def calls(
     The window is what ADK sent: rebuilt from the stored events with ADK's own rules
     (compaction summaries, other agents' messages as quoted text, orphaned calls
     dropped). A call whose visible content alone is estimated above 125% of its
-    measured prompt is marked gauge_blind.
+    measured prompt is marked gauge_blind. Give a session id, or --all for the calls
+    of every session (read from the stored facts: `-f csv` for a spreadsheet).
+    Example: forensics calls incident --turn 2
     """
     from .. import api
     from ..columns import CALLS
+    from ..errors import ForensicsError
 
+    if (session_id is None) == (not every):
+        raise ForensicsError(
+            "give a session id or --all, not both" if every else "give a session id, or --all",
+            hint="`forensics sessions` lists the session ids",
+        )
+    if every and turn is not None:
+        raise ForensicsError("--turn needs one session", hint="forensics calls SESSION --turn N")
     frame = api.calls(db, selection(app_name, user, session_id), turn=turn)
     note = _ESTIMATE_NOTE.format(ratio=_ratio_note(frame))
     note += "; user..summary: estimated tokens by role"

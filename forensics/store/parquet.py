@@ -3,7 +3,8 @@
 `export` writes one folder per table under DIR, `events/` and `parts/` partitioned
 Hive-style by app and UTC day (`app_name=store/day=2026-10-22/…parquet`; partition
 values are URI-encoded, so no app name becomes a path), `sessions/` by app, the
-traced requests and the release evidence unpartitioned, and `manifest.json` with
+traced requests and the release evidence unpartitioned, the stored facts (`fact_*`,
+by app; an import rebuilds its own, so it never reads them), and `manifest.json` with
 the format's version, the store schema it came from, the selection and each table's
 rows. Rows stream from DuckDB to the files, and back, in Arrow batches. `load`
 checks the manifest and inserts what the store does not hold yet, as one ingest.
@@ -38,6 +39,13 @@ TABLES: dict[str, tuple[str, ...]] = {
     "traced_calls": (),
     "traced_parts": (),
 }
+# the stored facts, exported for other engines and tools; an import rebuilds its own
+# (they depend on the rules of the forensics that reads them), so it reads none of these
+FACTS: dict[str, tuple[str, ...]] = {
+    name: ("app_name",)
+    for name in ("fact_sessions", "fact_calls", "fact_carried", "fact_tool_calls",
+                 "fact_turns", "fact_compactions")
+}  # fmt: skip
 BATCH_ROWS = 50_000
 
 
@@ -70,7 +78,7 @@ def export(store: Store, folder: Path, selection: Selection | None = None) -> Ex
         },
     )
     result = Export(folder)
-    for name, partitions in TABLES.items():
+    for name, partitions in {**TABLES, **FACTS}.items():
         query = store.con.sql(sql.load(f"store/export/{name}").sql)
         batches = query.to_arrow_reader(batch_size=BATCH_ROWS)
         count = 0
@@ -102,8 +110,8 @@ def export(store: Store, folder: Path, selection: Selection | None = None) -> Ex
         "exported_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "selection": selection.as_dict(),
         "tables": {
-            name: {"rows": result.rows[name], "partitioned_by": list(TABLES[name])}
-            for name in TABLES
+            name: {"rows": result.rows[name], "partitioned_by": list(partitions)}
+            for name, partitions in {**TABLES, **FACTS}.items()
         },
     }
     (folder / "manifest.json").write_text(json.dumps(result.manifest, indent=2) + "\n")

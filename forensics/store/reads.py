@@ -63,24 +63,31 @@ def session_release_evidence(
         )
     # traces name the session id alone: a release counts for the stored session whose
     # event the traced request answered, not for every session with that id
-    traced: dict[tuple[str, str, str], str] = {}
+    traced: dict[tuple[str, str, str], list[str]] = {}
     for app, user, sid, version in store.query("store/session_releases"):
-        key = (app, user, sid)
+        traced.setdefault((app, user, sid), []).append(version)
+    chosen = {
+        key: choose_release(found.get(key, {}), traced.get(key, [])) for key in {*found, *traced}
+    }
+    return {key: release for key, release in chosen.items() if release is not None}
+
+
+def choose_release(by_basis: Mapping[str, Release], traced: Iterable[str]) -> Release | None:
+    """The best evidence of one session's release: given at ingest, else traced (the
+    newest X.Y.Z release its traced requests name), else inferred; None without any."""
+    newest: str | None = None
+    for version in traced:
         try:
-            if key not in traced or parse_version(version) > parse_version(traced[key]):
-                traced[key] = version
+            if newest is None or parse_version(version) > parse_version(newest):
+                newest = version
         except ValueError:
             continue  # a header that names no X.Y.Z release
-    for key, version in traced.items():
-        found.setdefault(key, {})["traced"] = Release(
-            version, "traced", "named by ADK's trace of the session's requests"
+    found = dict(by_basis)
+    if newest is not None:
+        found["traced"] = Release(
+            newest, "traced", "named by ADK's trace of the session's requests"
         )
-    return {key: next(by[b] for b in BASIS_ORDER if b in by) for key, by in found.items()}
-
-
-def fit_keys(store: Store, model: str, limit: int) -> list[tuple[str, str, str]]:
-    """The (app, user, session) keys of the sessions with the most measured calls of `model`."""
-    return [(a, u, s) for a, u, s in store.query("store/fit_sessions", model=model, limit=limit)]
+    return next((found[b] for b in BASIS_ORDER if b in found), None)
 
 
 def resolve_session(

@@ -1,4 +1,4 @@
-"""Time the reconstruction analyses (calls, windows, growth, turns) on a large store.
+"""Time the query frames (calls, growth, turns) over a large store's stored facts.
 
 Run by hand, never by CI:
 
@@ -8,7 +8,8 @@ STORE is a forensics store, e.g. from `forensics ingest adk-postgres` of the tab
 that tests/benchmarks/generate_pg_events.py writes (200,000 events). The script copies
 it into stores holding the first 25%, 50% and 100% of its sessions (by first event),
 and times, in a fresh process for each, one pass of calls + growth + turns over every
-session (every agent call's window is rebuilt), with that process's peak RSS.
+session (SQL over the facts; the ratio fit is `reconstruct_s`), with that process's
+peak RSS. The subsets keep their sessions' facts, so nothing is rebuilt.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,50 +24,26 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def _subset(source: Path, target: Path, fraction: float) -> int:
-    import duckdb
-
-    shutil.copy(source, target)
-    con = duckdb.connect(str(target))
-    con.execute("""
-        CREATE TEMP TABLE keep AS
-        SELECT app_name, user_id, session_id FROM (
-            SELECT *, row_number() OVER (ORDER BY first, session_id) AS n,
-                   count(*) OVER () AS total
-            FROM (SELECT app_name, user_id, session_id, min(epoch) AS first
-                  FROM events GROUP BY ALL))
-        WHERE n <= ceil(total * ?)""", [fraction]).fetchall()
-    for delete in (
-        "DELETE FROM parts WHERE (app_name, user_id, session_id) NOT IN (SELECT * FROM keep)",
-        "DELETE FROM events WHERE (app_name, user_id, session_id) NOT IN (SELECT * FROM keep)",
-        "DELETE FROM sessions WHERE (app_name, user_id, session_id) NOT IN (SELECT * FROM keep)",
-    ):
-        con.execute(delete).fetchall()
-    events = con.execute("SELECT count(*) FROM events").fetchall()[0][0]
-    con.execute("CHECKPOINT").fetchall()
-    con.close()
-    return events
+from bench_scale import _subset  # noqa: E402  (copies keep their sessions' facts)
 
 
 def _measure(db: Path) -> dict:
-    """In this process: one full pass; prints JSON."""
+    """In this process: one full pass over the stored facts; prints JSON."""
     sys.path.insert(0, str(ROOT))
-    from forensics.analysis import calls_frame, growth_frame, reconstruct, turns_frame
-    from forensics.store import Store
+    from forensics import api
 
     started = time.perf_counter()
-    with Store.open(db, read_only=True) as con:
-        rec = reconstruct(con)
-    loaded = time.perf_counter()
-    calls = calls_frame(rec)
-    growth = growth_frame(rec)
-    turns = turns_frame(rec)
+    with api.open_store(db) as store:
+        scope = api.Scope(store)
+        ratios = scope.ratios()
+        loaded = time.perf_counter()
+        calls, growth, turns = scope.calls(), scope.growth(), scope.turns()
     done = time.perf_counter()
     return {"seconds": done - started, "reconstruct_s": loaded - started,
             "frames_s": done - loaded, "calls": calls.height, "tool_calls": growth.height,
-            "turns": turns.height,
+            "turns": turns.height, "models": len(ratios),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 

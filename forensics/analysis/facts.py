@@ -1,0 +1,398 @@
+"""What one session's reconstruction establishes, as rows: the facts the store keeps.
+
+`session_facts` rebuilds one session (every call's window, with the traced sizes where
+ADK traced the request) and returns the deterministic results: characters, counts,
+which call carried which tool result, times. Nothing here depends on a chars-per-token
+ratio or a price: token estimates, costs and rankings are computed over these rows at
+query time (queries/facts/), so a refit ratio never needs a rebuild.
+
+The same function runs in every engine: the local one (engines/local.py, at ingest and
+`forensics analyze`) and Spark (engines/spark.py), one session per call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from ..families.adk import releases as _releases
+from ..families.adk import windows as _windows
+from ..families.adk.windows import is_call, rules_for, turns, window
+from ..model import ROLES, Call, Event, Session
+
+FACTS_VERSION = 1  # the facts' own definition; the rules' source is hashed in below
+
+Row = dict[str, Any]
+TracedSizes = Mapping[str, tuple[dict[str, int], int]]  # event id -> (by role, system+tools)
+
+_KEY = [("app_name", pa.string()), ("user_id", pa.string()), ("session_id", pa.string())]
+_S, _I, _L, _F, _B = pa.string(), pa.int32(), pa.int64(), pa.float64(), pa.bool_()
+# Each fact table's columns as the engines write them (queries/store/migrate_5.sql; the
+# store's fact_sessions adds the stamp of the inputs it was built from).
+FACT_SCHEMAS: dict[str, pa.Schema] = {
+    "fact_sessions": pa.schema(_KEY + [
+        ("rules", _S), ("main_model", _S), ("events", _I), ("calls", _I), ("compactions", _I),
+        ("first_compaction_index", _I), ("last_range_end", _F), ("retained_events_after", _I),
+        ("retained_chars_after", _L), ("largest_retained_tool_result", _S),
+        ("largest_retained_result_chars", _L),
+    ]),
+    "fact_calls": pa.schema(_KEY + [
+        ("call_id", _S), ("call_index", _I), ("kind", _S), ("turn", _I), ("invocation_id", _S),
+        ("author", _S), ("epoch", _F), ("model", _S), ("model_version", _S),
+        ("prompt_tokens", _L), ("cached_tokens", _L), ("error_code", _S),
+        ("chars_user", _L), ("chars_model", _L), ("chars_tool", _L), ("chars_summary", _L),
+        ("window_source", _S), ("system_tools_chars", _L),
+    ]),
+    "fact_carried": pa.schema(_KEY + [
+        ("call_id", _S), ("function_call_id", _S), ("relayed", _B),
+    ]),
+    "fact_tool_calls": pa.schema(_KEY + [
+        ("ordinal", _I), ("function_call_id", _S), ("tool_name", _S), ("source_call_id", _S),
+        ("invocation_id", _S), ("turn", _I), ("agent", _S), ("latency", _F), ("latency_s", _F),
+        ("result_event_index", _I), ("result_chars", _L), ("row_count", _I),
+        ("parallel_results", _I), ("after_call_id", _S), ("resent_calls", _I),
+        ("resent_calls_in_turn", _I),
+    ]),
+    "fact_turns": pa.schema(_KEY + [
+        ("invocation_id", _S), ("turn", _I), ("tool_calls", _I), ("wall_s", _F),
+        ("largest_tool_result", _S), ("largest_result_chars", _L), ("error_code", _S),
+        ("error_message", _S), ("started_at", _F),
+    ]),
+    "fact_compactions": pa.schema(_KEY + [
+        ("ordinal", _I), ("compaction_event_id", _S), ("event_index", _I), ("appended_at", _F),
+        ("appended_after_turn", _I), ("start_timestamp", _F), ("end_timestamp", _F),
+        ("invocations_in_range", _I), ("turns_in_range", pa.list_(_I)),
+        ("raw_events_in_range", _I), ("raw_user_events", _I), ("raw_model_events", _I),
+        ("raw_tool_result_events", _I), ("raw_other_events", _I), ("raw_chars_in_range", _L),
+        ("tool_results_in_range", _I), ("tool_chars_in_range", _L), ("summary_chars", _L),
+        ("summarizer_prompt_tokens", _L), ("summarizer_output_tokens", _L),
+        ("overlap_with_previous", _I), ("overlap_seconds", _F), ("retained_events_after", _I),
+        ("retained_chars_after", _L), ("next_call_id", _S), ("summary_in_next_request", _B),
+        ("raw_in_range_sent_next", _I),
+    ]),
+}  # fmt: skip
+FACT_TABLES = tuple(FACT_SCHEMAS)
+
+
+def _kind(event: Event) -> str:
+    kinds = {p.kind for p in event.parts}
+    if "function_response" in kinds:
+        return "tool_result"
+    if event.author == "user":
+        return "user"
+    if kinds & {"text", "function_call", "thought"} or is_call(event) == "failed":
+        return "model"
+    return "other"
+
+
+def _stored(event: Event) -> bool:
+    """A raw event the audit counts: it has content, or it is a failed call (a model's
+    error response stores no content, but it is an event of the session all the same)."""
+    return not event.is_compaction and (bool(event.parts) or is_call(event) == "failed")
+
+
+def _raw(session: Session, lo: float, hi: float, before: int) -> list[tuple[int, Event]]:
+    """Stored raw events (see `_stored`), lo <= epoch <= hi, stored before `before`."""
+    return [
+        (i, e) for i, e in enumerate(session.events[:before]) if _stored(e) and lo <= e.epoch <= hi
+    ]
+
+
+def _rules_digest() -> str:
+    """A digest of the code that decides what a window held: a change to any of it
+    makes every stored session's facts stale, whatever its version number says."""
+    digest = hashlib.sha256(str(FACTS_VERSION).encode())
+    for module in (_windows, _releases):
+        digest.update(Path(module.__file__ or "").read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+RULES_VERSION = f"{FACTS_VERSION}-{_rules_digest()}"
+
+
+@dataclass
+class SessionFacts:
+    """One session's fact rows, per table (FACT_TABLES)."""
+
+    tables: dict[str, list[Row]] = field(default_factory=lambda: {t: [] for t in FACT_TABLES})
+
+
+def session_calls(session: Session) -> list[Call]:
+    """The session's calls, each with the model whose tokenizer read its window."""
+    found = list(_windows.calls(session))
+    by_agent: dict[str, Counter[str]] = defaultdict(Counter)
+    for call in found:
+        if call.kind != "summarizer" and call.event.model_version:
+            by_agent[call.event.author or ""][call.event.model_version] += 1
+    anywhere = sum(by_agent.values(), Counter())
+    for call in found:
+        if call.event.model_version:
+            call.model = call.event.model_version
+        elif by_agent.get(call.event.author or ""):
+            call.model = by_agent[call.event.author or ""].most_common(1)[0][0]
+        elif anywhere:
+            call.model = anywhere.most_common(1)[0][0]
+    return found
+
+
+def apply_traces(found: list[Call], traced: TracedSizes) -> int:
+    """Give every traced agent call the traced request's sizes (ADK's own record of
+    what it sent) in place of the rebuilt ones; returns how many calls were traced."""
+    count = 0
+    for call in found:
+        sizes = traced.get(call.event.event_id)
+        if sizes is None or call.kind == "summarizer":
+            continue
+        by_role, system_tools = sizes
+        call.chars_by_role = {role: by_role.get(role, 0) for role in ROLES}
+        call.window_source = "traced"
+        call.system_tools_chars = system_tools
+        count += 1
+    return count
+
+
+def main_model(found: list[Call]) -> str:
+    """The model most of the session's agent calls used: whose ratio sizes what belongs
+    to no call (a tool result, a compaction summary)."""
+    used = Counter(c.model for c in found if c.kind != "summarizer")
+    return used.most_common(1)[0][0] if used else ""
+
+
+def session_facts(session: Session, traced: TracedSizes | None = None) -> SessionFacts:
+    """Every fact of one session (its calls rebuilt, traced sizes applied)."""
+    found = session_calls(session)
+    apply_traces(found, traced or {})
+    facts = SessionFacts()
+    key = {"app_name": session.app_name, "user_id": session.user_id,
+           "session_id": session.session_id}  # fmt: skip
+    facts.tables["fact_calls"] = [_call_row(key, c) for c in found]
+    facts.tables["fact_carried"] = [
+        {**key, "call_id": c.event.event_id, "function_call_id": fcid, "relayed": relayed}
+        for c in found
+        if c.kind != "summarizer"
+        for fcid, relayed in _carried(c)
+    ]
+    facts.tables["fact_tool_calls"] = _tool_calls(key, session, found)
+    facts.tables["fact_turns"] = _turns(key, session)
+    compactions = _compactions(key, session, found)
+    facts.tables["fact_compactions"] = compactions
+    facts.tables["fact_sessions"] = [_session_row(key, session, found, len(compactions))]
+    return facts
+
+
+def _call_row(key: Row, call: Call) -> Row:
+    e = call.event
+    return {
+        **key,
+        "call_id": e.event_id,
+        "call_index": call.index,
+        "kind": call.kind,
+        "turn": call.turn,
+        "invocation_id": e.invocation_id,
+        "author": e.author,
+        "epoch": e.epoch,
+        "model": call.model,
+        "model_version": e.model_version,
+        "prompt_tokens": e.prompt_tokens,
+        "cached_tokens": e.cached_tokens,
+        "error_code": e.error_code,
+        **{f"chars_{role}": call.chars_by_role.get(role, 0) for role in ROLES},
+        "window_source": call.window_source,
+        "system_tools_chars": call.system_tools_chars,
+    }
+
+
+def _carried(call: Call) -> list[tuple[str, bool]]:
+    own = set(call.response_ids)
+    seen: dict[str, bool] = {}
+    for fcid in (*call.response_ids, *call.relayed_ids):
+        seen.setdefault(fcid, fcid not in own)
+    return list(seen.items())
+
+
+def _tool_calls(key: Row, session: Session, found: list[Call]) -> list[Row]:
+    """Each tool result answered by a call of the session, with what its growth and
+    re-sending need: the call that issued it, the first call that carried it, and how
+    many calls carried it (in all, and in the issuing turn)."""
+    issued: dict[str, tuple[Call, str]] = {}  # call id -> (the model call, tool name)
+    for call in found:
+        for part in call.event.parts:
+            if part.kind == "function_call" and part.call_id:
+                issued[part.call_id] = (call, part.tool_name or "")
+    carried_by: dict[str, list[Call]] = defaultdict(list)
+    for call in found:
+        if call.kind != "summarizer":
+            for call_id in {*call.response_ids, *call.relayed_ids}:
+                carried_by[call_id].append(call)
+    # results grouped by the event that carried them (parallel calls share one)
+    results: dict[int, list] = defaultdict(list)
+    for index, event in enumerate(session.events):
+        for part in event.parts:
+            if part.kind == "function_response" and part.call_id in issued:
+                results[index].append(part)
+    rows: list[Row] = []
+    for index, items in results.items():
+        event = session.events[index]
+        firsts = [carried_by[p.call_id][0] for p in items if carried_by[p.call_id]]
+        after_call = min(firsts, key=lambda c: c.index, default=None)
+        for part in items:
+            source_call, tool = issued[part.call_id]
+            resent = carried_by[part.call_id]
+            same_turn = [
+                c for c in resent if c.event.invocation_id == source_call.event.invocation_id
+            ]
+            latency = event.epoch - source_call.event.epoch
+            rows.append(
+                {
+                    **key,
+                    "ordinal": len(rows),
+                    "function_call_id": part.call_id,
+                    "tool_name": tool,
+                    "source_call_id": source_call.event.event_id,
+                    "invocation_id": source_call.event.invocation_id,
+                    "turn": source_call.turn,
+                    "agent": source_call.event.author,
+                    "latency": latency,
+                    "latency_s": round(latency, 3),
+                    "result_event_index": index,
+                    "result_chars": part.chars,
+                    "row_count": part.row_count,
+                    "parallel_results": len(items),
+                    "after_call_id": after_call.event.event_id if after_call else None,
+                    "resent_calls": len(resent),
+                    "resent_calls_in_turn": len(same_turn),
+                }
+            )
+    return rows
+
+
+def _turns(key: Row, session: Session) -> list[Row]:
+    events_by_turn: dict[str, list[Event]] = defaultdict(list)
+    for event in session.events:
+        if event.invocation_id and not event.is_compaction:
+            events_by_turn[event.invocation_id].append(event)
+    rows = []
+    for number, (invocation, events) in enumerate(events_by_turn.items(), start=1):
+        results = [p for e in events for p in e.parts if p.kind == "function_response"]
+        largest = max(results, key=lambda p: p.chars, default=None)
+        errors = [e for e in events if e.error_code]
+        rows.append(
+            {
+                **key,
+                "invocation_id": invocation,
+                "turn": number,
+                "tool_calls": sum(1 for e in events for p in e.parts if p.kind == "function_call"),
+                "wall_s": round(events[-1].epoch - events[0].epoch, 3),
+                "largest_tool_result": largest.tool_name if largest else None,
+                "largest_result_chars": largest.chars if largest else None,
+                "error_code": errors[-1].error_code if errors else None,
+                "error_message": errors[-1].error_message if errors else None,
+                "started_at": events[0].epoch,
+            }
+        )
+    return rows
+
+
+def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
+    """Per compaction event: its range, what it covers (stored), what the next call sent.
+
+    Two facts are kept apart, as the founding investigation insists: stored
+    (compaction never deletes; the raw events inside a range stay in the session
+    table) and sent (what the next model call's request held, from its window)."""
+    turn_of = turns(session)
+    agent_calls = [c for c in found if c.kind != "summarizer"]
+    rows: list[Row] = []
+    previous = None
+    for index, event in enumerate(session.events):
+        if not event.is_compaction or event.compaction is None:
+            continue
+        start, end = event.compaction.start, event.compaction.end
+        inside = _raw(session, start, end, index)
+        by_kind = Counter(_kind(e) for _, e in inside)
+        results = [p for _, e in inside for p in e.parts if p.kind == "function_response"]
+        earlier = [e for e in session.events[:index] if not e.is_compaction]
+        after_turn = turn_of.get(earlier[-1].invocation_id or "") if earlier else None
+        overlap_events, overlap_s = 0, 0.0
+        if previous is not None:
+            lo, hi = max(start, previous.start), min(end, previous.end)
+            if lo <= hi:
+                overlap_s = hi - lo
+                overlap_events = len(_raw(session, lo, hi, index))
+        retained = [e for _, e in _raw(session, end, float("inf"), index) if e.epoch > end]
+        following = next((c for c in agent_calls if c.index > index), None)
+        in_next = sent_raw = None
+        if following is not None:
+            parts = window(session, following.index)
+            in_next = any(p.event_id == event.event_id and p.role == "summary" for p in parts)
+            inside_ids = {e.event_id for _, e in inside}
+            sent_raw = len({p.event_id for p in parts if p.event_id in inside_ids})
+        rows.append(
+            {
+                **key,
+                "ordinal": len(rows),
+                "compaction_event_id": event.event_id,
+                "event_index": index,
+                "appended_at": event.epoch,
+                "appended_after_turn": after_turn,
+                "start_timestamp": start,
+                "end_timestamp": end,
+                "invocations_in_range": len({e.invocation_id for _, e in inside}),
+                "turns_in_range": sorted(
+                    {turn_of[e.invocation_id] for _, e in inside if e.invocation_id in turn_of}
+                ),
+                "raw_events_in_range": len(inside),
+                **{f"raw_{k}_events": by_kind.get(k, 0)
+                   for k in ("user", "model", "tool_result", "other")},  # fmt: skip
+                "raw_chars_in_range": sum(p.chars for _, e in inside for p in e.parts),
+                "tool_results_in_range": len(results),
+                "tool_chars_in_range": sum(p.chars for p in results),
+                "summary_chars": sum(p.chars for p in event.summary),
+                "summarizer_prompt_tokens": event.prompt_tokens,
+                "summarizer_output_tokens": event.candidates_tokens,
+                "overlap_with_previous": overlap_events,
+                "overlap_seconds": round(overlap_s, 3),
+                "retained_events_after": len(retained),
+                "retained_chars_after": sum(p.chars for e in retained for p in e.parts),
+                "next_call_id": following.event.event_id if following else None,
+                "summary_in_next_request": in_next,
+                "raw_in_range_sent_next": sent_raw,
+            }
+        )
+        previous = event.compaction
+    return rows
+
+
+def _session_row(key: Row, session: Session, found: list[Call], compactions: int) -> Row:
+    """The session's own facts: what built them, and what stays after its last range."""
+    indexed = [
+        (i, e.compaction)
+        for i, e in enumerate(session.events)
+        if e.is_compaction and e.compaction is not None
+    ]
+    last_end = max((span.end for _, span in indexed), default=None)
+    retained = [
+        e for e in session.events if _stored(e) and (last_end is None or e.epoch > last_end)
+    ]
+    results = [p for e in retained for p in e.parts if p.kind == "function_response"]
+    largest = max(results, key=lambda p: p.chars, default=None)
+    return {
+        **key,
+        "rules": f"{RULES_VERSION} {rules_for(session.release).label}",
+        "main_model": main_model(found),
+        "events": len(session.events),
+        "calls": len(found),
+        "compactions": compactions,
+        "first_compaction_index": indexed[0][0] if indexed else None,
+        "last_range_end": last_end,
+        "retained_events_after": len(retained),
+        "retained_chars_after": sum(p.chars for e in retained for p in e.parts),
+        "largest_retained_tool_result": largest.tool_name if largest else None,
+        "largest_retained_result_chars": largest.chars if largest else None,
+    }

@@ -1,0 +1,176 @@
+"""The query commands' frames, as SQL over the stored facts (queries/facts/).
+
+The facts hold characters and counts; here they become tokens with the ratios fitted
+at query time (per model, on the fixed sample of FIT_SESSIONS sessions, from the facts:
+no session is rebuilt), so a refit never needs a rebuild. Three relations are
+registered for each query: `scope_sessions` (the selected sessions, numbered in key
+order), `scope_ratios` and `scope_constants` (the ratios and each agent's constant).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from ..columns import CALLS, COMPACTION_RANGES, COMPACTION_SESSIONS, GROWTH, TURNS
+from ..model import Session
+from ..provenance import Spec
+from ..selection import Selection
+from ..store import Store
+from ..store.facts import write
+from ..store.migrations import migrate
+from .facts import FACT_TABLES, session_facts
+from .ratio import AgentKey, Ratio, TracedSample, fit_ratio, fit_traced
+
+FIT_SESSIONS = 50  # per model: hundreds of calls for a steady fit
+
+_RATIOS = pa.schema(
+    [
+        ("model", pa.string()),
+        ("chars_per_token", pa.float64()),
+        ("source", pa.string()),
+        ("note", pa.string()),
+        ("shown_chars_per_token", pa.float64()),
+        ("shown_mean_abs_error", pa.float64()),
+    ]
+)
+_CONSTANTS = pa.schema(
+    [
+        ("model", pa.string()),
+        ("app_name", pa.string()),
+        ("agent", pa.string()),
+        ("constant", pa.float64()),
+    ]
+)
+_REGISTERED = ("scope_sessions", "scope_ratios", "scope_constants")
+
+
+def fit_ratios(store: Store, models: set[str]) -> dict[str, Ratio]:
+    """Per model, the ratio fitted on its sample: from the traced calls when enough are
+    traced (analysis/ratio.py), else from the measured ones, else the default."""
+    ratios = {}
+    for model in sorted(models):
+        rows = store.query("facts/fit_samples", model=model, limit=FIT_SESSIONS)
+        samples: list[tuple[AgentKey, int, int]] = []
+        traced: list[TracedSample] = []
+        for app, agent, chars, system_tools, tokens in rows:
+            samples.append(((app, agent), chars, tokens))
+            if system_tools is not None:
+                traced.append(((app, agent), chars, system_tools, tokens))
+        ratios[model] = fit_traced(traced, model) or fit_ratio(samples, model)
+    return ratios
+
+
+class Facts:
+    """The selected sessions' stored facts, sized with the ratios their models fit."""
+
+    def __init__(
+        self, store: Store, selection: Selection, ratios: dict[str, Ratio] | None = None
+    ):
+        self.store = store
+        self.selection = selection
+        if ratios is not None:
+            self.__dict__["ratios"] = ratios  # given: not fitted
+        self.sessions = store.arrow(
+            "facts/scope_sessions",
+            app=selection.app,
+            user=selection.user,
+            session=selection.session,
+            since=selection.since,
+            until=selection.until,
+        )
+
+    @cached_property
+    def ratios(self) -> dict[str, Ratio]:
+        """Per model the selected sessions need, its ratio."""
+        self.store.con.register("scope_sessions", self.sessions)
+        try:
+            models = {r[0] for r in self.store.query("facts/models")}
+        finally:
+            self.store.unregister("scope_sessions")
+        return fit_ratios(self.store, models)
+
+    def _frame(self, name: str, spec: Spec, **params: Any) -> pl.DataFrame:
+        ratios = self.ratios
+        table = pa.Table.from_pylist(
+            [
+                {
+                    "model": model,
+                    "chars_per_token": r.chars_per_token,
+                    "source": r.source,
+                    "note": r.note or None,
+                    "shown_chars_per_token": round(r.chars_per_token, 3),
+                    "shown_mean_abs_error": None
+                    if r.mean_abs_error is None
+                    else round(r.mean_abs_error, 4),
+                }
+                for model, r in ratios.items()
+            ],
+            schema=_RATIOS,
+        )
+        constants = pa.Table.from_pylist(
+            [
+                {"model": model, "app_name": app, "agent": agent, "constant": value}
+                for model, r in ratios.items()
+                for (app, agent), value in r.constant_tokens.items()
+            ],
+            schema=_CONSTANTS,
+        )
+        con = self.store.con
+        con.register("scope_sessions", self.sessions)
+        con.register("scope_ratios", table)
+        con.register("scope_constants", constants)
+        try:
+            return spec.from_query(self.store.frame(name, **params))
+        finally:
+            self.store.unregister(*_REGISTERED)
+
+    def calls(self, turn: int | None = None) -> pl.DataFrame:
+        return self._frame("facts/calls", CALLS, turn=turn)
+
+    def growth(self, top: int | None = None) -> pl.DataFrame:
+        return self._frame("facts/growth", GROWTH, top=top)
+
+    def turns(self) -> pl.DataFrame:
+        return self._frame("facts/turns", TURNS)
+
+    def compaction_ranges(self) -> pl.DataFrame:
+        return self._frame("facts/compaction_ranges", COMPACTION_RANGES)
+
+    def compaction_sessions(self, threshold_tokens: int | None = None) -> pl.DataFrame:
+        return self._frame("facts/compaction_sessions", COMPACTION_SESSIONS,
+                           threshold=threshold_tokens)  # fmt: skip
+
+    def rules(self) -> dict[str, str]:
+        """Per selected session id, the ADK release rules its facts were built with."""
+        return {
+            sid: rules.split(" ", 1)[-1]
+            for sid, rules in zip(
+                self.sessions["session_id"].to_pylist(),
+                self.sessions["rules"].to_pylist(),
+                strict=True,
+            )
+        }
+
+
+def facts_of(sessions: list[Session], ratios: dict[str, Ratio]) -> Facts:
+    """The facts of sessions built in memory, sized with the given ratios: the frames of
+    sessions that were never stored (tests, notebooks), by the same SQL."""
+    store = Store(duckdb.connect(), Path(":memory:"), read_only=False)
+    migrate(store.run, store.path)
+    tables: dict[str, list[dict[str, Any]]] = {t: [] for t in FACT_TABLES}
+    for session in sessions:
+        for table, rows in session_facts(session).tables.items():
+            tables[table] += rows
+    write(store, tables, {s.key: "memory" for s in sessions})
+    store.con.register("memory_sessions", pa.Table.from_pylist(
+        [{"app_name": s.app_name, "user_id": s.user_id, "session_id": s.session_id,
+          "source": s.source} for s in sessions]))  # fmt: skip
+    store.run("INSERT INTO sessions BY NAME SELECT *, 0 AS ingest_id FROM memory_sessions")
+    store.unregister("memory_sessions")
+    return Facts(store, Selection(), ratios)

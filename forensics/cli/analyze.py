@@ -1,0 +1,104 @@
+"""`forensics analyze`: build the reconstruction's facts once, for every query to read."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import ForensicsError
+from .common import DbOption, Format, FormatOption, app, boundary, echo, emit
+
+
+class Engine(StrEnum):
+    local = "local"
+    spark = "spark"
+
+
+@app.command("analyze")
+@boundary
+def analyze(
+    rebuild_all: Annotated[
+        bool,
+        typer.Option("--rebuild-all", help="Rebuild every session, not only the stale ones."),
+    ] = False,
+    engine: Annotated[
+        Engine,
+        typer.Option(
+            "--engine",
+            help="local (the default), or spark over a Parquet export (--input, --output).",
+            case_sensitive=False,
+        ),
+    ] = Engine.local,
+    input_dir: Annotated[
+        Path | None,
+        typer.Option("--input", help="A `forensics export parquet` folder to read."),
+    ] = None,
+    output_dir: Annotated[
+        Path | None,
+        typer.Option("--output", help="A new or empty folder for the facts as Parquet."),
+    ] = None,
+    master: Annotated[
+        str,
+        typer.Option("--master", help="Spark's master URL, passed as given (spark only)."),
+    ] = "local[2]",
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Rebuild the facts of every session whose events, traces or release changed since
+    they were built, or that other rules built: each call's window size by role, the
+    tool results it carried, tool calls, turns, compaction ranges.
+
+    Every ingest does this for the sessions it changed, and opening a store whose facts
+    are stale does it first, so on a store this is rarely needed by hand: after an
+    interrupted ingest, or to pay the rebuild before a review. Sessions are rebuilt one
+    at a time (memory does not grow with the store); an interrupted run keeps what it
+    wrote. Token estimates and rankings are computed from the facts at query time, so a
+    new ratio fit never needs a rebuild.
+
+    With --input and --output, the facts of a Parquet export are written as Parquet
+    instead (one folder per fact table, and a manifest.json), by this machine
+    (--engine local) or by Apache Spark (--engine spark; needs pyspark and Java 17+;
+    --master local[4], spark://host:7077, ...). Both run the same per-session function
+    and write the same rows.
+    Example: forensics analyze --db forensics.duckdb
+    Example: forensics analyze --engine spark --input exports/week-47 --output facts/week-47
+    """
+    import polars as pl
+
+    from .. import api
+
+    if (input_dir is None) != (output_dir is None):
+        raise ForensicsError(
+            "--input and --output go together", hint="give both, or neither for the store"
+        )
+    if input_dir is not None and output_dir is not None:
+        if rebuild_all:
+            raise ForensicsError(
+                "--rebuild-all is for the store: an export's facts are always built whole"
+            )
+        rows = api.analyze_export(input_dir, output_dir, engine=engine.value, master=master)
+        emit(pl.DataFrame({"table": list(rows), "rows": list(rows.values())}), fmt)
+        if fmt is Format.table:
+            echo(f"written to {output_dir} (manifest.json says how)")
+        return
+    if engine is Engine.spark:
+        raise ForensicsError(
+            "--engine spark reads a Parquet export and writes Parquet",
+            hint="forensics export parquet DIR, then: forensics analyze --engine spark"
+            " --input DIR --output FACTS",
+        )
+    done = api.analyze(db if db is not None else api.default_db_path(), every=rebuild_all)
+    frame = pl.DataFrame(
+        {
+            "sessions_rebuilt": [done.sessions],
+            "events": [done.events],
+            "calls": [done.calls],
+            "seconds": [round(done.seconds, 3)],
+        }
+    )
+    emit(frame, fmt)
+    if fmt is Format.table and not done.sessions:
+        echo("the facts were up to date: nothing to rebuild")

@@ -1,0 +1,158 @@
+"""The Spark engine: the facts of a Parquet export, built by Apache Spark.
+
+`forensics analyze --engine spark --input EXPORT --output FACTS` reads the export's
+events and parts, groups them by session, and runs the same per-session function the
+local engine runs (analysis/facts.py `session_facts`) inside each group
+(`cogroup(...).applyInArrow`); every group returns one row holding its session's fact
+rows per table, and each table is written as Parquet under FACTS. The traced requests
+and the release evidence are small: they are read on the driver and shipped to the
+workers with the function. `master` is passed to Spark as given (`local[2]` by
+default; a cluster URL works the same). pyspark is imported only here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from ..analysis.facts import FACT_SCHEMAS, FACT_TABLES, session_facts
+from ..errors import ForensicsError
+from ..model import ROLES, Release
+from ..store.parquet import read_manifest
+from ..store.reads import build_sessions, choose_release
+from .output import check_output, write_manifest
+
+KEY = ("app_name", "user_id", "session_id")
+# a traced request: (app, user, session, event) -> (chars by role, system+tools chars, release)
+Traced = dict[tuple[str, str], tuple[dict[str, int], int, str | None]]
+
+
+def _table(folder: Path, name: str) -> pa.Table | None:
+    where = folder / name
+    if not where.is_dir():
+        return None
+    return ds.dataset(where, format="parquet").to_table()
+
+
+def _traced(folder: Path) -> Traced:
+    """(session id, event id) -> the traced request's sizes and the release it names."""
+    calls, parts = _table(folder, "traced_calls"), _table(folder, "traced_parts")
+    if calls is None:
+        return {}
+    by_role: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: dict.fromkeys(ROLES, 0))
+    for p in parts.to_pylist() if parts is not None else []:
+        by_role[(p["session_id"], p["event_id"])][p["role"]] += p["chars"]
+    return {
+        (c["session_id"], c["event_id"]): (
+            {r: v for r, v in by_role[(c["session_id"], c["event_id"])].items() if r != "summary"},
+            c["system_chars"] + c["tools_chars"],
+            c["adk_version"],
+        )
+        for c in calls.to_pylist()
+    }
+
+
+def _evidence(folder: Path) -> dict[tuple[str, str, str], dict[str, Release]]:
+    table = _table(folder, "session_releases")
+    found: dict[tuple[str, str, str], dict[str, Release]] = defaultdict(dict)
+    for r in table.to_pylist() if table is not None else []:
+        found[(r["app_name"], r["user_id"], r["session_id"])][r["basis"]] = Release(
+            r["version"], r["basis"], r["detail"], r["since_version"], r["until_version"]
+        )
+    return dict(found)
+
+
+def session_group(
+    events: pa.Table,
+    parts: pa.Table,
+    traced: Traced,
+    evidence: dict[tuple[str, str, str], dict[str, Release]],
+) -> pa.Table:
+    """One session's rows in, one row out: its fact rows, a list per table."""
+    if events.num_rows == 0:  # parts without their events: nothing to rebuild
+        return pa.table(
+            {t: pa.array([], pa.list_(pa.struct(FACT_SCHEMAS[t]))) for t in FACT_TABLES}
+        )
+    event_rows = sorted(events.to_pylist(), key=lambda r: (r["epoch"], r["event_id"]))
+    part_rows = sorted(
+        parts.to_pylist(), key=lambda r: (r["event_id"], r["origin"], r["part_index"])
+    )
+    (session,) = build_sessions(event_rows, part_rows)
+    own = {e.event_id for e in session.events}
+    sizes = {}
+    versions = []
+    for (session_id, event_id), (by_role, system_tools, version) in traced.items():
+        if session_id == session.session_id and event_id in own:
+            sizes[event_id] = (by_role, system_tools)
+            if version:
+                versions.append(version)
+    session.release = choose_release(evidence.get(session.key, {}), versions)
+    facts = session_facts(session, sizes)
+    return pa.table(
+        {t: pa.array([facts.tables[t]], pa.list_(pa.struct(FACT_SCHEMAS[t]))) for t in FACT_TABLES}
+    )
+
+
+def analyze(input_dir: Path, output_dir: Path, *, master: str = "local[2]") -> dict[str, int]:
+    """Build the facts of the export at `input_dir` with Spark; returns rows per table."""
+    try:
+        from pyspark.sql import SparkSession
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+    except ImportError:
+        raise ForensicsError(
+            "the Spark engine needs pyspark",
+            hint="install the extra: pip install 'agent-forensics[spark]' (and Java 17+)",
+        ) from None
+    manifest = read_manifest(input_dir)
+    check_output(output_dir)
+    started = time.perf_counter()
+    traced, evidence = _traced(input_dir), _evidence(input_dir)
+    builder = SparkSession.builder.master(master)
+    if master.startswith("local"):  # this machine: its workers run this Python
+        # pyspark reads the workers' interpreter from the environment when it starts
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
+            "spark.driver.host", "127.0.0.1"
+        )
+    spark = (
+        builder.appName("agent-forensics analyze")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        # an app name such as "123" stays a string
+        .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
+    try:
+        events = spark.read.parquet(str(input_dir / "events"))
+        parts = spark.read.parquet(str(input_dir / "parts"))
+        out_schema = from_arrow_schema(
+            pa.schema([pa.field(t, pa.list_(pa.struct(FACT_SCHEMAS[t]))) for t in FACT_TABLES])
+        )
+
+        def run(left: pa.Table, right: pa.Table) -> pa.Table:
+            return session_group(left, right, traced, evidence)
+
+        grouped = (
+            events.groupBy(*KEY)
+            .cogroup(parts.groupBy(*KEY))
+            .applyInArrow(run, schema=out_schema)
+            .persist()
+        )
+        rows = {}
+        for table in FACT_TABLES:
+            exploded = grouped.select(F.explode(table).alias("r")).select("r.*")
+            exploded.write.parquet(str(output_dir / table))
+            rows[table] = spark.read.parquet(str(output_dir / table)).count()
+        grouped.unpersist()
+    finally:
+        spark.stop()
+    write_manifest(output_dir, "spark", master, manifest, rows, time.perf_counter() - started)
+    return rows

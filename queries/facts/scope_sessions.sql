@@ -1,0 +1,14 @@
+-- name: scope_sessions
+-- The selected sessions that have facts (app, user, session; with since/until: sessions with an event in [since, until)), in key order, numbered.
+-- params: $app, $user, $session, $since, $until
+SELECT f.app_name, f.user_id, f.session_id, f.main_model, f.rules,
+       row_number() OVER (ORDER BY f.app_name, f.user_id, f.session_id) AS ordinal
+FROM fact_sessions AS f
+WHERE ($app IS NULL OR f.app_name = $app)
+  AND ($user IS NULL OR f.user_id = $user)
+  AND ($session IS NULL OR f.session_id = $session)
+  AND (($since IS NULL AND $until IS NULL) OR EXISTS (
+        SELECT 1 FROM events AS t
+        WHERE t.app_name = f.app_name AND t.user_id = f.user_id AND t.session_id = f.session_id
+          AND ($since IS NULL OR t.epoch >= $since) AND ($until IS NULL OR t.epoch < $until)))
+ORDER BY ordinal;

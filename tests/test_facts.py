@@ -1,0 +1,293 @@
+"""The reconstruction's facts, stored once: built at ingest for the sessions it changed,
+rebuilt when inputs or rules change, kept when a rebuild is interrupted, read by every
+query command; and the same facts from the Spark engine as from the local one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+from typer.testing import CliRunner
+
+from forensics import api
+from forensics.analysis import facts as facts_module
+from forensics.analysis.facts import FACT_SCHEMAS, FACT_TABLES, RULES_VERSION
+from forensics.cli import app
+from forensics.engines import local
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_data"
+RELEASE = ROOT / "tests" / "adk_releases" / "1.18.0"
+runner = CliRunner()
+
+
+def _count(db: Path, statement: str) -> int:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return int(con.execute(statement).fetchall()[0][0])
+    finally:
+        con.close()
+
+
+def _frames(db: Path) -> dict[str, pl.DataFrame]:
+    with api.open_store(db) as store:
+        scope = api.Scope(store)
+        return {
+            "calls": scope.calls(),
+            "growth": scope.growth(),
+            "turns": scope.turns(),
+            "compaction": scope.compaction(),
+            "retained": scope.compaction_sessions(2_000),
+        }
+
+
+def _same_frames(a: dict[str, pl.DataFrame], b: dict[str, pl.DataFrame]) -> None:
+    for name in a:
+        assert_frame_equal(a[name], b[name], check_exact=True)
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Path:
+    db = tmp_path / "s.duckdb"
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    return db
+
+
+def test_an_ingest_stores_the_facts_of_the_sessions_it_loaded(store: Path) -> None:
+    sessions = _count(store, "SELECT count(*) FROM sessions")
+    assert _count(store, "SELECT count(*) FROM fact_sessions") == sessions == 3
+    calls = api.calls(store)
+    assert _count(store, "SELECT count(*) FROM fact_calls") == calls.height > 0
+    assert _count(store, "SELECT count(*) FROM fact_tool_calls") == api.growth(store).height
+    assert _count(store, "SELECT count(*) FROM fact_turns") == api.turns(store).height
+    # every request's carried results are kept: at least one per tool call re-sent
+    assert _count(store, "SELECT count(*) FROM fact_carried") >= api.growth(store)[
+        "resent_calls"
+    ].sum()
+    with api.open_store(store) as s:
+        assert api.facts_current(s)
+    # nothing changed: the next analyze rebuilds nothing
+    assert api.analyze(store).sessions == 0
+
+
+def test_a_later_ingest_rebuilds_only_the_sessions_it_changed(store: Path) -> None:
+    before = _count(store, "SELECT count(*) FROM fact_sessions")
+    with api.using(store, read_only=False) as s:
+        s.run("UPDATE store_meta SET value = 'x' WHERE key = 'facts_ingest'")
+    assert api.analyze(store).sessions == 0  # stamps unchanged: no session is stale
+    api.ingest_sqlite(store, RELEASE / "sessions.db")
+    added = _count(store, "SELECT count(*) FROM fact_sessions") - before
+    assert added == _count(store, "SELECT count(*) FROM sessions") - before == 2
+    # a trace answers events of some stored sessions: only those are rebuilt (not the
+    # sessions of another app that share their ids)
+    with api.using(store, read_only=False) as s:
+        stamps = dict(s.run("SELECT session_id || app_name, stamp FROM fact_sessions"))
+    api.ingest_traces(store, [RELEASE / "trace.otlp.json"])
+    with api.using(store, read_only=False) as s:
+        after = dict(s.run("SELECT session_id || app_name, stamp FROM fact_sessions"))
+        traced = s.run("SELECT count(*) FROM fact_calls WHERE window_source = 'traced'")[0][0]
+        answered = s.run("SELECT DISTINCT e.session_id || e.app_name FROM traced_calls AS t "
+                         "JOIN events AS e USING (session_id, event_id)")  # fmt: skip
+    changed = sorted(k for k in after if after[k] != stamps[k])
+    assert changed == sorted(r[0] for r in answered) == ["parallelshop", "relayshop"]
+    assert traced > 0 and "parallelstore" in after
+
+
+def test_facts_built_by_other_rules_are_rebuilt_when_the_store_opens(store: Path) -> None:
+    expected = _frames(store)
+    with api.using(store, read_only=False) as s:
+        s.run("UPDATE fact_sessions SET rules = 'old ' || rules")
+        s.run("UPDATE fact_calls SET chars_user = chars_user + 999")  # what old rules said
+        s.run("UPDATE store_meta SET value = 'old' WHERE key = 'facts_rules'")
+    _same_frames(_frames(store), expected)  # a read-only open rebuilt them first
+    assert _count(store, "SELECT count(*) FROM fact_sessions WHERE rules LIKE 'old %'") == 0
+    with api.open_store(store) as s:
+        fresh = s.run("SELECT count(*) FROM fact_sessions WHERE starts_with(rules, ?)",
+                      [f"{RULES_VERSION} "])  # fmt: skip
+    assert fresh[0][0] == 3
+
+
+def test_an_interrupted_rebuild_keeps_its_batches_and_the_next_finishes_it(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api.ingest_sqlite(store, RELEASE / "sessions.db")
+    expected = _frames(store)
+    monkeypatch.setattr(local, "BATCH_EVENTS", 1)  # a batch per session
+    built = []
+    real = local.session_facts
+
+    def interrupting(session, traced=None):
+        if len(built) == 2:
+            raise KeyboardInterrupt
+        built.append(session.session_id)
+        return real(session, traced)
+
+    monkeypatch.setattr(local, "session_facts", interrupting)
+    with api.using(store, read_only=False) as s:  # as if other rules had built them all
+        s.run("UPDATE fact_sessions SET rules = 'old ' || rules")
+        s.run("UPDATE store_meta SET value = 'old' WHERE key = 'facts_rules'")
+    with pytest.raises(KeyboardInterrupt, match="facts of 2 of 5 sessions were built"):
+        api.analyze(store)
+    with api.using(store, read_only=False) as s:
+        assert not api.facts_current(s)
+        kept = s.run(
+            "SELECT count(*) FROM fact_sessions WHERE starts_with(rules, ?)", [RULES_VERSION]
+        )
+    assert kept[0][0] == 2  # the two batches written before Ctrl-C
+    monkeypatch.setattr(local, "session_facts", real)
+    again = api.analyze(store)
+    assert again.sessions == 3  # the sessions not rebuilt before, and only those
+    _same_frames(_frames(store), expected)
+
+
+def test_a_session_without_parts_between_others_streams_apart(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    expected = _frames(db)
+    with api.using(db, read_only=False) as s:
+        keys = s.run("SELECT app_name, user_id, session_id FROM sessions ORDER BY ALL")
+        rows = [
+            (key, len(events), len(parts))
+            for key, events, parts in local.stored.stale_rows(s, keys, batch=3)
+        ]
+        stored = s.run(
+            "SELECT app_name, user_id, session_id, count(*) FROM events GROUP BY ALL ORDER BY ALL"
+        )
+    assert [(k, n) for k, n, _ in rows] == [((a, u, sid), n) for a, u, sid, n in stored]
+    assert sum(p for _, _, p in rows) == _count(db, "SELECT count(*) FROM parts")
+    # the middle session loses its parts: the stream still gives each session its own
+    with api.using(db, read_only=False) as s:
+        middle = keys[1]
+        s.run("DELETE FROM parts WHERE session_id = ?", [middle[2]])
+        rows = list(local.stored.stale_rows(s, keys, batch=2))
+    assert [len(p) for _, _, p in rows][1] == 0
+    assert [k for k, _, _ in rows] == [tuple(k) for k in keys]
+    assert expected["calls"].height > 0
+
+
+def test_the_query_commands_read_the_facts_not_the_events(store: Path) -> None:
+    expected = _frames(store)
+    with api.using(store, read_only=False) as s:
+        s.run("DELETE FROM parts")  # the facts alone answer calls, growth, turns, compaction
+    _same_frames(_frames(store), expected)
+
+
+def test_fact_schemas_are_the_store_tables(store: Path) -> None:
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        for table, schema in FACT_SCHEMAS.items():
+            columns = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
+            extra = ["stamp"] if table == "fact_sessions" else []
+            assert sorted(columns) == sorted(schema.names + extra), table
+    finally:
+        con.close()
+    assert FACT_TABLES == tuple(FACT_SCHEMAS)
+    assert facts_module.FACTS_VERSION >= 1
+
+
+def test_analyze_on_the_command_line(store: Path) -> None:
+    result = runner.invoke(app, ["analyze", "--db", str(store), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)[0]["sessions_rebuilt"] == 0
+    result = runner.invoke(app, ["analyze", "--db", str(store), "--rebuild-all", "-f", "json"])
+    row = json.loads(result.output)[0]
+    assert row["sessions_rebuilt"] == 3 and row["calls"] == api.calls(store).height
+    result = runner.invoke(app, ["analyze", "--db", str(store)])
+    assert "nothing to rebuild" in result.output
+
+
+# ---------------------------------------------------------------------------
+# Engines over a Parquet export: local and Spark give the same facts
+# ---------------------------------------------------------------------------
+
+
+def _spark_ready() -> bool:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return False
+    return shutil.which("java") is not None
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.adk_stress import DB_FILE, generate_stress
+
+    root = tmp_path_factory.mktemp("engines")
+    stress = root / "stress"
+    generate_stress(stress)
+    db = root / "source.duckdb"
+    for path in (SAMPLES / "adk_v1.db", SAMPLES / "adk_v0.db", SAMPLES / "adk_sqlite_service.db",
+                 RELEASE / "sessions.db", stress / DB_FILE):  # fmt: skip
+        api.ingest_sqlite(db, path)
+    api.ingest_traces(db, [RELEASE / "trace.otlp.json"])
+    api.export_parquet(db, root / "export")
+    return root / "export"
+
+
+def _facts(folder: Path) -> dict[str, pl.DataFrame]:
+    found = {}
+    for table, schema in FACT_SCHEMAS.items():
+        frame = pl.read_parquet(folder / table / "*.parquet").select(schema.names)
+        found[table] = frame.sort(schema.names, nulls_last=True)
+    return found
+
+
+def test_the_local_engine_over_an_export_gives_the_stores_facts(
+    export: Path, tmp_path: Path
+) -> None:
+    result = runner.invoke(
+        app, ["analyze", "--input", str(export), "--output", str(tmp_path / "f"), "-f", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = {r["table"]: r["rows"] for r in json.loads(result.output)}
+    written = _facts(tmp_path / "f")
+    assert rows == {t: f.height for t, f in written.items()}
+    assert written["fact_calls"].height > 50 and written["fact_compactions"].height > 0
+    manifest = json.loads((tmp_path / "f" / "manifest.json").read_text())
+    assert manifest["rules_version"] == RULES_VERSION and manifest["engine"] == "local"
+    again = runner.invoke(app, ["analyze", "--input", str(export), "--output", str(tmp_path / "f")])
+    assert again.exit_code == 1 and "not an empty folder" in again.output
+
+
+@pytest.mark.skipif(
+    not _spark_ready() and not os.environ.get("CI"), reason="needs pyspark and Java"
+)
+def test_spark_and_the_local_engine_build_identical_facts(export: Path, tmp_path: Path) -> None:
+    from forensics.engines import parquet as local_parquet
+    from forensics.engines import spark
+
+    local_rows = local_parquet.analyze(export, tmp_path / "local")
+    spark_rows = spark.analyze(export, tmp_path / "spark", master="local[2]")
+    assert spark_rows == local_rows
+    ours, theirs = _facts(tmp_path / "local"), _facts(tmp_path / "spark")
+    for table in FACT_TABLES:
+        assert_frame_equal(theirs[table], ours[table], check_exact=True)
+    assert ours["fact_calls"].filter(pl.col("window_source") == "traced").height > 0
+    manifest = json.loads((tmp_path / "spark" / "manifest.json").read_text())
+    assert manifest["engine"] == "spark" and manifest["master"] == "local[2]"
+
+
+def test_an_export_carries_the_facts_and_an_import_builds_its_own(
+    store: Path, tmp_path: Path
+) -> None:
+    api.export_parquet(store, tmp_path / "export")
+    manifest = json.loads((tmp_path / "export" / "manifest.json").read_text())
+    for table in FACT_TABLES:
+        rows = _count(store, f"SELECT count(*) FROM {table}")  # noqa: S608 (our table names)
+        assert manifest["tables"][table]["rows"] == rows
+    exported = pl.read_parquet(tmp_path / "export" / "fact_calls" / "**" / "*.parquet")
+    assert exported.height == api.calls(store).height and "stamp" not in exported.columns
+    # an export's facts are never read back: the importing store builds its own
+    calls = tmp_path / "export" / "fact_calls"
+    for part in calls.rglob("*.parquet"):
+        part.write_bytes(b"not parquet")
+    copy = tmp_path / "copy.duckdb"
+    api.ingest_parquet(copy, tmp_path / "export")
+    _same_frames(_frames(copy), _frames(store))
