@@ -99,9 +99,9 @@ def open_store(path: str | Path | None = None, *, read_only: bool = True) -> Sto
 
     A read-only open finds the facts up to date: when an ingest or a rules change left
     some sessions' facts stale, they are rebuilt first (the store opened writable for
-    that, as a schema upgrade is)."""
+    that, as a schema upgrade is); when none is stale, the store is not written."""
     opened = Store.open(path, read_only=read_only)
-    if read_only and not facts_current(opened):
+    if read_only and not facts_current(opened) and _has_stale(opened):
         opened.close()
         try:
             with Store.open(path) as writable:
@@ -114,6 +114,14 @@ def open_store(path: str | Path | None = None, *, read_only: bool = True) -> Sto
             ) from None
         opened = Store.open(path, read_only=True)
     return opened
+
+
+def _has_stale(store: Store) -> bool:
+    """Whether some session's facts need building (a ledger row alone, such as a failed
+    ingest's, changes none: the store is then read as it is, never written)."""
+    from .store.facts import stale
+
+    return bool(stale(store, RULES_VERSION))
 
 
 def facts_current(store: Store) -> bool:
@@ -412,7 +420,7 @@ class Scope:
     """
 
     def __init__(self, store: Store, selection: SelectionLike = None):
-        if not facts_current(store):
+        if not facts_current(store) and _has_stale(store):
             if store.read_only:
                 raise StoreError(
                     f"the facts of {store.path} are out of date (an ingest ran since it was"

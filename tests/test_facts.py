@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_data"
 RELEASE = ROOT / "tests" / "adk_releases" / "1.18.0"
 runner = CliRunner()
+HOSTILE_APP = "café ü/x %41"  # non-ASCII, a slash and a literal percent sign
 
 
 def _count(db: Path, statement: str) -> int:
@@ -227,6 +228,13 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
                  RELEASE / "sessions.db", stress / DB_FILE):  # fmt: skip
         api.ingest_sqlite(db, path)
     api.ingest_traces(db, [RELEASE / "trace.otlp.json"])
+    with api.using(db, read_only=False) as s:  # an app name a partition path must encode
+        for table in ("sessions", "events", "parts", "session_releases"):
+            s.run(f"UPDATE {table} SET app_name = ? WHERE app_name = 'shop'", [HOSTILE_APP])  # noqa: S608
+        for table in FACT_TABLES:
+            s.run(f"DELETE FROM {table}")  # noqa: S608 (rebuilt at the next open)
+        s.run("UPDATE store_meta SET value = 'renamed' WHERE key = 'facts_ingest'")
+    assert api.sessions(db).filter(pl.col("app_name") == HOSTILE_APP).height == 2
     api.export_parquet(db, root / "export")
     return root / "export"
 
@@ -270,6 +278,7 @@ def test_spark_and_the_local_engine_build_identical_facts(export: Path, tmp_path
     for table in FACT_TABLES:
         assert_frame_equal(theirs[table], ours[table], check_exact=True)
     assert ours["fact_calls"].filter(pl.col("window_source") == "traced").height > 0
+    assert HOSTILE_APP in theirs["fact_sessions"]["app_name"].to_list()
     manifest = json.loads((tmp_path / "spark" / "manifest.json").read_text())
     assert manifest["engine"] == "spark" and manifest["master"] == "local[2]"
 

@@ -21,10 +21,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from .. import model as _model
 from ..families.adk import releases as _releases
 from ..families.adk import windows as _windows
 from ..families.adk.windows import is_call, rules_for, turns, window
 from ..model import ROLES, Call, Event, Session
+from ..store import reads as _reads  # build_sessions: how stored rows become events
 
 FACTS_VERSION = 1  # the facts' own definition; the rules' source is hashed in below
 
@@ -105,10 +107,11 @@ def _raw(session: Session, lo: float, hi: float, before: int) -> list[tuple[int,
 
 
 def _rules_digest() -> str:
-    """A digest of the code that decides what a window held: a change to any of it
-    makes every stored session's facts stale, whatever its version number says."""
+    """A digest of the code that decides what a window held (the window and release
+    rules, the records and how stored rows become them, this module): a change to any
+    of it makes every stored session's facts stale, whatever its version says."""
     digest = hashlib.sha256(str(FACTS_VERSION).encode())
-    for module in (_windows, _releases):
+    for module in (_windows, _releases, _model, _reads):
         digest.update(Path(module.__file__ or "").read_bytes())
     digest.update(Path(__file__).read_bytes())
     return digest.hexdigest()[:12]

@@ -24,7 +24,7 @@ from ..selection import Selection
 from ..store import Store
 from ..store.facts import write
 from ..store.migrations import migrate
-from .facts import FACT_TABLES, session_facts
+from .facts import FACT_SCHEMAS, FACT_TABLES, session_facts
 from .ratio import AgentKey, Ratio, TracedSample, fit_ratio, fit_traced
 
 FIT_SESSIONS = 50  # per model: hundreds of calls for a steady fit
@@ -134,7 +134,7 @@ class Facts:
         return self._frame("facts/calls", CALLS, turn=turn)
 
     def growth(self, top: int | None = None) -> pl.DataFrame:
-        return self._frame("facts/growth", GROWTH, top=top)
+        return self._frame("facts/growth", GROWTH, top=top or None)  # 0: no limit, as before
 
     def turns(self) -> pl.DataFrame:
         return self._frame("facts/turns", TURNS)
@@ -167,10 +167,12 @@ def facts_of(sessions: list[Session], ratios: dict[str, Ratio]) -> Facts:
     for session in sessions:
         for table, rows in session_facts(session).tables.items():
             tables[table] += rows
-    write(store, tables, {s.key: "memory" for s in sessions})
+    write(store, tables, {s.key: "memory" for s in sessions}, FACT_SCHEMAS)
     store.con.register("memory_sessions", pa.Table.from_pylist(
         [{"app_name": s.app_name, "user_id": s.user_id, "session_id": s.session_id,
-          "source": s.source} for s in sessions]))  # fmt: skip
+          "source": s.source} for s in sessions],
+        schema=pa.schema([(c, pa.string()) for c in
+                          ("app_name", "user_id", "session_id", "source")])))  # fmt: skip
     store.run("INSERT INTO sessions BY NAME SELECT *, 0 AS ingest_id FROM memory_sessions")
     store.unregister("memory_sessions")
     return Facts(store, Selection(), ratios)

@@ -41,9 +41,11 @@ def analyze(
         typer.Option("--output", help="A new or empty folder for the facts as Parquet."),
     ] = None,
     master: Annotated[
-        str,
-        typer.Option("--master", help="Spark's master URL, passed as given (spark only)."),
-    ] = "local[2]",
+        str | None,
+        typer.Option(
+            "--master", help="Spark's master URL, passed as given (default local[2])."
+        ),
+    ] = None,
     db: DbOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -58,8 +60,9 @@ def analyze(
     wrote. Token estimates and rankings are computed from the facts at query time, so a
     new ratio fit never needs a rebuild.
 
-    With --input and --output, the facts of a Parquet export are written as Parquet
-    instead (one folder per fact table, and a manifest.json), by this machine
+    With --input and --output (--db is then not read), the facts of a Parquet export
+    are written as Parquet
+    (one folder per fact table, and a manifest.json), by this machine
     (--engine local) or by Apache Spark (--engine spark; needs pyspark and Java 17+;
     --master local[4], spark://host:7077, ...). Both run the same per-session function
     and write the same rows.
@@ -70,6 +73,8 @@ def analyze(
 
     from .. import api
 
+    if master is not None and engine is not Engine.spark:
+        raise ForensicsError("--master is Spark's", hint="add --engine spark")
     if (input_dir is None) != (output_dir is None):
         raise ForensicsError(
             "--input and --output go together", hint="give both, or neither for the store"
@@ -79,7 +84,9 @@ def analyze(
             raise ForensicsError(
                 "--rebuild-all is for the store: an export's facts are always built whole"
             )
-        rows = api.analyze_export(input_dir, output_dir, engine=engine.value, master=master)
+        rows = api.analyze_export(
+            input_dir, output_dir, engine=engine.value, master=master or "local[2]"
+        )
         emit(pl.DataFrame({"table": list(rows), "rows": list(rows.values())}), fmt)
         if fmt is Format.table:
             echo(f"written to {output_dir} (manifest.json says how)")
@@ -90,7 +97,13 @@ def analyze(
             hint="forensics export parquet DIR, then: forensics analyze --engine spark"
             " --input DIR --output FACTS",
         )
-    done = api.analyze(db if db is not None else api.default_db_path(), every=rebuild_all)
+    path = db if db is not None else api.default_db_path()
+    if not path.exists():
+        raise ForensicsError(
+            f"no store at {path}",
+            hint="load something first (`forensics ingest ...`), or point --db at a store",
+        )
+    done = api.analyze(path, every=rebuild_all)
     frame = pl.DataFrame(
         {
             "sessions_rebuilt": [done.sessions],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -102,9 +103,12 @@ def calls(
     if every and turn is not None:
         raise ForensicsError("--turn needs one session", hint="forensics calls SESSION --turn N")
     frame = api.calls(db, selection(app_name, user, session_id), turn=turn)
+    spec = CALLS
+    if every and CALLS.table is not None:  # rows of many sessions: say whose
+        spec = dataclasses.replace(CALLS, table=("session_id", *CALLS.table))
     note = _ESTIMATE_NOTE.format(ratio=_ratio_note(frame))
     note += "; user..summary: estimated tokens by role"
-    emit(frame, fmt, CALLS, footnote=note)
+    emit(frame, fmt, spec, footnote=note)
 
 
 @app.command()

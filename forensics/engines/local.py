@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..analysis.facts import FACT_TABLES, RULES_VERSION, session_facts
+from ..analysis.facts import FACT_SCHEMAS, FACT_TABLES, RULES_VERSION, session_facts
 from ..errors import FactsInterrupted, StoreError
 from ..store import Store
 from ..store import facts as stored
@@ -68,7 +68,7 @@ class _Batch:
 
     def flush(self, store: Store) -> None:
         if self.stamps:
-            stored.write(store, self.tables, self.stamps)
+            stored.write(store, self.tables, self.stamps, FACT_SCHEMAS)
             self.written += len(self.stamps)
         self.tables, self.stamps, self.pending = {t: [] for t in FACT_TABLES}, {}, 0
 

@@ -38,7 +38,7 @@ def analyze(
                 # table and column names come from FACT_SCHEMAS, never from data
                 statement = (
                     f"COPY (SELECT {columns} FROM {table} "  # noqa: S608
-                    "ORDER BY app_name, user_id, session_id) TO ? (FORMAT parquet)"
+                    "ORDER BY ALL) TO ? (FORMAT parquet)"
                 )
                 store.run(statement, [str(target / "part-0.parquet")])
                 rows[table] = int(store.run(f"SELECT count(*) FROM {table}")[0][0])  # noqa: S608

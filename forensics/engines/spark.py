@@ -13,6 +13,7 @@ default; a cluster URL works the same). pyspark is imported only here.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections import defaultdict
@@ -29,8 +30,8 @@ from ..store.reads import build_sessions, choose_release
 from .output import check_output, write_manifest
 
 KEY = ("app_name", "user_id", "session_id")
-# a traced request: (app, user, session, event) -> (chars by role, system+tools chars, release)
-Traced = dict[tuple[str, str], tuple[dict[str, int], int, str | None]]
+# traced requests: session id -> event id -> (chars by role, system+tools chars, release)
+Traced = dict[str, dict[str, tuple[dict[str, int], int, str | None]]]
 
 
 def _table(folder: Path, name: str) -> pa.Table | None:
@@ -41,21 +42,22 @@ def _table(folder: Path, name: str) -> pa.Table | None:
 
 
 def _traced(folder: Path) -> Traced:
-    """(session id, event id) -> the traced request's sizes and the release it names."""
+    """Session id -> event id -> the traced request's sizes and the release it names."""
     calls, parts = _table(folder, "traced_calls"), _table(folder, "traced_parts")
     if calls is None:
         return {}
     by_role: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: dict.fromkeys(ROLES, 0))
     for p in parts.to_pylist() if parts is not None else []:
         by_role[(p["session_id"], p["event_id"])][p["role"]] += p["chars"]
-    return {
-        (c["session_id"], c["event_id"]): (
-            {r: v for r, v in by_role[(c["session_id"], c["event_id"])].items() if r != "summary"},
+    found: Traced = defaultdict(dict)
+    for c in calls.to_pylist():
+        key = (c["session_id"], c["event_id"])
+        found[c["session_id"]][c["event_id"]] = (
+            {r: v for r, v in by_role[key].items() if r != "summary"},
             c["system_chars"] + c["tools_chars"],
             c["adk_version"],
         )
-        for c in calls.to_pylist()
-    }
+    return dict(found)
 
 
 def _evidence(folder: Path) -> dict[tuple[str, str, str], dict[str, Release]]:
@@ -87,8 +89,8 @@ def session_group(
     own = {e.event_id for e in session.events}
     sizes = {}
     versions = []
-    for (session_id, event_id), (by_role, system_tools, version) in traced.items():
-        if session_id == session.session_id and event_id in own:
+    for event_id, (by_role, system_tools, version) in traced.get(session.session_id, {}).items():
+        if event_id in own:  # a traced request counts for the session whose event it answered
             sizes[event_id] = (by_role, system_tools)
             if version:
                 versions.append(version)
@@ -131,8 +133,11 @@ def analyze(input_dir: Path, output_dir: Path, *, master: str = "local[2]") -> d
         .getOrCreate()
     )
     try:
-        events = spark.read.parquet(str(input_dir / "events"))
-        parts = spark.read.parquet(str(input_dir / "parts"))
+        # the export URI-encodes an app name's UTF-8 bytes in its partition path; Spark
+        # decodes each %XX to one character: re-read those characters as the bytes
+        app = F.decode(F.encode("app_name", "ISO-8859-1"), "UTF-8")
+        events = spark.read.parquet(str(input_dir / "events")).withColumn("app_name", app)
+        parts = spark.read.parquet(str(input_dir / "parts")).withColumn("app_name", app)
         out_schema = from_arrow_schema(
             pa.schema([pa.field(t, pa.list_(pa.struct(FACT_SCHEMAS[t]))) for t in FACT_TABLES])
         )
@@ -154,5 +159,6 @@ def analyze(input_dir: Path, output_dir: Path, *, master: str = "local[2]") -> d
         grouped.unpersist()
     finally:
         spark.stop()
-    write_manifest(output_dir, "spark", master, manifest, rows, time.perf_counter() - started)
+    shown = re.sub(r"//[^/@]*@", "//***@", master)  # a URL's user:password never written
+    write_manifest(output_dir, "spark", shown, manifest, rows, time.perf_counter() - started)
     return rows

@@ -16,6 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from .. import sql
+from ..errors import StoreError
 from .handle import Store, raise_if_interrupted
 
 TABLES = ("fact_sessions", "fact_calls", "fact_carried", "fact_tool_calls", "fact_turns",
@@ -111,6 +112,11 @@ def _parts_of(
         at = (pending["app_name"], pending["user_id"], pending["session_id"])
         if at > key:
             break
+        if at < key:  # every key of the stream has events: DuckDB's order is not Python's
+            raise StoreError(
+                f"the parts of session {at} came after those of {key}: facts not built",
+                hint="report it: the store's string order differs from Python's",
+            )
         if at == key:
             found.append(pending)
         pending = next(parts, None)
@@ -118,10 +124,17 @@ def _parts_of(
 
 
 def write(
-    store: Store, tables: Mapping[str, list[dict[str, Any]]], stamps: Mapping[Key, str]
+    store: Store,
+    tables: Mapping[str, list[dict[str, Any]]],
+    stamps: Mapping[Key, str],
+    schemas: Mapping[str, pa.Schema] | None = None,
 ) -> None:
     """Replace the facts of the sessions in `stamps` with `tables`' rows, in one
-    transaction; each session's fact_sessions row gets its stamp."""
+    transaction; each session's fact_sessions row gets its stamp. `schemas` (the
+    engines' FACT_SCHEMAS) types the rows; without, types are inferred from them."""
+    schemas = {**(schemas or {})}
+    if "fact_sessions" in schemas:
+        schemas["fact_sessions"] = schemas["fact_sessions"].append(pa.field("stamp", pa.string()))
     keys = pa.table(
         {
             "app_name": [k[0] for k in stamps],
@@ -144,7 +157,7 @@ def write(
                 if not rows:
                     continue
                 name = f"new_{table}"
-                con.register(name, pa.Table.from_pylist(rows))
+                con.register(name, pa.Table.from_pylist(rows, schema=schemas.get(table)))
                 registered.append(name)
                 # both names come from TABLES, never from data
                 store.run(f"INSERT INTO {table} BY NAME SELECT * FROM {name}")  # noqa: S608

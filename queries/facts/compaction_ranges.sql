@@ -28,7 +28,7 @@ SELECT session_id, compaction_event_id, appended_at, appended_after_turn, start_
        tool_results_in_range,
        tool_tokens AS tool_tokens_in_range,
        summary_tokens,
-       CASE WHEN raw_tokens <> 0 THEN round(summary_tokens / raw_tokens, 4) END AS summary_ratio,
+       CASE WHEN raw_tokens <> 0 THEN round_even(summary_tokens / raw_tokens, 4) END AS summary_ratio,
        summarizer_prompt_tokens, summarizer_output_tokens, overlap_with_previous,
        overlap_seconds, retained_events_after,
        retained_tokens AS retained_tokens_after,

@@ -95,10 +95,13 @@ def _biggest_session(db: Path) -> str:
         con.close()
 
 
-def bench_ingest(dsn: str, work: Path) -> tuple[Path, list[str]]:
+def bench_ingest(dsn: str, work: Path, reuse: bool) -> tuple[Path, list[str]]:
     label = dsn.rsplit("/", 1)[-1]
     db = work / f"{label}.duckdb"
     print(f"{label}:", flush=True)
+    if reuse and db.exists() and _events(db):
+        print(f"  reusing {db} ({_events(db):,} events)")
+        return db, []
     floor = bench_floor(dsn)
     if floor.seconds:
         label_floor = "psql \\copy floor (warm)"
@@ -124,7 +127,7 @@ def bench_ingest(dsn: str, work: Path) -> tuple[Path, list[str]]:
 
 def bench_queries(db: Path, work: Path) -> list[str]:
     lines = []
-    for fraction in (0.2, 0.5, 1.0):
+    for fraction in (0.2, 0.5, 1.0):  # of 1M: the 200k, 500k and 1M points
         target = db if fraction == 1.0 else work / f"subset-{fraction}.duckdb"
         events = _events(db) if fraction == 1.0 else _subset(db, target, fraction)
         session = _biggest_session(target)
@@ -177,13 +180,15 @@ def main() -> int:
     ap.add_argument("--spark", action="store_true", help="also run the engines' comparison")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--workdir", type=Path, help="keep the stores here (default: a temp dir)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="with --workdir: a store already there is not ingested again")
     args = ap.parse_args()  # fmt: skip
     work = args.workdir or Path(tempfile.mkdtemp(prefix="forensics-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     summary: list[str] = []
     db = None
     for dsn in args.dsn:
-        db, lines = bench_ingest(dsn, work)
+        db, lines = bench_ingest(dsn, work, args.reuse)
         summary += lines
     assert db is not None
     summary += bench_queries(db, work)
