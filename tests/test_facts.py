@@ -155,18 +155,18 @@ def test_a_session_without_parts_between_others_streams_apart(tmp_path: Path) ->
         keys = s.run("SELECT app_name, user_id, session_id FROM sessions ORDER BY ALL")
         rows = [
             (key, len(events), len(parts))
-            for key, events, parts in local.stored.stale_rows(s, keys, batch=3)
+            for key, events, parts in local.stored.stale_rows(s, keys, chunk_events=20)
         ]
         stored = s.run(
             "SELECT app_name, user_id, session_id, count(*) FROM events GROUP BY ALL ORDER BY ALL"
         )
     assert [(k, n) for k, n, _ in rows] == [((a, u, sid), n) for a, u, sid, n in stored]
     assert sum(p for _, _, p in rows) == _count(db, "SELECT count(*) FROM parts")
-    # the middle session loses its parts: the stream still gives each session its own
+    # the middle session loses its parts: each session still gets its own (one run each)
     with api.using(db, read_only=False) as s:
         middle = keys[1]
         s.run("DELETE FROM parts WHERE session_id = ?", [middle[2]])
-        rows = list(local.stored.stale_rows(s, keys, batch=2))
+        rows = list(local.stored.stale_rows(s, keys, chunk_events=1))
     assert [len(p) for _, _, p in rows][1] == 0
     assert [k for k, _, _ in rows] == [tuple(k) for k in keys]
     assert expected["calls"].height > 0

@@ -1,9 +1,9 @@
 """The local engine: bring the store's facts up to date, one session at a time.
 
 Only sessions whose inputs or rules changed are rebuilt (store/facts.py). Their events
-and parts are streamed from the store in key order, so memory holds one session and
-one batch of fact rows (written every BATCH_EVENTS events, each batch its own
-transaction): it does not grow with the number of sessions. An interrupted refresh
+and parts are read a run of sessions at a time (about CHUNK_EVENTS events), so memory
+holds one run's rows and one batch of fact rows (written every BATCH_EVENTS events,
+each batch its own transaction): it does not grow with the number of sessions. An interrupted refresh
 keeps the batches it wrote; the next one rebuilds the rest.
 """
 
@@ -22,8 +22,8 @@ from ..store.facts import Key
 from ..store.reads import build_sessions, session_release_evidence, traced_windows
 
 BATCH_EVENTS = 20_000  # fact rows of about this many events are written at once
-# The store's DuckDB buffers at most this much while the stale sessions stream out of
-# it (their sort spills to disk beyond it), as while ingesting (ingest/pipeline.py).
+# The store's DuckDB buffers at most this much while the stale sessions are read out
+# of it, as while ingesting (ingest/pipeline.py).
 FACTS_MEMORY_LIMIT = "256MB"
 
 StageProgress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -87,7 +87,8 @@ def _rebuild(
     for (session_id, event_id), sizes in traced_windows(store).items():
         traced[session_id][event_id] = sizes
     try:
-        for key, event_rows, part_rows in stored.stale_rows(store, [k for k, _, _ in todo]):
+        counts = {key: n for key, n, _ in todo}
+        for key, event_rows, part_rows in stored.stale_rows(store, list(counts), counts):
             (session,) = build_sessions(event_rows, part_rows)
             session.release = evidence.get(key)
             facts = session_facts(session, traced.get(key[2], {}))

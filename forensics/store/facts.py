@@ -12,12 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 
 from .. import sql
-from ..errors import StoreError
-from .handle import Store, raise_if_interrupted
+from .handle import Store
 
 TABLES = ("fact_sessions", "fact_calls", "fact_carried", "fact_tool_calls", "fact_turns",
           "fact_compactions")  # fmt: skip
@@ -53,74 +51,56 @@ def stale(store: Store, rules_version: str, *, every: bool = False) -> list[tupl
     return [((a, u, s), int(n), stamp) for a, u, s, n, stamp in rows]
 
 
-def _stream(cursor: duckdb.DuckDBPyConnection, name: str, batch: int) -> Iterator[dict[str, Any]]:
-    """The rows of a `queries/facts/` file, fetched `batch` at a time."""
-    try:
-        reader = cursor.sql(sql.load(name).sql).to_arrow_reader(batch)
-        for chunk in reader:
-            yield from chunk.to_pylist()
-    except (duckdb.InterruptException, RuntimeError) as e:
-        raise_if_interrupted(e)
-        raise
+CHUNK_EVENTS = 20_000  # the sessions read at once hold about this many events
+
+
+def _chunks(keys: Sequence[Key], sizes: Mapping[Key, int], limit: int) -> Iterator[list[Key]]:
+    """`keys` in order, cut into runs of sessions holding about `limit` events (a
+    session larger than that is a run of its own)."""
+    run: list[Key] = []
+    held = 0
+    for key in keys:
+        if run and held + sizes.get(key, 1) > limit:
+            yield run
+            run, held = [], 0
+        run.append(key)
+        held += sizes.get(key, 1)
+    if run:
+        yield run
 
 
 def stale_rows(
-    store: Store, keys: Sequence[Key], batch: int = 20_000
+    store: Store,
+    keys: Sequence[Key],
+    sizes: Mapping[Key, int] | None = None,
+    chunk_events: int = CHUNK_EVENTS,
 ) -> Iterator[tuple[Key, list[dict[str, Any]], list[dict[str, Any]]]]:
-    """Per session of `keys`, in key order: its event rows and part rows, streamed (two
-    readers walk events and parts side by side, so memory holds one session at a time
-    plus one fetch batch)."""
-    keys_table = pa.table(
-        {
-            "app_name": [k[0] for k in keys],
-            "user_id": [k[1] for k in keys],
-            "session_id": [k[2] for k in keys],
-        }
-    )
-    readers = [store.con.cursor(), store.con.cursor()]
-    try:
-        for cursor in readers:
-            cursor.register("stale_keys", keys_table)
-        events = _stream(readers[0], "facts/stale_events", batch)
-        parts = _stream(readers[1], "facts/stale_parts", batch)
-        pending_part: dict[str, Any] | None = next(parts, None)
-        current: Key | None = None
-        rows: list[dict[str, Any]] = []
-        for event in events:
-            key = (event["app_name"], event["user_id"], event["session_id"])
-            if key != current:
-                if current is not None:
-                    found, pending_part = _parts_of(current, pending_part, parts)
-                    yield current, rows, found
-                current, rows = key, []
-            rows.append(event)
-        if current is not None:
-            found, pending_part = _parts_of(current, pending_part, parts)
-            yield current, rows, found
-    finally:
-        for cursor in readers:
-            cursor.close()
-
-
-def _parts_of(
-    key: Key, pending: dict[str, Any] | None, parts: Iterator[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """The parts of session `key` from the key-ordered stream (the first one already
-    read is `pending`); returns them and the first part of a later session."""
-    found = []
-    while pending is not None:
-        at = (pending["app_name"], pending["user_id"], pending["session_id"])
-        if at > key:
-            break
-        if at < key:  # every key of the stream has events: DuckDB's order is not Python's
-            raise StoreError(
-                f"the parts of session {at} came after those of {key}: facts not built",
-                hint="report it: the store's string order differs from Python's",
-            )
-        if at == key:
-            found.append(pending)
-        pending = next(parts, None)
-    return found, pending
+    """Per session of `keys` that has events, in the order of `keys`: its event rows and
+    part rows. Sessions are read a run at a time (`sizes`: each one's events), so memory
+    holds one run's rows, however many sessions there are."""
+    for run in _chunks(keys, sizes or {}, chunk_events):
+        table = pa.table(
+            {
+                "app_name": [k[0] for k in run],
+                "user_id": [k[1] for k in run],
+                "session_id": [k[2] for k in run],
+            }
+        )
+        store.con.register("stale_keys", table)
+        try:
+            event_rows = store.arrow("facts/stale_events").to_pylist()
+            part_rows = store.arrow("facts/stale_parts").to_pylist()
+        finally:
+            store.unregister("stale_keys")
+        events: dict[Key, list[dict[str, Any]]] = {}
+        for row in event_rows:  # in stored order within each session
+            events.setdefault((row["app_name"], row["user_id"], row["session_id"]), []).append(row)
+        parts: dict[Key, list[dict[str, Any]]] = {}
+        for row in part_rows:
+            parts.setdefault((row["app_name"], row["user_id"], row["session_id"]), []).append(row)
+        for key in run:
+            if key in events:
+                yield key, events.pop(key), parts.pop(key, [])
 
 
 def write(
