@@ -183,3 +183,20 @@ def test_a_session_without_calls_still_reports(tmp_path, sample_db):
     # an empty frame has the same columns as a full one
     assert api.calls(db, "quiet").is_empty()
     assert api.calls(db, "quiet").columns == api.calls(sample_db, "incident").columns
+
+
+def test_a_long_session_charts_its_largest_turns_and_the_failed_one():
+    import polars as pl
+
+    from forensics.reports.incident import MAX_CHARTS, _charted_turns
+
+    turns = pl.DataFrame(
+        {
+            "turn": list(range(1, 41)),
+            "cumulative_input": [t * 10 if t != 7 else None for t in range(1, 41)],
+            "error_code": ["RESOURCE_EXHAUSTED" if t == 3 else None for t in range(1, 41)],
+        }
+    )
+    chosen = _charted_turns(turns, list(range(1, 41)))
+    assert chosen == [3, *range(41 - MAX_CHARTS, 41)]  # the largest, then the failed turn
+    assert _charted_turns(turns, [5, 2, 9]) == [2, 5, 9]  # few turns: every one

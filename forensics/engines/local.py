@@ -3,8 +3,8 @@
 Only sessions whose inputs or rules changed are rebuilt (store/facts.py). Their events
 and parts are read a run of sessions at a time (about CHUNK_EVENTS events), so memory
 holds one run's rows and one batch of fact rows (written every BATCH_EVENTS events,
-each batch its own transaction): it does not grow with the number of sessions. An interrupted refresh
-keeps the batches it wrote; the next one rebuilds the rest.
+each batch its own transaction): it does not grow with the number of sessions. An
+interrupted refresh keeps the batches it wrote; the next one rebuilds the rest.
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ ROLE_COLOURS = {  # colour-blind safe (Okabe-Ito)
 }
 
 
+MAX_TICKS = 40
+
+
 def chart_svg(chart: Chart) -> str:
     """Stacked estimated window per call, measured size as markers, cumulative input as lines."""
     import matplotlib
@@ -66,8 +69,11 @@ def _draw(chart: Chart) -> str:
     ax.yaxis.set_major_formatter(thousands)
     ax.set_ylabel("tokens in the window")
     ax.set_xlabel("model call in the turn (▲ tool result arrived, ◆ after compaction, ✕ failed)")
-    ax.set_xticks(xs)
-    ax.set_xticklabels([_tick(p) for p in points])
+    # at most MAX_TICKS labels: each is drawn as glyph paths, and a turn of hundreds of
+    # calls spent most of a report's time (measured: 50 s) laying out unreadable ticks
+    step = -(-len(xs) // MAX_TICKS)
+    ax.set_xticks(xs[::step])
+    ax.set_xticklabels([_tick(p) for p in points[::step]])
     top = max(bottom + [m for _, m in measured] + [1])
     for x, p in zip(xs, points, strict=True):
         if p.kind == "failed":

@@ -149,6 +149,7 @@ class IncidentContext:
     compaction: list[CompactionRow]
     retained: str
     failure: Failure | None
+    charts_note: str | None = None  # which turns are charted, when not all are
     evidence: dict[str, list[str]] = field(default_factory=dict)
     method: Method | None = None
     show_content: bool = False
@@ -181,9 +182,18 @@ def _build(scope: api.Scope, turn: int | None, show_content: bool) -> IncidentCo
     agent_calls = calls.filter(pl.col("kind") != "summarizer")
     if turn is not None:
         api.check_turn(turns.filter(pl.col("session_id") == key[2]), turn)
-    chosen = [turn] if turn is not None else turns["turn"].to_list()
+    charted = agent_calls["turn"].unique().drop_nulls().to_list()
+    chosen = [turn] if turn is not None else _charted_turns(turns, charted)
 
     failure = _failure(turns, agent_calls)
+    note = None
+    if turn is None and len(chosen) < len(charted):
+        failed = " and the last failed one" if failure is not None else ""
+        note = (
+            f"{len(chosen)} of the {len(charted):,} turns with model calls are charted: the"
+            f" {MAX_CHARTS} with the largest cumulative input{failed};"
+            f" `forensics report incident {key[2]} --turn N` charts any other."
+        )
     context = IncidentContext(
         title=f"Incident report: session {session['session_id']}",
         period=f"{when(session['first_event_at'])} to {when(session['last_event_at'])}",
@@ -206,6 +216,7 @@ def _build(scope: api.Scope, turn: int | None, show_content: bool) -> IncidentCo
         compaction=[_compaction_row(r) for r in compaction.iter_rows(named=True)],
         retained=_retained(retained),
         failure=failure,
+        charts_note=note,
         show_content=show_content,
     )
     rules = scope.window_rules().get(session["session_id"], "no rules: no call")
@@ -234,6 +245,24 @@ def _turn_row(r: dict[str, Any]) -> TurnRow:
         ),
         error=r["error_code"] or "",
     )
+
+
+MAX_CHARTS = 12  # each chart is a matplotlib figure: a long session's report stays quick
+
+
+def _charted_turns(turns: pl.DataFrame, with_calls: list[int]) -> list[int]:
+    """The turns to chart, in order: all of them when they are few, else the MAX_CHARTS
+    with the largest cumulative input and the last failed one."""
+    if len(with_calls) <= MAX_CHARTS:
+        return sorted(with_calls)
+    ranked = turns.filter(pl.col("turn").is_in(with_calls)).sort(
+        ["cumulative_input", "turn"], descending=[True, False], nulls_last=True
+    )
+    chosen = set(ranked["turn"].head(MAX_CHARTS).to_list())
+    failed = turns.filter(pl.col("error_code").is_not_null() & pl.col("turn").is_in(with_calls))
+    if not failed.is_empty():
+        chosen.add(failed["turn"][-1])
+    return sorted(chosen)
 
 
 def _failure(turns: pl.DataFrame, calls: pl.DataFrame) -> Failure | None:
