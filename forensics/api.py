@@ -34,6 +34,7 @@ from .families.adk.releases import given as given_release
 from .ingest import Progress, ingest
 from .model import Release
 from .selection import Selection
+from .sources.base import Source
 from .sources.files.adk_json import AdkJsonSource
 from .sources.sqlite.adk import AdkSqliteSource
 from .store import WATERMARK_OVERLAP_S, IngestResult, Store, default_db_path
@@ -205,6 +206,27 @@ def _refreshed(store: Store, result: IngestResult) -> IngestResult:
     return result
 
 
+def _load(
+    store: StoreLike,
+    source: Source,
+    selection: Selection,
+    incremental: bool,
+    progress: Progress | None,
+    release: Release | None,
+) -> IngestResult:
+    """One ingest of a database source with its filters recorded, then its facts."""
+    with using(store, read_only=False) as target:
+        result = ingest(
+            target,
+            source,
+            filters=selection.as_dict(),
+            incremental=incremental,
+            progress=progress,
+            release=release,
+        )
+        return _refreshed(target, result)
+
+
 def ingest_postgres(
     store: StoreLike,
     dsn: str,
@@ -223,18 +245,7 @@ def ingest_postgres(
     release = _release(adk_version)
     selection = selection or Selection()
     source = AdkPostgresSource(dsn, selection, statement_timeout_ms=statement_timeout_ms)
-    with using(store, read_only=False) as target:
-        return _refreshed(
-            target,
-            ingest(
-                target,
-                source,
-                filters=selection.as_dict(),
-                incremental=incremental,
-                progress=progress,
-                release=release,
-            ),
-        )
+    return _load(store, source, selection, incremental, progress, release)
 
 
 def ingest_sqlite(
@@ -255,18 +266,7 @@ def ingest_sqlite(
     release = _release(adk_version)
     selection = selection or Selection()
     source = AdkSqliteSource(Path(path), selection, source_tz=source_tz)
-    with using(store, read_only=False) as target:
-        return _refreshed(
-            target,
-            ingest(
-                target,
-                source,
-                filters=selection.as_dict(),
-                incremental=incremental,
-                progress=progress,
-                release=release,
-            ),
-        )
+    return _load(store, source, selection, incremental, progress, release)
 
 
 def ingest_traces(store: StoreLike, paths: Sequence[str | Path]) -> IngestResult:
