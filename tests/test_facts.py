@@ -188,7 +188,7 @@ def test_fact_schemas_are_the_store_tables(store: Path) -> None:
             assert sorted(columns) == sorted(schema.names + extra), table
     finally:
         con.close()
-    assert FACT_TABLES == tuple(FACT_SCHEMAS)
+    assert FACT_TABLES == tuple(FACT_SCHEMAS)  # the store's list, in the schemas' order
     assert facts_module.FACTS_VERSION >= 1
 
 
@@ -300,3 +300,21 @@ def test_an_export_carries_the_facts_and_an_import_builds_its_own(
     copy = tmp_path / "copy.duckdb"
     api.ingest_parquet(copy, tmp_path / "export")
     _same_frames(_frames(copy), _frames(store))
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--input", "x"], "--input and --output go together"),
+        (["--master", "local[4]"], "--master is Spark's"),
+        (["--engine", "spark"], "--engine spark reads a Parquet export"),
+        (["--input", "x", "--output", "y", "--rebuild-all"], "--rebuild-all is for the store"),
+        (["--input", "{tmp}", "--output", "{tmp}/out"], "not a forensics Parquet export"),
+        (["--db", "{tmp}/none.duckdb"], "no store at"),
+    ],
+)
+def test_analyze_refuses_what_it_cannot_do(tmp_path: Path, args: list[str], message: str):
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    result = runner.invoke(app, ["analyze", *args])
+    assert result.exit_code == 1 and message in result.output, result.output
+    assert not (tmp_path / "none.duckdb").exists()  # a missing store is not created

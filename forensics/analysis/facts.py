@@ -26,6 +26,7 @@ from ..families.adk import releases as _releases
 from ..families.adk import windows as _windows
 from ..families.adk.windows import is_call, rules_for, turns, window
 from ..model import ROLES, Call, Event, Session
+from ..store import facts as _store_facts
 from ..store import reads as _reads  # build_sessions: how stored rows become events
 
 FACTS_VERSION = 1  # the facts' own definition; the rules' source is hashed in below
@@ -79,7 +80,7 @@ FACT_SCHEMAS: dict[str, pa.Schema] = {
         ("raw_in_range_sent_next", _I),
     ]),
 }  # fmt: skip
-FACT_TABLES = tuple(FACT_SCHEMAS)
+FACT_TABLES = _store_facts.TABLES  # the store's list; FACT_SCHEMAS has one per table
 
 
 def _kind(event: Event) -> str:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..analysis.facts import FACT_SCHEMAS, FACT_TABLES, RULES_VERSION, session_facts
+from ..analysis.reconstruct import StageProgress
 from ..errors import FactsInterrupted, StoreError
 from ..store import Store
 from ..store import facts as stored
@@ -26,7 +26,6 @@ BATCH_EVENTS = 20_000  # fact rows of about this many events are written at once
 # of it, as while ingesting (ingest/pipeline.py).
 FACTS_MEMORY_LIMIT = "256MB"
 
-StageProgress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 @dataclass(frozen=True)

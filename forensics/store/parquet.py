@@ -25,6 +25,7 @@ import pyarrow.dataset as ds
 from .. import sql
 from ..errors import ForensicsError
 from ..selection import Selection
+from .facts import TABLES as FACT_TABLE_NAMES
 from .handle import Store
 from .migrations import SCHEMA_VERSION
 
@@ -41,11 +42,7 @@ TABLES: dict[str, tuple[str, ...]] = {
 }
 # the stored facts, exported for other engines and tools; an import rebuilds its own
 # (they depend on the rules of the forensics that reads them), so it reads none of these
-FACTS: dict[str, tuple[str, ...]] = {
-    name: ("app_name",)
-    for name in ("fact_sessions", "fact_calls", "fact_carried", "fact_tool_calls",
-                 "fact_turns", "fact_compactions")
-}  # fmt: skip
+FACTS: dict[str, tuple[str, ...]] = {name: ("app_name",) for name in FACT_TABLE_NAMES}
 BATCH_ROWS = 50_000
 
 
