@@ -1,7 +1,8 @@
 """SQL files in `queries/`: each starts with `-- name:`, a description and `-- params:`.
 
 Files are grouped by the layer that runs them (`store/`, `families/adk/`, `plan/`)
-and loaded by that path: `load("store/sessions")`.
+and loaded by that path: `load("store/sessions")`. Files under `spark/` are Spark SQL,
+run by the Spark engine; their parameters are written `:name`, as Spark binds them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from .resources import resource_dir
 _HEADER = re.compile(r"^-- name: (?P<name>\S+)\n-- (?P<doc>.+)\n-- params: (?P<params>.*)\n")
 # `$name` as DuckDB binds it; not `$$`, not `::type`, not inside a word
 PARAM = re.compile(r"(?<![\w$:])\$([a-z_][a-z0-9_]*)")
+# `:name` as Spark binds it; not `::type`
+SPARK_PARAM = re.compile(r"(?<![\w:]):([a-z_][a-z0-9_]*)")
 _COMMENT = re.compile(r"--[^\n]*")
 
 
@@ -31,7 +34,8 @@ class Query:
     sql: str
 
     def used_params(self) -> set[str]:
-        return set(PARAM.findall(_COMMENT.sub("", self.sql)))
+        marker = SPARK_PARAM if self.name.startswith("spark/") else PARAM
+        return set(marker.findall(_COMMENT.sub("", self.sql)))
 
 
 @cache
@@ -44,7 +48,7 @@ def load(name: str) -> Query:
         raise ValueError(f"{path}: must start with '-- name: {stem}', a description, '-- params:'")
     declared = header["params"].strip()
     params = (
-        () if declared == "(none)" else tuple(p.strip().lstrip("$") for p in declared.split(","))
+        () if declared == "(none)" else tuple(p.strip().lstrip("$:") for p in declared.split(","))
     )
     return Query(name, header["doc"], params, text)
 

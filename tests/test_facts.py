@@ -20,6 +20,7 @@ from forensics.analysis import facts as facts_module
 from forensics.analysis.facts import FACT_SCHEMAS, FACT_TABLES, RULES_VERSION
 from forensics.cli import app
 from forensics.engines import local
+from forensics.engines.output import SUMMARIES
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_data"
@@ -256,7 +257,14 @@ def test_the_local_engine_over_an_export_gives_the_stores_facts(
     assert result.exit_code == 0, result.output
     rows = {r["table"]: r["rows"] for r in json.loads(result.output)}
     written = _facts(tmp_path / "f")
-    assert rows == {t: f.height for t, f in written.items()}
+    assert {t: rows[t] for t in FACT_TABLES} == {t: f.height for t, f in written.items()}
+    # the summaries are the store's own frames of the whole export
+    db = tmp_path / "copy.duckdb"
+    api.ingest_parquet(db, export)
+    for name, expected in (("turns", api.turns(db)), ("growth", api.growth(db, top=0))):
+        written_frame = pl.read_parquet(tmp_path / "f" / name / "*.parquet")
+        assert rows[name] == written_frame.height == expected.height
+        assert_frame_equal(written_frame, expected)
     assert written["fact_calls"].height > 50 and written["fact_compactions"].height > 0
     manifest = json.loads((tmp_path / "f" / "manifest.json").read_text())
     assert manifest["rules_version"] == RULES_VERSION and manifest["engine"] == "local"
@@ -277,10 +285,20 @@ def test_spark_and_the_local_engine_build_identical_facts(export: Path, tmp_path
     ours, theirs = _facts(tmp_path / "local"), _facts(tmp_path / "spark")
     for table in FACT_TABLES:
         assert_frame_equal(theirs[table], ours[table], check_exact=True)
+    # the summaries: Spark SQL against the store's SQL, in the order each wrote them
+    for name in SUMMARIES:
+        local = pl.read_parquet(tmp_path / "local" / name / "*.parquet")
+        spark_sql = pl.read_parquet(tmp_path / "spark" / name / "*.parquet")
+        assert local.height > 20
+        assert_frame_equal(spark_sql, local, check_exact=True)
     assert ours["fact_calls"].filter(pl.col("window_source") == "traced").height > 0
     assert HOSTILE_APP in theirs["fact_sessions"]["app_name"].to_list()
     manifest = json.loads((tmp_path / "spark" / "manifest.json").read_text())
     assert manifest["engine"] == "spark" and manifest["master"] == "local[2]"
+    # the same ratios sized both: fitted, traced and default ones, from the same samples
+    ratios = manifest["ratios"]
+    assert ratios == json.loads((tmp_path / "local" / "manifest.json").read_text())["ratios"]
+    assert {r["source"] for r in ratios.values()} >= {"fitted", "traced"}, ratios
 
 
 def test_an_export_carries_the_facts_and_an_import_builds_its_own(

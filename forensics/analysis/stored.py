@@ -9,6 +9,7 @@ order), `scope_ratios` and `scope_constants` (the ratios and each agent's consta
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -51,27 +52,59 @@ _REGISTERED = ("scope_sessions", "scope_ratios", "scope_constants")
 
 
 def fit_ratios(store: Store, models: set[str]) -> dict[str, Ratio]:
-    """Per model, the ratio fitted on its sample: from the traced calls when enough are
-    traced (analysis/ratio.py), else from the measured ones, else the default."""
-    ratios = {}
-    for model in sorted(models):
-        rows = store.query("facts/fit_samples", model=model, limit=FIT_SESSIONS)
-        samples: list[tuple[AgentKey, int, int]] = []
-        traced: list[TracedSample] = []
-        for app, agent, chars, system_tools, tokens in rows:
-            samples.append(((app, agent), chars, tokens))
-            if system_tools is not None:
-                traced.append(((app, agent), chars, system_tools, tokens))
-        ratios[model] = fit_traced(traced, model) or fit_ratio(samples, model)
-    return ratios
+    """Per model, the ratio fitted on its sample (facts/fit_samples.sql)."""
+    return {
+        model: fit_sample(model, store.query("facts/fit_samples", model=model, limit=FIT_SESSIONS))
+        for model in sorted(models)
+    }
+
+
+def fit_sample(model: str, rows: Iterable[Sequence[Any]]) -> Ratio:
+    """One model's ratio from its sample's rows (app, agent, chars, system+tools chars,
+    tokens): from the traced calls when enough are traced (analysis/ratio.py), else from
+    the measured ones, else the default."""
+    samples: list[tuple[AgentKey, int, int]] = []
+    traced: list[TracedSample] = []
+    for app, agent, chars, system_tools, tokens in rows:
+        samples.append(((app, agent), chars, tokens))
+        if system_tools is not None:
+            traced.append(((app, agent), chars, system_tools, tokens))
+    return fit_traced(traced, model) or fit_ratio(samples, model)
+
+
+def ratio_tables(ratios: dict[str, Ratio]) -> tuple[pa.Table, pa.Table]:
+    """The ratios as the queries read them: `scope_ratios` and `scope_constants`."""
+    table = pa.Table.from_pylist(
+        [
+            {
+                "model": model,
+                "chars_per_token": r.chars_per_token,
+                "source": r.source,
+                "note": r.note or None,
+                "shown_chars_per_token": round(r.chars_per_token, 3),
+                "shown_mean_abs_error": None
+                if r.mean_abs_error is None
+                else round(r.mean_abs_error, 4),
+            }
+            for model, r in ratios.items()
+        ],
+        schema=_RATIOS,
+    )
+    constants = pa.Table.from_pylist(
+        [
+            {"model": model, "app_name": app, "agent": agent, "constant": value}
+            for model, r in ratios.items()
+            for (app, agent), value in r.constant_tokens.items()
+        ],
+        schema=_CONSTANTS,
+    )
+    return table, constants
 
 
 class Facts:
     """The selected sessions' stored facts, sized with the ratios their models fit."""
 
-    def __init__(
-        self, store: Store, selection: Selection, ratios: dict[str, Ratio] | None = None
-    ):
+    def __init__(self, store: Store, selection: Selection, ratios: dict[str, Ratio] | None = None):
         self.store = store
         self.selection = selection
         if ratios is not None:
@@ -96,31 +129,7 @@ class Facts:
         return fit_ratios(self.store, models)
 
     def _frame(self, name: str, spec: Spec, **params: Any) -> pl.DataFrame:
-        ratios = self.ratios
-        table = pa.Table.from_pylist(
-            [
-                {
-                    "model": model,
-                    "chars_per_token": r.chars_per_token,
-                    "source": r.source,
-                    "note": r.note or None,
-                    "shown_chars_per_token": round(r.chars_per_token, 3),
-                    "shown_mean_abs_error": None
-                    if r.mean_abs_error is None
-                    else round(r.mean_abs_error, 4),
-                }
-                for model, r in ratios.items()
-            ],
-            schema=_RATIOS,
-        )
-        constants = pa.Table.from_pylist(
-            [
-                {"model": model, "app_name": app, "agent": agent, "constant": value}
-                for model, r in ratios.items()
-                for (app, agent), value in r.constant_tokens.items()
-            ],
-            schema=_CONSTANTS,
-        )
+        table, constants = ratio_tables(self.ratios)
         con = self.store.con
         con.register("scope_sessions", self.sessions)
         con.register("scope_ratios", table)

@@ -42,9 +42,7 @@ def analyze(
     ] = None,
     master: Annotated[
         str | None,
-        typer.Option(
-            "--master", help="Spark's master URL, passed as given (default local[2])."
-        ),
+        typer.Option("--master", help="Spark's master URL, passed as given (default local[2])."),
     ] = None,
     db: DbOption = None,
     fmt: FormatOption = Format.table,
@@ -61,8 +59,8 @@ def analyze(
     new ratio fit never needs a rebuild.
 
     With --input and --output (--db is then not read), the facts of a Parquet export
-    are written as Parquet
-    (one folder per fact table, and a manifest.json), by this machine
+    are written as Parquet (one folder per fact table; turns/ and growth/ for the whole
+    export, every tool call ranked; and a manifest.json), by this machine
     (--engine local) or by Apache Spark (--engine spark; needs pyspark and Java 17+;
     --master local[4], spark://host:7077, ...). Both run the same per-session function
     and write the same rows.

@@ -1,8 +1,11 @@
 """Facts as Parquet: the folder both engines write (`forensics analyze --output DIR`).
 
 One folder per fact table (FACT_SCHEMAS' columns; Parquet files inside, however many
-the engine wrote) and `manifest.json`: the format, the rules version that built the
-facts, the engine and its master, the export it read and the rows per table.
+the engine wrote); one per summary (SUMMARIES: the whole export's `turns` and `growth`,
+the columns and order those commands show, tokens from the ratios the facts fit; the
+Spark engine computes them in Spark SQL, queries/spark/); and `manifest.json`: the
+format, the rules version that built the facts, the engine and its master, the export
+it read, the rows per table and the ratio each model was sized with.
 """
 
 from __future__ import annotations
@@ -13,10 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.facts import RULES_VERSION
+from ..analysis.ratio import Ratio
+from ..columns import GROWTH, TURNS
 from ..errors import ForensicsError
+from ..provenance import Spec
 
 FORMAT = "agent-forensics-facts"
 FORMAT_VERSION = 1
+# the frames of the whole export an engine writes beside the facts: folder -> columns
+SUMMARIES: dict[str, Spec] = {"turns": TURNS, "growth": GROWTH}
 
 
 def check_output(folder: Path) -> None:
@@ -36,6 +44,7 @@ def write_manifest(
     source: dict[str, Any],
     rows: dict[str, int],
     seconds: float,
+    ratios: dict[str, Ratio],
 ) -> None:
     manifest = {
         "format": FORMAT,
@@ -47,5 +56,10 @@ def write_manifest(
         "seconds": round(seconds, 3),
         "source": {k: source.get(k) for k in ("format", "version", "store_schema", "selection")},
         "tables": {name: {"rows": n} for name, n in rows.items()},
+        # the chars-per-token ratio each model's summaries were sized with
+        "ratios": {
+            model: {"chars_per_token": r.chars_per_token, "source": r.source, "calls": r.calls}
+            for model, r in ratios.items()
+        },
     }
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

@@ -2,7 +2,8 @@
 
 The export is read into a temporary store (the import any `forensics ingest parquet`
 does), its facts are built by the local engine, and each fact table is written as
-Parquet, in key order, with the columns of FACT_SCHEMAS.
+Parquet, in key order, with the columns of FACT_SCHEMAS; the summaries (SUMMARIES) are
+the store's own frames of the whole export (analysis/stored.py).
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import time
 from pathlib import Path
 
 from ..analysis.facts import FACT_SCHEMAS
+from ..analysis.stored import Facts
 from ..ingest.parquet import ingest_parquet
+from ..selection import Selection
 from ..store import Store
 from ..store.parquet import read_manifest
 from .local import StageProgress, refresh
-from .output import check_output, write_manifest
+from .output import SUMMARIES, check_output, write_manifest
 
 
 def analyze(
@@ -42,5 +45,13 @@ def analyze(
                 )
                 store.run(statement, [str(target / "part-0.parquet")])
                 rows[table] = int(store.run(f"SELECT count(*) FROM {table}")[0][0])  # noqa: S608
-    write_manifest(output_dir, "local", None, manifest, rows, time.perf_counter() - started)
+            facts = Facts(store, Selection())
+            summaries = {"turns": facts.turns(), "growth": facts.growth()}
+            assert summaries.keys() == SUMMARIES.keys()
+            for name, frame in summaries.items():
+                (output_dir / name).mkdir()
+                frame.write_parquet(output_dir / name / "part-0.parquet")
+                rows[name] = frame.height
+    seconds = time.perf_counter() - started
+    write_manifest(output_dir, "local", None, manifest, rows, seconds, facts.ratios)
     return rows

@@ -6,7 +6,9 @@ local engine runs (analysis/facts.py `session_facts`) inside each group
 (`cogroup(...).applyInArrow`); every group returns one row holding its session's fact
 rows per table, and each table is written as Parquet under FACTS. The traced requests
 and the release evidence are small: they are read on the driver and shipped to the
-workers with the function. `master` is passed to Spark as given (`local[2]` by
+workers with the function. The summaries (the whole export's `turns` and `growth`) are
+Spark SQL over the facts written (queries/spark/), with the ratios fitted on the driver
+from the sample Spark SQL picks. `master` is passed to Spark as given (`local[2]` by
 default; a cluster URL works the same). pyspark is imported only here.
 """
 
@@ -18,16 +20,22 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from .. import sql
 from ..analysis.facts import FACT_SCHEMAS, FACT_TABLES, session_facts
+from ..analysis.ratio import Ratio
+from ..analysis.stored import FIT_SESSIONS, fit_sample, ratio_tables
 from ..errors import ForensicsError
 from ..model import ROLES, Release
+from ..provenance import Column, Spec
 from ..store.parquet import read_manifest
 from ..store.reads import build_sessions, choose_release
-from .output import check_output, write_manifest
+from .output import SUMMARIES, check_output, write_manifest
 
 KEY = ("app_name", "user_id", "session_id")
 # traced requests: session id -> event id -> (chars by role, system+tools chars, release)
@@ -101,6 +109,52 @@ def session_group(
     )
 
 
+def _spark_type(column: Column) -> str:
+    for dtype, name in ((pl.String, "string"), (pl.Int64, "bigint"), (pl.Int32, "int"),
+                        (pl.Float64, "double"), (pl.Boolean, "boolean")):  # fmt: skip
+        if column.dtype == dtype:
+            return name
+    raise TypeError(f"{column.name}: no Spark type for {column.dtype}")
+
+
+def _as_spec(frame: Any, spec: Spec) -> Any:
+    """A Spark frame with a Spec's columns, in its order and types (Spec.from_query)."""
+    from pyspark.sql import functions as F
+
+    return frame.select(
+        *(
+            F.timestamp_micros((F.col(c.name) * 1_000_000).cast("bigint")).alias(c.name)
+            if c.epoch
+            else F.col(c.name).cast(_spark_type(c)).alias(c.name)
+            for c in spec.columns
+        )
+    )
+
+
+def _summaries(
+    spark: Any, output_dir: Path, events: Any
+) -> tuple[dict[str, int], dict[str, Ratio]]:
+    """The whole export's summaries, by Spark SQL over the facts written under output_dir."""
+    for table in FACT_TABLES:
+        spark.read.parquet(str(output_dir / table)).createOrReplaceTempView(table)
+    events.createOrReplaceTempView("events")
+    samples: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+    fit = spark.sql(sql.load("spark/fit_samples").sql, args={"limit": FIT_SESSIONS})
+    for row in fit.collect():  # at most FIT_SESSIONS sessions' calls per model
+        samples[row[0]].append(tuple(row[1:]))
+    models = sorted(r[0] for r in spark.sql(sql.load("spark/models").sql).collect())
+    fitted = {m: fit_sample(m, samples[m]) for m in models}
+    ratios, constants = ratio_tables(fitted)
+    spark.createDataFrame(ratios).createOrReplaceTempView("scope_ratios")
+    spark.createDataFrame(constants).createOrReplaceTempView("scope_constants")
+    rows = {}
+    for name, spec in SUMMARIES.items():
+        frame = _as_spec(spark.sql(sql.load(f"spark/{name}").sql), spec)
+        frame.write.parquet(str(output_dir / name))
+        rows[name] = spark.read.parquet(str(output_dir / name)).count()
+    return rows, fitted
+
+
 def analyze(input_dir: Path, output_dir: Path, *, master: str = "local[2]") -> dict[str, int]:
     """Build the facts of the export at `input_dir` with Spark; returns rows per table."""
     try:
@@ -130,6 +184,8 @@ def analyze(input_dir: Path, output_dir: Path, *, master: str = "local[2]") -> d
         # an app name such as "123" stays a string
         .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .getOrCreate()
     )
     try:
@@ -157,8 +213,11 @@ def analyze(input_dir: Path, output_dir: Path, *, master: str = "local[2]") -> d
             exploded.write.parquet(str(output_dir / table))
             rows[table] = spark.read.parquet(str(output_dir / table)).count()
         grouped.unpersist()
+        summaries, ratios = _summaries(spark, output_dir, events)
+        rows.update(summaries)
     finally:
         spark.stop()
     shown = re.sub(r"//[^/@]*@", "//***@", master)  # a URL's user:password never written
-    write_manifest(output_dir, "spark", shown, manifest, rows, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    write_manifest(output_dir, "spark", shown, manifest, rows, seconds, ratios)
     return rows

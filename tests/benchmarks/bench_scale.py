@@ -18,7 +18,7 @@ Prints, in one run:
   (the session with the most events), each in a fresh process;
 - with --spark: the largest store's Parquet export analysed by the local engine and by
   Spark (`--master`, default local[2]), the seconds of each, and whether their facts
-  are equal.
+  and their whole-export turns and growth (Spark SQL against DuckDB SQL) are equal.
 """
 
 from __future__ import annotations
@@ -150,8 +150,11 @@ def bench_spark(db: Path, work: Path, master: str) -> list[str]:
     import polars as pl
 
     from forensics.analysis.facts import FACT_SCHEMAS
+    from forensics.engines.output import SUMMARIES
 
     export = work / "export"
+    for folder in (export, work / "local", work / "spark"):  # this benchmark's own output
+        shutil.rmtree(folder, ignore_errors=True)
     print("engines over the Parquet export:", flush=True)
     _timed("export parquet", [*forensics_cmd(), "export", "parquet", str(export),
                               "--db", str(db)])  # fmt: skip
@@ -166,11 +169,15 @@ def bench_spark(db: Path, work: Path, master: str) -> list[str]:
         b = pl.read_parquet(work / "spark" / table / "*.parquet").select(schema.names)
         equal &= a.sort(schema.names, nulls_last=True).equals(
             b.sort(schema.names, nulls_last=True))
+    same = all(  # the summaries, in the order each engine wrote them
+        pl.read_parquet(work / "local" / name / "*.parquet").equals(
+            pl.read_parquet(work / "spark" / name / "*.parquet"))
+        for name in SUMMARIES)  # fmt: skip
     manifest = json.loads((work / "local" / "manifest.json").read_text())
     calls = manifest["tables"]["fact_calls"]["rows"]
     return [f"engines on {_events(db):,} events ({calls:,} calls): local "
             f"{local['seconds']:.1f} s, spark {master} {spark['seconds']:.1f} s; "
-            f"facts equal: {equal}"]  # fmt: skip
+            f"facts equal: {equal}; turns and growth (Spark SQL) equal: {same}"]  # fmt: skip
 
 
 def main() -> int:
