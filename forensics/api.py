@@ -14,9 +14,11 @@ A selection may be given as a session id alone: `api.calls(store, "incident")`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from datetime import UTC, date, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +29,9 @@ from . import analysis
 from .analysis import Ratio, Reconstruction
 from .analysis.facts import RULES_VERSION
 from .analysis.stored import Facts as StoredFacts
-from .columns import EVENTS, FIDELITY, INGEST_SKIPS, INGESTS, SESSIONS
+from .columns import COST_BY, EVENTS, FIDELITY, INGEST_SKIPS, INGESTS, SESSIONS
+from .cost import billed
+from .cost.prices import PriceBook, read_overrides
 from .engines.local import Refresh, refresh
 from .errors import FactsInterrupted, ForensicsError, StoreError
 from .families.adk.releases import given as given_release
@@ -77,6 +81,8 @@ __all__ = [
 
 StoreLike = Store | str | Path | None
 SelectionLike = Selection | str | None
+PricesLike = PriceBook | str | Path | None
+PRICES_ENV = "FORENSICS_PRICES"
 
 
 # Where long analyses report how far they are: (stage, done, total); None: nowhere.
@@ -505,6 +511,33 @@ class Scope:
         """The first 2,000 characters of one tool call's stored result."""
         return result_preview(self.store, session, function_call_id)
 
+    def call_costs(self, book: PriceBook) -> pl.DataFrame:
+        """Every model call of the selection, its usage priced at its day's rates."""
+        found = self.__dict__.setdefault("_costs", {})
+        if id(book) not in found:
+            calls = billed.call_costs(self.facts, book)
+            since, until = self.selection.since, self.selection.until
+            if since is not None or until is not None:  # the calls in that time
+                epoch = pl.col("started_at").dt.epoch("us") / 1_000_000
+                calls = calls.filter(
+                    (epoch >= since if since is not None else True)
+                    & (epoch < until if until is not None else True)
+                )
+            found[id(book)] = calls
+        return found[id(book)]
+
+    def cost(self, book: PriceBook, by: str = "session") -> pl.DataFrame:
+        """The calls' billed cost summed by session, day, agent, model, turn or app."""
+        return billed.grouped(self.call_costs(book), by)
+
+    def tool_costs(self, book: PriceBook) -> pl.DataFrame:
+        """Per tool: what its results cost at their first send and every re-send."""
+        return billed.tool_costs(self.facts, self.call_costs(book))
+
+    def cost_share(self, book: PriceBook) -> pl.DataFrame:
+        """The bill split: cache reads, cache writes, uncached input, output, tool output."""
+        return billed.share(self.call_costs(book), self.tool_costs(book))
+
 
 def calls(
     store: StoreLike, selection: SelectionLike = None, *, turn: int | None = None
@@ -573,3 +606,59 @@ def compaction_sessions(
     """Per session: the raw window retained after the last range; calls over a threshold."""
     with using(store) as s:
         return Scope(s, selection).compaction_sessions(threshold_tokens)
+
+
+def price_book(prices: PricesLike = None) -> PriceBook:
+    """genai-prices' bundled, dated prices, with a user's overrides and aliases first: the
+    TOML file `prices`, else the one $FORENSICS_PRICES names (docs/cost.md)."""
+    if isinstance(prices, PriceBook):
+        return prices
+    path = prices if prices is not None else os.environ.get(PRICES_ENV) or None
+    return PriceBook(read_overrides(Path(path)) if path is not None else None)
+
+
+def cost(
+    store: StoreLike,
+    selection: SelectionLike = None,
+    *,
+    by: str = "session",
+    prices: PricesLike = None,
+) -> pl.DataFrame:
+    """Billed cost by session, day, agent, model, turn or app; `call` for every call."""
+    book = price_book(prices)
+    with using(store) as s:
+        scope = Scope(s, selection)
+        if by == "call":
+            return scope.call_costs(book)
+        if by == "tool":
+            return scope.tool_costs(book)
+        if by not in COST_BY:
+            raise ForensicsError(
+                f"cannot group cost by {by!r}",
+                hint="--by " + "|".join((*COST_BY, "tool", "call")),
+            )
+        return scope.cost(book, by)
+
+
+def cost_share(
+    store: StoreLike, selection: SelectionLike = None, *, prices: PricesLike = None
+) -> pl.DataFrame:
+    """Where the money went: cache reads, cache writes, uncached input, output, tool output."""
+    book = price_book(prices)
+    with using(store) as s:
+        return Scope(s, selection).cost_share(book)
+
+
+def prices(
+    models: Sequence[str], day: date | None = None, *, prices: PricesLike = None
+) -> pl.DataFrame:
+    """Which price applies to each model on `day` (UTC; default today), and its source."""
+    return billed.price_list(price_book(prices), list(models), day or datetime.now(UTC).date())
+
+
+def stored_models(store: StoreLike, selection: SelectionLike = None) -> list[str]:
+    """The models the selected sessions' calls name, as their events record them."""
+    with using(store) as s:
+        return sorted(
+            {m for m, _ in Scope(s, selection).facts.query("cost/keys").iter_rows()}
+        )

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from .provenance import ESTIMATED, INFERRED, MEASURED, TRACED, Column, Spec, epoch
+from .provenance import ESTIMATED, INFERRED, MEASURED, PRICED, TRACED, Column, Spec, epoch
 
 S, I64, I32, F64, B = pl.String, pl.Int64, pl.Int32, pl.Float64, pl.Boolean
 NAIVE = pl.Datetime("us")  # DuckDB TIMESTAMP: UTC without a zone
+USD = pl.Decimal(38, 18)  # money, exact; rounded only when shown
 ROLES = ("user", "model", "tool", "summary")
 
 # ---------------------------------------------------------------------------
@@ -690,6 +691,208 @@ FIDELITY = Spec(
     "content is user text)",
 )
 
+# ---------------------------------------------------------------------------
+# Cost: usage priced (cost/, docs/cost.md)
+# ---------------------------------------------------------------------------
+
+_COST_SOURCE = (
+    "priced (measured usage x a dated price), range (cache writes or thinking not stored: "
+    "low..high), inferred (a compaction's summarizer, which names no model, priced as its "
+    "session's main model), estimated (no usage stored: input from the window's "
+    "characters, output not counted), failed (a failed request with no usage: not "
+    "billed, 0) or unknown (no price: no amount, never 0)"
+)
+_LOW = Column(
+    "cost_usd_low",
+    USD,
+    "see cost_source",
+    help="billed cost, USD, exact: the lower bound (no cache writes; the thinking of a "
+    "Claude call counted once)",
+)
+_HIGH = Column(
+    "cost_usd_high",
+    USD,
+    "see cost_source",
+    help="billed cost, USD, exact: the upper bound (every uncached input token written to "
+    "the cache at the write rate; a Claude call's thinking added to its output); equal to "
+    "the low bound when the usage leaves nothing unknown",
+)
+
+COST_CALLS = Spec(
+    "cost_calls",
+    (
+        Column("app_name", S),
+        Column("user_id", S),
+        Column("session_id", S),
+        Column("call_id", S),
+        Column("call_index", I64),
+        Column("turn", I64),
+        Column("invocation_id", S),
+        Column("agent", S),
+        Column("kind", S),
+        epoch("started_at"),
+        Column("day", pl.Date, help="the call's UTC day: the day its price is looked up for"),
+        Column("model", S),
+        Column("provider", S),
+        Column("price_model", S, help="the model the price list prices (an alias may differ)"),
+        Column("price_source", S, help="genai-prices and its version, or the override entry"),
+        Column("tier_above", I64, help="the long-context tier the call paid: input tokens "
+               "above which all of it is billed at that tier's rates (0: the base rates)"),
+        Column("usage_convention", S, help="how the provider's usage is read: `gemini` "
+               "(prompt includes cached; output = candidates + thoughts; tool-use prompt "
+               "added), `claude` (prompt = uncached + cache reads + writes), `other`"),
+        Column("input_tokens", I64, "measured (estimated where cost_source is estimated)"),
+        Column("cache_read_tokens", I64, MEASURED),
+        Column("output_tokens", I64, MEASURED),
+        Column("output_tokens_unsure", I64, MEASURED, help="a Claude call's thoughts: "
+               "billed output under ADK's native path, already inside candidates under "
+               "LiteLLM's; counted in the high bound only"),
+        Column("input_usd_per_mtok", USD, PRICED),
+        Column("cache_read_usd_per_mtok", USD, PRICED),
+        Column("cache_write_usd_per_mtok", USD, PRICED),
+        Column("output_usd_per_mtok", USD, PRICED),
+        Column("cache_read_usd", USD, PRICED),
+        Column("uncached_input_usd", USD, PRICED, help="input not read from the cache, at "
+               "the input rate (no cache writes)"),
+        Column("written_input_usd", USD, PRICED, help="the same input at the cache write "
+               "rate (all of it written): the high bound's input"),
+        Column("output_usd", USD, PRICED),
+        Column("output_unsure_usd", USD, PRICED),
+        _LOW,
+        _HIGH,
+        Column("cost_source", S, help=_COST_SOURCE),
+        Column("unknown_reason", S),
+    ),
+    table=(
+        "call_index",
+        "turn",
+        "agent",
+        "kind",
+        "started_at",
+        "model",
+        "input_tokens",
+        "cache_read_tokens",
+        "output_tokens",
+        "cost_usd_low",
+        "cost_usd_high",
+        "cost_source",
+    ),
+    totals=("input_tokens", "cache_read_tokens", "output_tokens", "cost_usd_low",
+            "cost_usd_high"),  # fmt: skip
+    command="cost SESSION --by call",
+)
+
+COST_BY = ("session", "day", "agent", "model", "turn", "app")
+COST_KEYS: dict[str, tuple[Column, ...]] = {
+    "session": (Column("session_id", S), Column("app_name", S), Column("user_id", S)),
+    "day": (Column("day", pl.Date),),
+    "agent": (Column("app_name", S), Column("agent", S)),
+    "model": (Column("model", S), Column("provider", S), Column("price_model", S)),
+    "turn": (Column("session_id", S), Column("turn", I64), Column("invocation_id", S)),
+    "app": (Column("app_name", S),),
+}
+_COST_FIGURES = (
+    Column("calls", I64),
+    Column("input_tokens", I64, "measured (estimated for estimated calls)"),
+    Column("cache_read_tokens", I64, MEASURED),
+    Column("output_tokens", I64, MEASURED),
+    _LOW,
+    _HIGH,
+    Column("cost_source", S, help="the calls' cost_source when they share one, else mixed"),
+    Column("priced_calls", I64),
+    Column("range_calls", I64),
+    Column("inferred_calls", I64),
+    Column("estimated_calls", I64),
+    Column("failed_calls", I64),
+    Column("unknown_calls", I64, help="calls with no price: not in the cost, never 0"),
+    Column("price_source", S),
+)
+
+
+def cost_spec(by: str) -> Spec:
+    """`forensics cost --by BY`: the group's key columns, then the same figures."""
+    keys = COST_KEYS[by]
+    shown = [c.name for c in keys if c.name not in ("user_id", "invocation_id", "price_model")]
+    return Spec(
+        "cost",
+        (*keys, *_COST_FIGURES),
+        table=(*shown, "calls", "input_tokens", "cache_read_tokens", "output_tokens",
+               "cost_usd_low", "cost_usd_high", "cost_source", "unknown_calls"),  # fmt: skip
+        totals=("calls", "input_tokens", "cache_read_tokens", "output_tokens", "cost_usd_low",
+                "cost_usd_high", "unknown_calls"),  # fmt: skip
+        command=f"cost --by {by}",
+    )
+
+
+COST = cost_spec("session")
+
+COST_SHARE = Spec(
+    "cost_share",
+    (
+        Column("component", S, help="cache reads, cache writes, uncached input, output, "
+               "total; and the tool-output slice (part of the input above)"),
+        Column("usd_low", USD, "see cost_source", help="the component under the low bound"),
+        Column("share_low", F64, "see cost_source", help="percent of the low total"),
+        Column("usd_high", USD, "see cost_source"),
+        Column("share_high", F64, "see cost_source"),
+        Column("cost_source", S),
+        Column("price_source", S),
+    ),
+    table=("component", "usd_low", "share_low", "usd_high", "share_high", "cost_source"),
+    command="cost --share",
+)
+
+COST_TOOLS = Spec(
+    "cost_tools",
+    (
+        Column("app_name", S),
+        Column("tool_name", S),
+        Column("results", I64),
+        Column("result_tokens_estimated", I64, ESTIMATED),
+        Column("sends", I64, help="calls that carried a result of the tool: its first send "
+               "and every re-send"),
+        Column("first_send_usd_low", USD, ESTIMATED, help="result tokens at the input rate "
+               "of the call that first carried them (high: at the cache write rate)"),
+        Column("first_send_usd_high", USD, ESTIMATED),
+        Column("resend_usd_low", USD, ESTIMATED, help="result tokens at each later "
+               "carrying call's own input price per token (its cache reads and uncached "
+               "input blended)"),
+        Column("resend_usd_high", USD, ESTIMATED),
+        Column("cost_usd_low", USD, ESTIMATED),
+        Column("cost_usd_high", USD, ESTIMATED),
+        Column("unpriced_sends", I64, help="sends in calls with no price: not in the cost"),
+        Column("price_source", S),
+    ),
+    totals=("results", "result_tokens_estimated", "sends", "first_send_usd_low",
+            "first_send_usd_high", "resend_usd_low", "resend_usd_high", "cost_usd_low",
+            "cost_usd_high", "unpriced_sends"),  # fmt: skip
+    table=("app_name", "tool_name", "results", "result_tokens_estimated", "sends",
+           "first_send_usd_low", "resend_usd_low", "cost_usd_low", "cost_usd_high",
+           "unpriced_sends"),  # fmt: skip
+    command="cost --by tool",
+)
+
+PRICES = Spec(
+    "prices",
+    (
+        Column("model", S),
+        Column("day", pl.Date),
+        Column("provider", S),
+        Column("price_model", S),
+        Column("tier_above", I64),
+        Column("input_usd_per_mtok", USD, PRICED),
+        Column("cache_read_usd_per_mtok", USD, PRICED),
+        Column("cache_write_usd_per_mtok", USD, PRICED, help="the 5-minute write rate"),
+        Column("cache_write_1h_usd_per_mtok", USD, PRICED),
+        Column("output_usd_per_mtok", USD, PRICED),
+        Column("since", pl.Date, help="the day this price started (empty: as long as the "
+               "list knows)"),
+        Column("price_source", S),
+        Column("note", S),
+    ),
+    command="prices",
+)
+
 
 ALL: tuple[Spec, ...] = (
     SESSIONS,
@@ -706,6 +909,11 @@ ALL: tuple[Spec, ...] = (
     PLAN_LOOKUPS,
     PLAN_INDEXES,
     FIDELITY,
+    COST_CALLS,
+    COST,
+    COST_SHARE,
+    COST_TOOLS,
+    PRICES,
 )
 
 

@@ -29,6 +29,7 @@ FORMATS = ("table", "json", "csv")
 FIXED_CLOCK = "2026-01-01 00:00:00"
 # The specialist's first call in the incident: its window holds relayed parts.
 WINDOW_CALL = "acfe7286-2ea4-408e-902c-cd0865e20b08"
+SAMPLE_PRICES = "sample_data/prices.toml"  # read relative to the repository root
 
 COMMANDS: dict[str, list[str]] = {
     "sessions": ["sessions"],
@@ -45,6 +46,13 @@ COMMANDS: dict[str, list[str]] = {
     "compaction": ["compaction"],
     "compaction-by-session": ["compaction", "--by-session", "--threshold-tokens", "150000"],
     "fidelity": ["fidelity"],  # the sample has no trace: the command says so
+    # the sample's scripted model is priced through the alias in sample_data/prices.toml
+    "cost": ["cost", "--prices", SAMPLE_PRICES],
+    "cost-incident": ["cost", "incident", "--prices", SAMPLE_PRICES],
+    "cost-by-day": ["cost", "--by", "day", "--prices", SAMPLE_PRICES],
+    "cost-by-tool": ["cost", "--by", "tool", "--prices", SAMPLE_PRICES],
+    "cost-share": ["cost", "--share", "--prices", SAMPLE_PRICES],
+    "prices": ["prices", "--on", "2026-10-22", "--prices", SAMPLE_PRICES],
 }
 
 
@@ -86,7 +94,8 @@ def output(db: Path, name: str, fmt: str) -> str:
 
     from forensics.cli import app
 
-    result = CliRunner().invoke(app, [*COMMANDS[name], "--db", str(db), "--format", fmt])
+    with in_root():
+        result = CliRunner().invoke(app, [*COMMANDS[name], "--db", str(db), "--format", fmt])
     assert result.exit_code == 0, (name, fmt, result.output)
     return result.stdout
 

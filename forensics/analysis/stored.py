@@ -48,7 +48,6 @@ _CONSTANTS = pa.schema(
         ("constant", pa.float64()),
     ]
 )
-_REGISTERED = ("scope_sessions", "scope_ratios", "scope_constants")
 
 
 def fit_ratios(store: Store, models: set[str]) -> dict[str, Ratio]:
@@ -128,16 +127,27 @@ class Facts:
             self.store.unregister("scope_sessions")
         return fit_ratios(self.store, models)
 
-    def _frame(self, name: str, spec: Spec, **params: Any) -> pl.DataFrame:
-        table, constants = ratio_tables(self.ratios)
-        con = self.store.con
-        con.register("scope_sessions", self.sessions)
-        con.register("scope_ratios", table)
-        con.register("scope_constants", constants)
+    def query(
+        self, name: str, tables: dict[str, pa.Table] | None = None, **params: Any
+    ) -> pl.DataFrame:
+        """Run queries/`name`.sql over the selection's facts, with `scope_sessions`,
+        `scope_ratios` and `scope_constants` registered, and `tables` beside them."""
+        ratios, constants = ratio_tables(self.ratios)
+        registered = {
+            "scope_sessions": self.sessions,
+            "scope_ratios": ratios,
+            "scope_constants": constants,
+            **(tables or {}),
+        }
+        for relation, table in registered.items():
+            self.store.con.register(relation, table)
         try:
-            return spec.from_query(self.store.frame(name, **params))
+            return self.store.frame(name, **params)
         finally:
-            self.store.unregister(*_REGISTERED)
+            self.store.unregister(*registered)
+
+    def _frame(self, name: str, spec: Spec, **params: Any) -> pl.DataFrame:
+        return spec.from_query(self.query(name, **params))
 
     def calls(self, turn: int | None = None) -> pl.DataFrame:
         return self._frame("facts/calls", CALLS, turn=turn)

@@ -8,7 +8,8 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from typing import Any
 
 import polars as pl
@@ -16,6 +17,7 @@ import polars as pl
 from ..sanitize import json_safe, visible
 
 MAX_CELL = 60
+MONEY_PLACES = 6  # a table rounds USD amounts to this many places; JSON and CSV keep all
 # cut nowhere: what a reader must copy whole (a skipped row's place and reason, a
 # suggested statement)
 WHOLE = frozenset({"locator", "reason", "suggested_index", "definition", "advice"})
@@ -48,9 +50,19 @@ def iso(value: datetime) -> str:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+def exact(value: Decimal) -> str:
+    """A Decimal as plain text with every digit it has and no trailing zeros."""
+    text = format(value, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def _plain(value: Any, json_columns: set[str], column: str) -> Any:
     if isinstance(value, datetime):
         return iso(value)
+    if isinstance(value, date):  # a day (datetimes are handled above)
+        return value.isoformat()
+    if isinstance(value, Decimal):  # exact, as text: a JSON number would be a float
+        return exact(value)
     if column in json_columns and isinstance(value, str):
         return json.loads(value)
     return value
@@ -111,6 +123,8 @@ def _cell(value: Any, *, whole: bool = False, fine: bool = False) -> str:
         return f"{value:,}"
     if isinstance(value, float):
         return f"{value:,.2f}"
+    if isinstance(value, Decimal):
+        return f"{value:,.{MONEY_PLACES}f}"
     if isinstance(value, datetime):
         if value.tzinfo is not None:
             value = value.astimezone(UTC).replace(tzinfo=None)
@@ -158,7 +172,12 @@ def to_table(
     fine = _fine_times(df, columns)
     body = [[_cell(row[c], whole=c in WHOLE, fine=c in fine) for c in columns] for row in rows]
     if totals and rows:
-        sums = {c: int(df[c].fill_null(0).sum()) for c in totals}
+        sums = {  # money stays exact; counts are whole
+            c: df[c].sum()
+            if isinstance(df.schema[c], pl.Decimal)
+            else int(df[c].fill_null(0).sum())
+            for c in totals
+        }
         total_row = [_cell(sums[c]) if c in sums else "" for c in columns]
         total_row[0] = f"total ({len(rows):,} rows)"
         body.append(total_row)

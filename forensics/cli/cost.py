@@ -1,0 +1,163 @@
+"""`forensics cost` and `forensics prices`: usage priced into billed cost, and the prices."""
+
+from __future__ import annotations
+
+from datetime import date
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import ForensicsError
+from .common import (
+    AppPick,
+    DbOption,
+    Format,
+    FormatOption,
+    OptionalSessionArg,
+    SinceOption,
+    UntilOption,
+    UserPick,
+    app,
+    boundary,
+    echo,
+    emit,
+    selection,
+)
+
+
+class By(StrEnum):
+    session = "session"
+    day = "day"
+    agent = "agent"
+    model = "model"
+    tool = "tool"
+    turn = "turn"
+    app = "app"
+    call = "call"
+
+
+PricesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        help="A TOML file of dated rates and aliases that take precedence over genai-prices "
+        "(docs/cost.md); default: the file $FORENSICS_PRICES names.",
+    ),
+]
+
+
+def _footnote(sources: str) -> str:
+    return (
+        f"USD, priced with {sources}; low..high where the store cannot say (cache writes, "
+        "a Claude call's thinking); cost_source says how each figure is known"
+    )
+
+
+@app.command()
+@boundary
+def cost(
+    session_id: OptionalSessionArg = None,
+    by: Annotated[
+        By | None,
+        typer.Option(
+            "--by",
+            help="session (the default), day, agent, model, turn, app; tool: what each "
+            "tool's results cost when sent and re-sent; call: every call (the default "
+            "with a SESSION_ID).",
+            case_sensitive=False,
+        ),
+    ] = None,
+    share: Annotated[
+        bool,
+        typer.Option(
+            "--share",
+            help="Where the money went: cache reads, cache writes, uncached input, output, "
+            "and the tool-output slice, as amounts and percentages.",
+        ),
+    ] = False,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    prices: PricesOption = None,
+    app_name: AppPick = None,
+    user: UserPick = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Billed cost: each model call's measured usage times the price of its UTC day.
+
+    Prices come from genai-prices (bundled, pinned; looked up with the call's day and the
+    provider its model name routes to) or from --prices. Gemini's prompt count includes
+    its cached tokens and its output is candidates plus thoughts; a Claude prompt count
+    includes cache reads and writes. ADK does not store cache writes, so a cost from its
+    sessions alone is a range: low assumes none, high that every uncached input token was
+    written. A model without a price has no cost (never 0); a call without usage is
+    estimated from its window's characters. With --since/--until, the calls in that
+    time.
+
+    Example: forensics cost --by day --since 2026-11-16 --until 2026-11-23
+    Example: forensics cost SESSION_ID --prices contract.toml -f json
+    Example: forensics cost --share
+    """
+    from .. import api
+    from ..columns import COST_CALLS, COST_SHARE, COST_TOOLS, cost_spec
+
+    chosen = by.value if by is not None else ("call" if session_id else "session")
+    if share and by is not None:
+        raise ForensicsError("--share splits the whole bill", hint="give --share or --by")
+    book = api.price_book(prices)
+    picked = selection(app_name, user, session_id, since, until)
+    note = _footnote(book.sources)
+    if share:
+        emit(api.cost_share(db, picked, prices=book), fmt, COST_SHARE, note)
+        return
+    frame = api.cost(db, picked, by=chosen, prices=book)
+    spec = {"call": COST_CALLS, "tool": COST_TOOLS}.get(chosen) or cost_spec(chosen)
+    emit(frame, fmt, spec, note)
+
+
+@app.command()
+@boundary
+def prices(
+    models: Annotated[
+        list[str] | None,
+        typer.Argument(help="Model names as calls record them; default: the store's models."),
+    ] = None,
+    on: Annotated[
+        str | None,
+        typer.Option("--on", help="The UTC day (2026-11-16); default: today."),
+    ] = None,
+    prices_file: PricesOption = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Which price applies to a model on a day, tier by tier, and where it came from.
+
+    USD per million tokens: input, cache read, cache write (5 minutes and 1 hour),
+    output; `tier_above` is the input size above which a whole request pays that tier.
+
+    Example: forensics prices gemini-2.5-pro --on 2026-11-16
+    Example: forensics prices us.anthropic.claude-sonnet-4-20250514-v1:0
+    """
+    from .. import api
+    from ..columns import PRICES
+
+    day = None
+    if on is not None:
+        try:
+            day = date.fromisoformat(on)
+        except ValueError:
+            raise ForensicsError(f"--on {on!r} is not a day", hint="e.g. --on 2026-11-16") from None
+    book = api.price_book(prices_file)
+    names = list(models or [])
+    if not names:
+        names = api.stored_models(db)
+        if not names:
+            raise ForensicsError(
+                "the store's calls name no model", hint="name one: forensics prices MODEL"
+            )
+    frame = api.prices(names, day, prices=book)
+    emit(frame, fmt, PRICES, f"USD per million tokens; from {book.sources}")
+    if fmt is Format.table and frame["price_source"].is_null().any():
+        echo("a model without a price has no cost (never 0): add it to a --prices file")

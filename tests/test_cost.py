@@ -1,0 +1,425 @@
+"""Billed cost: dated prices, tier cliffs, provider routes, a user's overrides, unknown
+models, each usage convention on ADK-written events, and exact Decimal amounts.
+
+The oracle for every amount is genai-prices' own `calc_price`, called here with the
+usage read straight from the stored events (not through the cost queries): the cost
+SQL must bill each call exactly as the price library would.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+from genai_prices import Usage, calc_price
+from typer.testing import CliRunner
+
+from forensics import api
+from forensics.cli import app
+from forensics.cost.prices import PriceBook, Unknown, route
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_data"
+REAL = ROOT.parent / "shared" / "real_data"
+runner = CliRunner()
+
+MAR_12 = 1_773_316_800.0  # 2026-03-12 12:00 UTC
+MAR_13 = 1_773_403_200.0  # 2026-03-13 12:00 UTC: claude-sonnet-4-6 lost its long-context tier
+
+
+def _call(n: int, t: float, model: str, **usage: int) -> dict:
+    return {
+        "id": f"e{n}", "invocation_id": "inv1", "author": "agent", "timestamp": t + n,
+        "content": {"role": "model", "parts": [{"text": f"answer {n}"}]},
+        "usage_metadata": usage, "model_version": model,
+    }  # fmt: skip
+
+
+def _store(tmp_path: Path, sessions: dict[str, tuple[float, str, list[dict[str, int]]]]) -> Path:
+    """One store of sessions: id -> (start, model, one usage per call)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    files = []
+    for sid, (start, model, usages) in sessions.items():
+        events: list[dict] = [{"id": "u0", "invocation_id": "inv1", "author": "user",
+                               "timestamp": start, "content": {"role": "user",
+                               "parts": [{"text": "hello"}]}}]  # fmt: skip
+        events += [_call(i + 1, start, model, **u) for i, u in enumerate(usages)]
+        path = tmp_path / f"{sid}.json"
+        path.write_text(json.dumps({"id": sid, "app_name": "app", "user_id": "u",
+                                    "events": events}))  # fmt: skip
+        files.append(path)
+    db = tmp_path / "f.duckdb"
+    api.ingest_json(db, files)
+    return db
+
+
+def _oracle(model: str, at: float, provider: str | None = None, **usage: int) -> Decimal:
+    when = datetime.fromtimestamp(at, UTC)
+    return calc_price(Usage(**usage), model, provider_id=provider,
+                      genai_request_timestamp=when).total_price  # fmt: skip
+
+
+# ---------------------------------------------------------------------------
+# Prices: dates, tiers, routes
+# ---------------------------------------------------------------------------
+
+
+def test_a_price_that_changed_on_a_date_applies_by_the_calls_day(tmp_path):
+    book = PriceBook()
+    before, after = book.price("claude-sonnet-4-6", date(2026, 3, 12)), book.price(
+        "claude-sonnet-4-6", date(2026, 3, 13)
+    )
+    assert not isinstance(before, Unknown) and not isinstance(after, Unknown)
+    assert [t.above for t in before.tiers] == [0, 200_000]
+    assert [t.above for t in after.tiers] == [0] and after.since == date(2026, 3, 13)
+    usage = {"prompt_token_count": 250_000, "cached_content_token_count": 50_000,
+             "candidates_token_count": 1_000}  # fmt: skip
+    db = _store(tmp_path, {"old": (MAR_12, "claude-sonnet-4-6", [usage]),
+                           "new": (MAR_13, "claude-sonnet-4-6", [usage])})  # fmt: skip
+    calls = api.cost(db, by="call").sort("day")
+    assert calls["day"].to_list() == [date(2026, 3, 12), date(2026, 3, 13)]
+    assert calls["tier_above"].to_list() == [200_000, 0]
+    for row, at in zip(calls.iter_rows(named=True), (MAR_12 + 1, MAR_13 + 1), strict=True):
+        # Claude's prompt count holds reads and writes; the writes are not stored: a range
+        low = _oracle("claude-sonnet-4-6", at, "anthropic", input_tokens=250_000,
+                      cache_read_tokens=50_000, output_tokens=1_000)  # fmt: skip
+        high = _oracle("claude-sonnet-4-6", at, "anthropic", input_tokens=250_000,
+                       cache_read_tokens=50_000, cache_write_tokens=200_000,
+                       output_tokens=1_000)  # fmt: skip
+        assert (row["cost_usd_low"], row["cost_usd_high"]) == (low, high)
+        assert row["cost_source"] == "range" and row["price_source"] == "genai-prices 0.2.3"
+    # the same usage cost more the day before the tier went
+    assert calls["cost_usd_low"][0] > calls["cost_usd_low"][1]
+
+
+def test_a_long_context_tier_is_a_cliff_on_the_whole_request(tmp_path):
+    db = _store(tmp_path, {"s": (MAR_12, "gemini-2.5-pro", [
+        {"prompt_token_count": 200_000, "candidates_token_count": 100},
+        {"prompt_token_count": 200_001, "candidates_token_count": 100}])})  # fmt: skip
+    calls = api.cost(db, by="call")
+    assert calls["tier_above"].to_list() == [0, 200_000]
+    for row in calls.iter_rows(named=True):
+        expected = _oracle("gemini-2.5-pro", row["started_at"].timestamp(), "google",
+                           input_tokens=row["input_tokens"], output_tokens=100)  # fmt: skip
+        assert row["cost_usd_low"] == row["cost_usd_high"] == expected
+        assert row["cost_source"] == "priced"  # Gemini bills no cache writes: no range
+    # one token more, all of it at the higher rate: 1.25 -> 2.50 $/MTok, 10 -> 15 output
+    assert calls["cost_usd_low"].to_list() == [Decimal("0.251"), Decimal("0.5015025")]
+
+
+@pytest.mark.parametrize(
+    ("model", "provider", "looked_up"),
+    [
+        ("us.anthropic.claude-sonnet-4-20250514-v1:0", "aws",
+         "us.anthropic.claude-sonnet-4-20250514-v1:0"),
+        ("anthropic.claude-3-5-sonnet-20240620-v1:0", "aws",
+         "anthropic.claude-3-5-sonnet-20240620-v1:0"),
+        ("bedrock/us.anthropic.claude-sonnet-4-20250514-v1:0", "aws",
+         "us.anthropic.claude-sonnet-4-20250514-v1:0"),
+        ("anthropic/claude-sonnet-4-20250514", "anthropic", "claude-sonnet-4-20250514"),
+        ("vertex_ai/claude-sonnet-4@20250514", "anthropic", "claude-sonnet-4@20250514"),
+        ("gemini/gemini-2.5-flash", "google", "gemini-2.5-flash"),
+        ("projects/p/locations/us-central1/publishers/google/models/gemini-2.5-pro",
+         "google", "gemini-2.5-pro"),
+        ("gemini-2.5-flash", "google", "gemini-2.5-flash"),
+        ("claude-opus-4-1", "anthropic", "claude-opus-4-1"),
+        ("gpt-4o", None, "gpt-4o"),
+    ],
+)  # fmt: skip
+def test_model_names_route_to_their_provider(model, provider, looked_up):
+    assert route(model) == (provider, looked_up)
+
+
+def test_a_bedrock_id_is_priced_by_aws(tmp_path):
+    model = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    found = PriceBook().price(model, date(2026, 9, 21))
+    assert not isinstance(found, Unknown) and found.provider == "aws"
+    db = _store(tmp_path, {"s": (1_789_992_000.0, model, [
+        {"prompt_token_count": 12_000, "candidates_token_count": 300}])})  # fmt: skip
+    row = api.cost(db, by="call").row(0, named=True)
+    assert row["provider"] == "aws"
+    assert row["cost_usd_low"] == _oracle(model, 1_789_992_001.0, "aws", input_tokens=12_000,
+                                          output_tokens=300)  # fmt: skip
+
+
+def test_an_unknown_model_has_no_cost_never_zero(tmp_path):
+    db = _store(tmp_path, {"s": (MAR_12, "our-finetune-7", [
+        {"prompt_token_count": 1_000, "candidates_token_count": 10}])})  # fmt: skip
+    row = api.cost(db, by="call").row(0, named=True)
+    assert row["cost_source"] == "unknown" and row["cost_usd_low"] is None
+    assert "does not know it" in row["unknown_reason"]
+    session = api.cost(db).row(0, named=True)
+    assert session["cost_usd_low"] is None and session["unknown_calls"] == 1
+    share = api.cost_share(db)
+    assert share.filter(pl.col("component") == "total")["usd_low"].to_list() == [None]
+    listed = runner.invoke(app, ["prices", "our-finetune-7"])
+    assert listed.exit_code == 0 and "unknown" in listed.output and "never 0" in listed.output
+
+
+# ---------------------------------------------------------------------------
+# A user's overrides
+# ---------------------------------------------------------------------------
+
+CONTRACT = """
+[[price]]
+model = "claude-sonnet-4-20250514"
+provider = "anthropic"
+since = 2026-09-01
+input_mtok = 2.7
+output_mtok = "13.5"
+cache_read_mtok = 0.27
+cache_write_mtok = 3.375
+note = "committed use, from September"
+
+[[price.tier]]
+above = 200000
+input_mtok = 5.4
+output_mtok = 20.25
+cache_read_mtok = 0.54
+cache_write_mtok = 6.75
+
+[[alias]]
+model = "house-model"
+price_as = "gemini-2.5-flash"
+provider = "google"
+"""
+
+
+def test_an_override_file_takes_precedence_from_its_date_and_is_named(tmp_path):
+    prices = tmp_path / "contract.toml"
+    prices.write_text(CONTRACT)
+    aug, sep = 1_787_227_200.0, 1_789_992_000.0  # 2026-08-20 and 2026-09-21, noon UTC
+    usage = {"prompt_token_count": 10_000, "cached_content_token_count": 8_000,
+             "candidates_token_count": 500}  # fmt: skip
+    long = {"prompt_token_count": 300_000, "candidates_token_count": 500}
+    db = _store(tmp_path, {"aug": (aug, "claude-sonnet-4-20250514", [usage]),
+                           "sep": (sep, "claude-sonnet-4-20250514", [usage, long]),
+                           "house": (sep, "house-model", [usage])})  # fmt: skip
+    calls = api.cost(db, by="call", prices=prices)
+    by = {(r["session_id"], r["call_index"]): r for r in calls.iter_rows(named=True)}
+    before = by[("aug", 1)]
+    assert before["price_source"] == "genai-prices 0.2.3"  # before `since`: the list price
+    assert before["cost_usd_low"] == _oracle("claude-sonnet-4-20250514", aug + 1, "anthropic",
+                                             input_tokens=10_000, cache_read_tokens=8_000,
+                                             output_tokens=500)  # fmt: skip
+    contracted = by[("sep", 1)]
+    assert contracted["price_source"] == "override contract.toml price[0]"
+    # 2,000 uncached at 2.7, 8,000 read at 0.27, 500 out at 13.5; high: 2,000 written at 3.375
+    assert contracted["cost_usd_low"] == Decimal("0.0054") + Decimal("0.00216") + Decimal(
+        "0.00675"
+    )
+    assert contracted["cost_usd_high"] == Decimal("0.00675") + Decimal("0.00216") + Decimal(
+        "0.00675"
+    )
+    cliff = by[("sep", 2)]  # 300,000 in: every token at the tier's rates
+    assert cliff["tier_above"] == 200_000
+    assert cliff["cost_usd_low"] == Decimal("1.62") + Decimal("0.010125")
+    aliased = by[("house", 1)]
+    assert aliased["price_model"] == "gemini-2.5-flash" and aliased["usage_convention"] == "gemini"
+    assert aliased["price_source"] == (
+        "genai-prices 0.2.3 as gemini-2.5-flash (contract.toml alias[0])"
+    )
+    result = runner.invoke(app, ["cost", "--db", str(db), "--prices", str(prices)])
+    assert result.exit_code == 0 and f"overrides {prices}" in result.output
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[[price]]\nmodel = 'm'\noutput_mtok = 1\n", "p.toml price[0]: input_mtok is missing"),
+        ("[[price]]\nmodel = 'm'\ninput_mtok = 1\noutput_mtok = -2\n",
+         "p.toml price[0]: output_mtok -2 is not a price"),
+        ("[[price]]\nmodel = 'm'\ninput_mtok = 1\noutput_mtok = 1\nsince = '2026-01-01'\n",
+         "p.toml price[0]: since must be a TOML date"),
+        ("[[price]]\nmodel = 'm'\ninput_mtok = 1\noutput_mtok = 1\ninput = 3\n",
+         "p.toml price[0]: unknown field input"),
+        ("[[price]]\nmodel = 'm'\ninput_mtok = 1\noutput_mtok = 1\n[[price.tier]]\nabove = 0\n",
+         "p.toml price[0].tier[0]: above must be a whole number"),
+        ("[[alias]]\nmodel = 'm'\n", "p.toml alias[0]: price_as is missing"),
+        ("[prices]\n", "unknown table prices"),
+        ("[[price]\n", "is not valid TOML"),
+        ("[[price]]\nmodel = 'm'\ninput_mtok = 0.0000000000001\noutput_mtok = 1\n",
+         "has more than 12 decimal places"),
+    ],
+)  # fmt: skip
+def test_a_bad_prices_file_is_an_error_that_names_the_entry(tmp_path, text, message):
+    db = _store(tmp_path, {"s": (MAR_12, "m", [{"prompt_token_count": 10}])})
+    (tmp_path / "p.toml").write_text(text)
+    result = runner.invoke(app, ["cost", "--db", str(db), "--prices", str(tmp_path / "p.toml")])
+    assert result.exit_code == 1 and message in result.output, result.output
+
+
+# ---------------------------------------------------------------------------
+# Usage conventions, on events ADK wrote
+# ---------------------------------------------------------------------------
+
+
+def _raw_usage(db: Path) -> dict[str, tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT event_id, model_version, epoch, prompt_tokens, cached_tokens,"
+            " candidates_tokens, thoughts_tokens, tool_use_prompt_tokens FROM events"
+        ).fetchall()
+    finally:
+        con.close()
+    return {r[0]: r[1:] for r in rows}
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_data is absent")
+def test_gemini_usage_through_adk_is_billed_as_google_bills_it(tmp_path):
+    db = tmp_path / "f.duckdb"
+    api.ingest_json(db, [REAL / "adk" / "workshop_customer_service_session.camel.json"])
+    calls = api.cost(db, by="call").filter(pl.col("cost_source") != "failed")
+    raw = _raw_usage(db)
+    thinking = cached = 0
+    for row in calls.iter_rows(named=True):
+        model, at, prompt, cache, candidates, thoughts, tool_use = raw[row["call_id"]]
+        # the prompt count includes the cached tokens; output is candidates + thoughts
+        expected = _oracle(model, at, "google", input_tokens=prompt + (tool_use or 0),
+                           cache_read_tokens=cache or 0,
+                           output_tokens=(candidates or 0) + (thoughts or 0))  # fmt: skip
+        assert row["cost_usd_low"] == row["cost_usd_high"] == expected, row["call_id"]
+        assert row["cost_source"] == "priced" and row["usage_convention"] == "gemini"
+        thinking += bool(thoughts)
+        cached += bool(cache)
+    assert calls.height >= 10 and thinking >= 5 and cached >= 5
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_data is absent")
+def test_real_sessions_and_their_traces_are_priced(tmp_path):
+    db = tmp_path / "f.duckdb"
+    traces = sorted((REAL / "adk_traces").glob("*__session_*.json"))
+    api.ingest_json(db, traces)
+    by_model = api.cost(db, by="model")
+    assert by_model["unknown_calls"].sum() == 0
+    assert set(by_model["price_model"].to_list()) <= {"gemini-2.5-flash", "gemini-2.5-pro"}
+    sessions = api.cost(db)
+    assert sessions.height == len(traces) and sessions["cost_usd_low"].null_count() == 0
+    # the groupings add up to one bill, exactly
+    total = sessions["cost_usd_low"].sum()
+    for by in ("day", "agent", "model", "app", "turn"):
+        assert api.cost(db, by=by)["cost_usd_low"].sum() == total, by
+    assert api.cost(db, by="call")["cost_usd_low"].sum() == total
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_data is absent")
+def test_calls_without_usage_are_estimated_or_unknown(tmp_path):
+    db = tmp_path / "f.duckdb"
+    api.ingest_json(db, [REAL / "adk" / "adk-samples_customer-service_123.session.json"])
+    # a real session with no usage and no model: nothing to price it with, and it says so
+    assert set(api.cost(db, by="call")["cost_source"].to_list()) == {"unknown"}
+    assert api.cost(db)["cost_usd_high"].to_list() == [None]
+    # a model but no usage: the input estimated from the window, priced; output not counted
+    db = _store(tmp_path / "synthetic", {"s": (MAR_12, "gemini-2.5-flash", [{}, {}])})
+    calls = api.cost(db, by="call")
+    assert calls["cost_source"].to_list() == ["estimated", "estimated"]
+    for row in calls.iter_rows(named=True):
+        assert row["input_tokens"] > 0 and row["output_tokens"] == 0
+        assert row["cost_usd_low"] == Decimal(row["input_tokens"]) * Decimal("0.3") / 1_000_000
+    aliases = tmp_path / "p.toml"
+    aliases.write_text('[[alias]]\nmodel = ""\nprice_as = "gemini-2.5-flash"\n')
+    result = runner.invoke(app, ["cost", "--db", str(db), "--prices", str(aliases)])
+    assert result.exit_code == 1 and "model must be a non-empty string" in result.output
+
+
+def test_claude_usage_leaves_writes_and_thinking_as_a_range(tmp_path):
+    model = "claude-sonnet-4-20250514"
+    db = _store(tmp_path, {"s": (1_789_992_000.0, model, [
+        {"prompt_token_count": 10_000, "cached_content_token_count": 8_000,
+         "candidates_token_count": 500, "thoughts_token_count": 200}])})  # fmt: skip
+    row = api.cost(db, by="call").row(0, named=True)
+    at = 1_789_992_001.0
+    # low: no writes, thinking inside candidates (LiteLLM); high: the 2,000 uncached
+    # tokens written, thinking outside candidates (ADK's native Claude path)
+    assert row["cost_usd_low"] == _oracle(model, at, "anthropic", input_tokens=10_000,
+                                          cache_read_tokens=8_000, output_tokens=500)
+    assert row["cost_usd_high"] == _oracle(model, at, "anthropic", input_tokens=10_000,
+                                           cache_read_tokens=8_000, cache_write_tokens=2_000,
+                                           output_tokens=700)  # fmt: skip
+    assert row["cost_source"] == "range" and row["output_tokens_unsure"] == 200
+
+
+# ---------------------------------------------------------------------------
+# The sample: totals, the split, tools, exact output
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("cost") / "f.duckdb"
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    return db
+
+
+PRICES = SAMPLES / "prices.toml"
+
+
+def test_the_sample_is_priced_through_its_alias_and_adds_up(sample):
+    calls = api.cost(sample, by="call", prices=PRICES)
+    kinds = calls.group_by("cost_source").len().sort("cost_source")
+    # agent calls priced; the summarizer (its event names no model) as the session's model;
+    # the refused request is not billed
+    assert dict(kinds.iter_rows()) == {"failed": 1, "inferred": 3, "priced": 21}
+    assert calls.filter(pl.col("cost_source") == "failed")["cost_usd_high"].to_list() == [0]
+    total = calls["cost_usd_low"].sum()
+    assert isinstance(total, Decimal) and total == calls["cost_usd_high"].sum()
+    assert api.cost(sample, prices=PRICES)["cost_usd_low"].sum() == total
+    share = {r["component"]: r for r in api.cost_share(sample, prices=PRICES).iter_rows(named=True)}
+    parts = ("cache reads", "cache writes", "uncached input", "output")
+    assert sum(share[p]["usd_low"] for p in parts) == share["total"]["usd_low"] == total
+    assert share["cache writes"]["usd_high"] == 0  # Gemini's list has no write surcharge
+    assert abs(sum(share[p]["share_low"] for p in parts) - 100) < 0.05
+    # the incident's tool result, first sent: its estimated tokens at the input rate
+    tools = api.cost(sample, by="tool", prices=PRICES)
+    top = tools.row(0, named=True)
+    assert top["tool_name"] == "get_order_history"
+    assert top["first_send_usd_low"] == Decimal(top["result_tokens_estimated"]) * Decimal(
+        "0.3"
+    ) / 1_000_000
+    assert top["resend_usd_low"] > 0 and top["sends"] == 5
+    # the README quotes these figures: they must be the ones computed here
+    readme = (ROOT / "README.md").read_text()
+    uncached = round(share["uncached input"]["share_low"])
+    tool = round(share["tool output, first sends (part of input)"]["share_low"])
+    assert f"${total:.6f}, {uncached}% of it uncached input and {tool}% the tool" in readme
+
+
+def test_cost_on_the_command_line(sample):
+    env = {"FORENSICS_PRICES": str(PRICES)}
+    table = runner.invoke(app, ["cost", "--db", str(sample)], env=env)
+    assert table.exit_code == 0, table.output
+    assert "total (3 rows)" in table.output and "genai-prices 0.2.3" in table.output
+    rows = json.loads(runner.invoke(app, ["cost", "--db", str(sample), "--by", "day", "-f",
+                                          "json"], env=env).output)  # fmt: skip
+    (day,) = rows
+    assert day["day"] == "2026-10-22" and day["provenance"]["cost_usd_low"] == "see cost_source"
+    exact = api.cost(sample, by="day", prices=PRICES)["cost_usd_low"][0]
+    assert Decimal(day["cost_usd_low"]) == exact  # JSON keeps every digit, as text
+    csv = runner.invoke(app, ["cost", "--db", str(sample), "--by", "agent", "-f", "csv"], env=env)
+    assert csv.exit_code == 0 and csv.output.splitlines()[0].startswith("app_name,agent,calls")
+    for args in (["--share"], ["--by", "tool"], ["incident"], ["--by", "turn"]):
+        result = runner.invoke(app, ["cost", "--db", str(sample), *args], env=env)
+        assert result.exit_code == 0, (args, result.output)
+    refused = runner.invoke(app, ["cost", "--db", str(sample), "--share", "--by", "day"])
+    assert refused.exit_code == 1 and "--share splits the whole bill" in refused.output
+    prices = runner.invoke(app, ["prices", "--db", str(sample), "--on", "2026-10-22"], env=env)
+    assert prices.exit_code == 0 and "gemini-2.5-flash" in prices.output
+    bad_day = runner.invoke(app, ["prices", "gemini-2.5-pro", "--on", "22/10/2026"])
+    assert bad_day.exit_code == 1 and "is not a day" in bad_day.output
+
+
+def test_since_and_until_take_the_calls_in_that_time(sample):
+    calls = api.cost(sample, by="call", prices=PRICES).sort("started_at")
+    middle = calls["started_at"][calls.height // 2]
+    since = middle.strftime("%Y-%m-%dT%H:%M:%S")
+    picked = runner.invoke(app, ["cost", "--db", str(sample), "--since", since, "--by", "call",
+                                 "-f", "json"], env={"FORENSICS_PRICES": str(PRICES)})  # fmt: skip
+    rows = json.loads(picked.output)
+    assert 0 < len(rows) < calls.height
+    assert all(r["started_at"] >= since for r in rows)
