@@ -530,9 +530,16 @@ class Scope:
         """The calls' billed cost summed by session, day, agent, model, turn or app."""
         return billed.grouped(self.call_costs(book), by)
 
+    def tool_call_costs(self, book: PriceBook) -> pl.DataFrame:
+        """Per tool call: what its result cost at its first send and every re-send."""
+        found = self.__dict__.setdefault("_tool_costs", {})
+        if id(book) not in found:
+            found[id(book)] = billed.tool_call_costs(self.facts, self.call_costs(book))
+        return found[id(book)]
+
     def tool_costs(self, book: PriceBook) -> pl.DataFrame:
         """Per tool: what its results cost at their first send and every re-send."""
-        return billed.tool_costs(self.facts, self.call_costs(book))
+        return billed.tool_costs(self.tool_call_costs(book))
 
     def cost_share(self, book: PriceBook) -> pl.DataFrame:
         """The bill split: cache reads, cache writes, uncached input, output, tool output."""

@@ -842,6 +842,29 @@ COST_SHARE = Spec(
     command="cost --share",
 )
 
+COST_TOOL_CALLS = Spec(
+    "cost_tool_calls",
+    (
+        Column("app_name", S),
+        Column("user_id", S),
+        Column("session_id", S),
+        Column("function_call_id", S),
+        Column("tool_name", S),
+        Column("turn", I64),
+        Column("result_tokens_estimated", I64, ESTIMATED),
+        Column("sends", I64),
+        Column("first_send_usd_low", USD, ESTIMATED),
+        Column("first_send_usd_high", USD, ESTIMATED),
+        Column("resend_usd_low", USD, ESTIMATED),
+        Column("resend_usd_high", USD, ESTIMATED),
+        Column("sent_in_turn_usd_low", USD, ESTIMATED),
+        Column("sent_in_turn_usd_high", USD, ESTIMATED),
+        Column("unpriced_sends", I64),
+        Column("price_source", S),
+    ),
+    command="report incident",
+)
+
 COST_TOOLS = Spec(
     "cost_tools",
     (

@@ -108,7 +108,7 @@ def incident_context(db: Path) -> str:
     """The incident report's template context as JSON (charts not drawn: svg stays empty)."""
     from forensics.reports.incident import build_incident
 
-    context = build_incident(db, "incident")
+    context = build_incident(db, "incident", prices=ROOT / SAMPLE_PRICES)
     assert context.method is not None
     context.method.generated_at = FIXED_CLOCK
     return json.dumps(dataclasses.asdict(context), indent=1, ensure_ascii=False) + "\n"

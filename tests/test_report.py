@@ -14,11 +14,12 @@ from typer.testing import CliRunner
 from forensics import api
 from forensics.cli import app
 from forensics.reports import incident
-from forensics.reports.incident import IncidentContext, build_incident, n
+from forensics.reports.incident import IncidentContext, build_incident, n, usd
 from forensics.reports.render import render_incident
 from forensics.resources import resource_dir
 
 ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_PRICES = ROOT / "sample_data" / "prices.toml"
 runner = CliRunner()
 
 
@@ -57,7 +58,7 @@ def test_every_context_field_is_used_by_the_template():
 
 
 def test_headline_and_tables_carry_the_analyses_figures(sample_db):
-    context = build_incident(sample_db, "incident")
+    context = build_incident(sample_db, "incident", prices=SAMPLE_PRICES)
     html = render_incident(context)
     page = parse(html)
     text = " ".join(page.text)
@@ -78,8 +79,25 @@ def test_headline_and_tables_carry_the_analyses_figures(sample_db):
     # measured and estimated figures are told apart in the markup
     classes = {a.get("class") for t, a in page.tags if t == "span"}
     assert {"fig measured", "fig estimated", "fig inferred"} <= classes
-    assert set(context.evidence) == {"measured", "estimated", "inferred", "open"}
+    assert set(context.evidence) == {"measured", "priced", "estimated", "inferred", "open"}
     assert all(context.evidence[k] for k in context.evidence)
+    # money: each turn's cost as `forensics cost --by turn` computes it, the failed one in
+    # the headline; the prices named in the method
+    costs = api.cost(sample_db, "incident", by="turn", prices=SAMPLE_PRICES)
+    for row, cost in zip(context.turns, costs.iter_rows(named=True), strict=True):
+        assert row.cost.text == usd(cost["cost_usd_low"], cost["cost_usd_high"])
+        assert row.cost.text in text and row.cost.provenance == "priced"
+    failed_cost = costs.filter(costs["turn"] == failed["turn"]).row(0, named=True)
+    assert f"The turn cost {usd(failed_cost['cost_usd_low'])}" in context.headline[0]
+    assert "$" in context.headline[1] and "$" in context.growth[0].resent_cost.text
+    assert context.method is not None and "genai-prices 0.2.3" in context.method.prices
+
+
+def test_a_report_without_a_price_says_so_and_shows_no_money(sample_db):
+    context = build_incident(sample_db, "incident")  # the scripted model: no list price
+    assert all(t.cost.text == "—" for t in context.turns)
+    assert "$" not in " ".join(context.headline)
+    assert any("no price for their model" in claim for claim in context.evidence["open"])
 
 
 def test_the_page_asks_for_nothing_outside_itself(sample_db):

@@ -195,3 +195,16 @@ def test_unreadable_event_rows_are_skipped_by_name_and_neighbours_kept(tmp_path)
     skips = api.ingest_skips(tmp_path / "f.duckdb", result.ingest_id)
     assert skips["reason"].to_list() == ["event is not valid JSON",
                                          "event is JSON but not an object"]
+
+
+def test_a_store_in_a_missing_folder_names_the_folder(tmp_path):
+    from typer.testing import CliRunner
+
+    from forensics.cli import app
+
+    target = tmp_path / "no-such-folder" / "f.duckdb"
+    result = CliRunner().invoke(app, ["ingest", "adk-sqlite", str(make_sqlite_service_db(
+        tmp_path / "adk.db")), "--db", str(target)])  # fmt: skip
+    assert result.exit_code == 1
+    assert f"the folder {target.parent} does not exist" in result.output
+    assert not target.parent.exists()

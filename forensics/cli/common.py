@@ -101,6 +101,14 @@ StatementTimeoutOption = Annotated[
     typer.Option("--statement-timeout", help="Seconds any one statement may run on the server."),
 ]
 # which stored session a session id means, when it exists in several apps or users
+PricesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        help="A TOML file of dated rates and aliases that take precedence over genai-prices "
+        "(docs/cost.md); default: the file $FORENSICS_PRICES names.",
+    ),
+]
 SessionArg = Annotated[str, typer.Argument(help="The session id (see `forensics sessions`).")]
 OptionalSessionArg = Annotated[
     str | None, typer.Argument(help="One session; all sessions when left out.")

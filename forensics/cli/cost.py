@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import date
 from enum import StrEnum
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -16,6 +15,7 @@ from .common import (
     Format,
     FormatOption,
     OptionalSessionArg,
+    PricesOption,
     SinceOption,
     UntilOption,
     UserPick,
@@ -36,16 +36,6 @@ class By(StrEnum):
     turn = "turn"
     app = "app"
     call = "call"
-
-
-PricesOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--prices",
-        help="A TOML file of dated rates and aliases that take precedence over genai-prices "
-        "(docs/cost.md); default: the file $FORENSICS_PRICES names.",
-    ),
-]
 
 
 def _footnote(sources: str) -> str:

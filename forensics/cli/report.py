@@ -12,6 +12,7 @@ from .common import (
     AppPick,
     DbOption,
     Format,
+    PricesOption,
     SessionArg,
     UserPick,
     app,
@@ -32,6 +33,7 @@ def _write_incident(
     show_content: bool = False,
     app_name: str | None = None,
     user: str | None = None,
+    prices: Path | None = None,
 ) -> Path:
     from .. import api
     from ..reports.incident import build_incident
@@ -46,7 +48,11 @@ def _write_incident(
         )
     with api.open_store(db) as store:
         context = build_incident(
-            store, selection(app_name, user, session_id), turn=turn, show_content=show_content
+            store,
+            selection(app_name, user, session_id),
+            turn=turn,
+            show_content=show_content,
+            prices=prices,
         )
     return write_incident(context, out)
 
@@ -67,15 +73,18 @@ def report_incident(
             "largest tool results (default: names and sizes only).",
         ),
     ] = False,
+    prices: PricesOption = None,
     app_name: AppPick = None,
     user: UserPick = None,
     db: DbOption = None,
 ) -> None:
     """Write the incident report for a session: one HTML file, no external requests.
 
-    Headline, turns, a chart of the window per call against cumulative input, the tool
-    calls that grew it, compaction, the failure, what is measured, estimated and open,
-    and the method. Example: forensics report incident incident --out incident.html
+    Headline, turns (with their cost), a chart of the window per call against
+    cumulative input, the tool calls that grew it (and what re-sending them cost),
+    compaction, the failure, what is measured, priced, estimated and open, and the
+    method. Money is priced as `forensics cost` prices it (--prices, FORENSICS_PRICES).
+    Example: forensics report incident incident --out incident.html
     """
     path = _write_incident(
         db,
@@ -85,6 +94,7 @@ def report_incident(
         show_content=show_content,
         app_name=app_name,
         user=user,
+        prices=prices,
     )
     echo(str(path))
 
@@ -104,12 +114,13 @@ def demo(
     """The main job on the bundled sample data: load it, write the sample incident's report.
 
     The samples are real ADK output (sample_data/README.md). Prints the sessions it
-    loaded and the path of the HTML report to open in a browser.
+    loaded, what they cost (their scripted model priced as Gemini 2.5 Flash,
+    sample_data/prices.toml) and the path of the HTML report to open in a browser.
     """
     import tempfile
 
     from .. import api
-    from ..columns import SESSIONS
+    from ..columns import SESSIONS, cost_spec
     from ..resources import resource_dir
 
     samples = resource_dir("sample_data")
@@ -126,6 +137,13 @@ def demo(
     result = api.ingest_sqlite(target, samples / "adk_v1.db")
     echo(f"Loaded {result.rows_loaded:,} events from {samples / 'adk_v1.db'} into {target}\n")
     emit(api.sessions(target), Format.table, SESSIONS)
-    report = _write_incident(target, "incident", out or target.parent / "incident.html")
+    # the sample's scripted model is priced as the model it imitates (sample_data/prices.toml)
+    prices = samples / "prices.toml"
+    echo("")
+    emit(api.cost(target, prices=prices), Format.table, cost_spec("session"),
+         f"USD, priced with {api.price_book(prices).sources}")  # fmt: skip
+    report = _write_incident(
+        target, "incident", out or target.parent / "incident.html", prices=prices
+    )
     echo(f"\nIncident report: {report}")
     echo(f"Next: forensics turns incident --db {target}")

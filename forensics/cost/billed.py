@@ -15,7 +15,16 @@ import polars as pl
 import pyarrow as pa
 
 from ..analysis.stored import Facts
-from ..columns import COST_CALLS, COST_KEYS, COST_SHARE, COST_TOOLS, PRICES, USD, cost_spec
+from ..columns import (
+    COST_CALLS,
+    COST_KEYS,
+    COST_SHARE,
+    COST_TOOL_CALLS,
+    COST_TOOLS,
+    PRICES,
+    USD,
+    cost_spec,
+)
 from ..errors import ForensicsError
 from .prices import Price, PriceBook, Unknown, route
 
@@ -212,15 +221,16 @@ def share(calls: pl.DataFrame, tools: pl.DataFrame) -> pl.DataFrame:
     return COST_SHARE.frame(rows)
 
 
-def tool_costs(facts: Facts, calls: pl.DataFrame) -> pl.DataFrame:
-    """What each tool's results cost: their first send and every later call that carried
-    them, at the rates those calls paid (COST_TOOLS)."""
+def tool_call_costs(facts: Facts, calls: pl.DataFrame) -> pl.DataFrame:
+    """What each tool call's result cost: its first send and every later call that
+    carried it (in all, and in the turn that asked), at the rates those calls paid."""
     priced = calls.select(
         "app_name",
         "user_id",
         "session_id",
         "call_id",
         "call_index",
+        "invocation_id",
         "cost_source",
         "price_source",
         "input_tokens",
@@ -230,7 +240,35 @@ def tool_costs(facts: Facts, calls: pl.DataFrame) -> pl.DataFrame:
         "uncached_input_usd",
         "written_input_usd",
     ).to_arrow()
-    return COST_TOOLS.from_query(facts.query("cost/tools", {"cost_calls": priced}))
+    return COST_TOOL_CALLS.from_query(facts.query("cost/tool_calls", {"cost_calls": priced}))
+
+
+def tool_costs(tool_calls: pl.DataFrame) -> pl.DataFrame:
+    """Per tool: its calls' results and what sending them cost (COST_TOOLS)."""
+    frame = (
+        tool_calls.group_by("app_name", "tool_name")
+        .agg(
+            pl.len().alias("results"),
+            pl.col("result_tokens_estimated").sum(),
+            pl.col("sends").sum(),
+            pl.col("first_send_usd_low").sum(),
+            pl.col("first_send_usd_high").sum(),
+            pl.col("resend_usd_low").sum(),
+            pl.col("resend_usd_high").sum(),
+            (pl.col("first_send_usd_low") + pl.col("resend_usd_low")).sum().alias("cost_usd_low"),
+            (pl.col("first_send_usd_high") + pl.col("resend_usd_high"))
+            .sum()
+            .alias("cost_usd_high"),
+            pl.col("unpriced_sends").sum(),
+            _joined(pl.col("price_source").str.split("; ").explode()).alias("price_source"),
+        )
+        .sort(
+            ["cost_usd_high", "app_name", "tool_name"],
+            descending=[True, False, False],
+            nulls_last=True,
+        )
+    )
+    return COST_TOOLS.from_query(frame)
 
 
 def price_list(book: PriceBook, models: list[str], day: object) -> pl.DataFrame:

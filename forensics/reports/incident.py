@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import polars as pl
 
 from .. import __version__, api
 from ..errors import ForensicsError
-from ..provenance import ESTIMATED, INFERRED, MEASURED
+from ..provenance import ESTIMATED, INFERRED, MEASURED, PRICED
 
 
 def n(value: int | float | None, unit: str = "") -> str:
@@ -26,6 +27,26 @@ def n(value: int | float | None, unit: str = "") -> str:
         f"{value:,.0f}" if isinstance(value, int) or float(value).is_integer() else f"{value:,.2f}"
     )
     return f"{text} {unit}".strip()
+
+
+def usd(low: Decimal | None, high: Decimal | None = None) -> str:
+    """Money for people: dollars to 4 places (6 under a cent); a range as low–high."""
+
+    def one(value: Decimal) -> str:
+        return f"${value:,.4f}" if value >= Decimal("0.01") or not value else f"${value:,.6f}"
+
+    if low is None:
+        return "—"
+    if high is None or high == low:
+        return one(low)
+    return f"{one(low)}–{one(high)}"
+
+
+def cost_kind(source: str | None) -> str | None:
+    """The figure class of a cost: priced (a range is priced too), else its weakest part."""
+    return {"estimated": ESTIMATED, "inferred": INFERRED, "unknown": None}.get(
+        source or "unknown", PRICED
+    )
 
 
 def seconds(value: float | None) -> str:
@@ -56,6 +77,7 @@ class TurnRow:
     cumulative_estimated: Cell
     largest_result: str
     error: str
+    cost: Cell = field(default_factory=lambda: Cell("—"))
 
 
 @dataclass
@@ -93,6 +115,7 @@ class GrowthRow:
     growth: Cell
     resent_calls: Cell
     resent_tokens: Cell
+    resent_cost: Cell = field(default_factory=lambda: Cell("—"))
     preview: str | None = None  # the result's first characters, only with --show-content
 
 
@@ -131,6 +154,7 @@ class Method:
     toolkit: str
     generated_at: str
     reconstruction: str
+    prices: str = ""
 
 
 @dataclass
@@ -165,13 +189,18 @@ def build_incident(
     *,
     turn: int | None = None,
     show_content: bool = False,
+    prices: api.PricesLike = None,
 ) -> IncidentContext:
-    """The incident report for one session (one turn of interest with `turn`)."""
+    """The incident report for one session (one turn of interest with `turn`), its
+    money priced with genai-prices and the overrides of `prices` (api.price_book)."""
+    book = api.price_book(prices)
     with api.using(store) as opened:
-        return _build(api.Scope(opened, selection), turn, show_content)
+        return _build(api.Scope(opened, selection), turn, show_content, book)
 
 
-def _build(scope: api.Scope, turn: int | None, show_content: bool) -> IncidentContext:
+def _build(
+    scope: api.Scope, turn: int | None, show_content: bool, book: api.PriceBook
+) -> IncidentContext:
     # one reconstruction, used by every frame; the store opened once
     if scope.selection.session is None:
         raise ForensicsError("an incident report is about one session: give its id")
@@ -186,6 +215,10 @@ def _build(scope: api.Scope, turn: int | None, show_content: bool) -> IncidentCo
     chosen = [turn] if turn is not None else _charted_turns(turns, charted)
 
     failure = _failure(turns, agent_calls)
+    costs = {r["turn"]: r for r in scope.cost(book, "turn").iter_rows(named=True)}
+    resent = {
+        r["function_call_id"]: r for r in scope.tool_call_costs(book).iter_rows(named=True)
+    }
     note = None
     if turn is None and len(chosen) < len(charted):
         failed = " and the last failed one" if failure is not None else ""
@@ -200,8 +233,8 @@ def _build(scope: api.Scope, turn: int | None, show_content: bool) -> IncidentCo
         session_id=session["session_id"],
         app_name=session["app_name"],
         user_id=session["user_id"],
-        headline=_headline(turns, growth, agent_calls, failure),
-        turns=[_turn_row(r) for r in turns.iter_rows(named=True)],
+        headline=_headline(turns, growth, agent_calls, failure, costs, resent),
+        turns=[_turn_row(r, costs.get(r["turn"])) for r in turns.iter_rows(named=True)],
         charts=[
             _chart(agent_calls, compaction, t)
             for t in chosen
@@ -209,7 +242,9 @@ def _build(scope: api.Scope, turn: int | None, show_content: bool) -> IncidentCo
         ],
         growth=[
             _growth_row(
-                r, scope.result_preview(key, r["function_call_id"]) if show_content else None
+                r,
+                scope.result_preview(key, r["function_call_id"]) if show_content else None,
+                resent.get(r["function_call_id"]),
             )
             for r in growth.head(5).iter_rows(named=True)
         ],
@@ -220,12 +255,22 @@ def _build(scope: api.Scope, turn: int | None, show_content: bool) -> IncidentCo
         show_content=show_content,
     )
     rules = scope.window_rules().get(session["session_id"], "no rules: no call")
+    priced = scope.call_costs(book)
     context.evidence = _evidence(context, calls, growth, compaction, scope.fidelity(), rules)
+    _cost_evidence(context.evidence, priced, book, not growth.is_empty())
     context.method = _method(api.session_ingests(scope.store, key), calls, rules)
+    context.method.prices = _prices(priced, book)
     return context
 
 
-def _turn_row(r: dict[str, Any]) -> TurnRow:
+def _cost_cell(row: dict[str, Any] | None, low: str = "cost_usd_low",
+               high: str = "cost_usd_high", kind: str | None = None) -> Cell:  # fmt: skip
+    if row is None or row[low] is None:
+        return Cell("—")
+    return Cell(usd(row[low], row[high]), kind or cost_kind(row.get("cost_source")))
+
+
+def _turn_row(r: dict[str, Any], cost: dict[str, Any] | None = None) -> TurnRow:
     peak_kind = {"measured": MEASURED, "estimated": ESTIMATED}.get(
         r["peak_occupancy_source"] or "", INFERRED
     )
@@ -238,6 +283,7 @@ def _turn_row(r: dict[str, Any]) -> TurnRow:
         peak_occupancy=_cell(r["peak_occupancy"], peak_kind),
         cumulative_measured=_cell(r["cumulative_input_measured"], MEASURED),
         cumulative_estimated=_cell(r["cumulative_input_estimated"], ESTIMATED),
+        cost=_cost_cell(cost),
         largest_result=(
             f"{r['largest_tool_result']} (~{n(r['largest_result_tokens_estimated'])} tokens)"
             if r["largest_tool_result"]
@@ -289,7 +335,12 @@ def _failure(turns: pl.DataFrame, calls: pl.DataFrame) -> Failure | None:
 
 
 def _headline(
-    turns: pl.DataFrame, growth: pl.DataFrame, calls: pl.DataFrame, failure: Failure | None
+    turns: pl.DataFrame,
+    growth: pl.DataFrame,
+    calls: pl.DataFrame,
+    failure: Failure | None,
+    costs: dict[int, dict[str, Any]],
+    resent: dict[str, dict[str, Any]],
 ) -> list[str]:
     lines = []
     if failure is not None:
@@ -307,9 +358,16 @@ def _headline(
                     f" of conversation, about {n(best)} with the system instruction and "
                     "tools (inferred)"
                 )
+        cost = costs.get(failure.turn)
+        spent = ""
+        if cost is not None and cost["cost_usd_low"] is not None:
+            spent = (
+                f" The turn cost {usd(cost['cost_usd_low'], cost['cost_usd_high'])} "
+                f"({_how(cost)})."
+            )
         lines.append(
             f"Turn {failure.turn} failed with {failure.error_code} "
-            f"{seconds(failed_turn['wall_s'])} after it started{size}."
+            f"{seconds(failed_turn['wall_s'])} after it started{size}.{spent}"
         )
     if not growth.is_empty() and growth["growth_tokens"][0] is not None:
         g = growth.row(0, named=True)
@@ -323,7 +381,9 @@ def _headline(
             f"took the next request from {n(g['occupancy_before'])} to "
             f"{n(g['occupancy_after'])} tokens ({g['occupancy_source']}); the rest of the turn "
             f"carried it in {n(g['resent_calls_in_turn'])} calls, about "
-            f"{n(g['resent_tokens_in_turn'])} tokens of input (estimated)."
+            f"{n(g['resent_tokens_in_turn'])} tokens of input (estimated)"
+            + _resent_money(resent.get(g["function_call_id"]))
+            + "."
         )
     if not lines:
         top = calls["cumulative_input_estimated"].max() if not calls.is_empty() else None
@@ -333,6 +393,31 @@ def _headline(
             f"of a turn was an estimated {n(total)} tokens."
         )
     return lines
+
+
+_HOW = (
+    ("priced_calls", "priced"),
+    ("range_calls", "a range: cache writes not stored"),
+    ("inferred_calls", "the model inferred"),
+    ("estimated_calls", "estimated: no usage"),
+    ("failed_calls", "failed, not billed"),
+    ("unknown_calls", "no price, not counted"),
+)
+
+
+def _how(cost: dict[str, Any]) -> str:
+    """How a group's cost is known, in words: its calls by cost_source."""
+    parts = [(cost[column], words) for column, words in _HOW if cost[column]]
+    if len(parts) == 1:
+        return parts[0][1]
+    return "; ".join(f"{count:,} call{'s' if count != 1 else ''} {words}" for count, words in parts)
+
+
+def _resent_money(row: dict[str, Any] | None) -> str:
+    if row is None or row["unpriced_sends"] or row["price_source"] is None:
+        return ""
+    low, high = row["sent_in_turn_usd_low"], row["sent_in_turn_usd_high"]
+    return f", about {usd(low, high)} (estimated, at the rates those calls paid)"
 
 
 def _chart(calls: pl.DataFrame, compaction: pl.DataFrame, turn: int) -> Chart:
@@ -362,7 +447,9 @@ def _chart(calls: pl.DataFrame, compaction: pl.DataFrame, turn: int) -> Chart:
     )
 
 
-def _growth_row(r: dict[str, Any], preview: str | None) -> GrowthRow:
+def _growth_row(
+    r: dict[str, Any], preview: str | None, cost: dict[str, Any] | None = None
+) -> GrowthRow:
     return GrowthRow(
         turn=n(r["turn"]),
         tool=r["tool_name"],
@@ -375,6 +462,11 @@ def _growth_row(r: dict[str, Any], preview: str | None) -> GrowthRow:
         growth=_cell(r["growth_tokens"], r["occupancy_source"]),
         resent_calls=_cell(r["resent_calls_in_turn"], INFERRED),
         resent_tokens=_cell(r["resent_tokens_in_turn"], ESTIMATED),
+        resent_cost=(
+            Cell("—")
+            if cost is None or cost["unpriced_sends"] or cost["price_source"] is None
+            else _cost_cell(cost, "sent_in_turn_usd_low", "sent_in_turn_usd_high", ESTIMATED)
+        ),
         preview=preview,
     )
 
@@ -494,6 +586,55 @@ def _evidence(
         )
     evidence["open"].append("How long each tool itself ran: not stored by ADK.")
     return evidence
+
+
+def _cost_evidence(
+    evidence: dict[str, list[str]], priced: pl.DataFrame, book: api.PriceBook, tools: bool
+) -> None:
+    """What the money figures rest on, by kind."""
+    counts = dict(priced.group_by("cost_source").len().iter_rows())
+    evidence.setdefault(PRICED, [])
+    known = sum(counts.get(k, 0) for k in ("priced", "range", "inferred", "estimated"))
+    if known:
+        evidence[PRICED].append(
+            f"Cost of {n(known)} of {n(priced.height)} calls: the provider's usage times the "
+            f"price of the call's UTC day ({_prices(priced, book)})."
+        )
+    if counts.get("failed"):
+        failed = counts["failed"]
+        evidence[PRICED].append(
+            f"{n(failed)} failed request{'s' if failed != 1 else ''} with no usage: not billed."
+        )
+    if counts.get("range"):
+        evidence["open"].append(
+            f"Cache writes of {n(counts['range'])} calls: ADK does not store them, so their "
+            "cost is a range, from none written to every uncached input token written."
+        )
+    if counts.get("inferred"):
+        evidence[INFERRED].append(
+            f"The model of {n(counts['inferred'])} compaction summarizer calls (their events "
+            "name none): the session's main model."
+        )
+    if counts.get("estimated"):
+        evidence[ESTIMATED].append(
+            f"Cost of {n(counts['estimated'])} calls without usage: their input from the "
+            "window's characters; their output not counted."
+        )
+    if counts.get("unknown"):
+        evidence["open"].append(
+            f"Cost of {n(counts['unknown'])} calls: no price for their model (never 0); "
+            "`forensics prices` names it, a --prices file can price it."
+        )
+    if known and tools:
+        evidence[ESTIMATED].append(
+            "Re-sending a tool result, in money: its estimated tokens at each carrying "
+            "call's own input price per token (cache reads and uncached input blended)."
+        )
+
+
+def _prices(priced: pl.DataFrame, book: api.PriceBook) -> str:
+    used = sorted(set(priced["price_source"].drop_nulls().to_list()))
+    return "; ".join(used) if used else f"no call priced (from {book.sources})"
 
 
 def _method(ingests: pl.DataFrame, calls: pl.DataFrame, rules: str) -> Method:

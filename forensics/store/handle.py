@@ -81,6 +81,11 @@ def _open_waiting(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
                     hint="a copy cut short or a full disk can do this: load the sources "
                     "again into a new store",
                 ) from e
+            if not read_only and not path.parent.is_dir():
+                raise StoreError(
+                    f"cannot create the store {path}: the folder {path.parent} does not exist",
+                    hint="create the folder first, or give --db a path in an existing one",
+                ) from e
             raise StoreError(f"cannot open store {path}: {e}") from e
 
 
