@@ -631,7 +631,8 @@ def cost(
     by: str = "session",
     prices: PricesLike = None,
 ) -> pl.DataFrame:
-    """Billed cost by session, day, agent, model, turn or app; `call` for every call."""
+    """Billed cost by session, day, agent, model, turn or app; `call` for every call;
+    `tool` and `tool-call` for what tool results cost when sent and re-sent."""
     book = price_book(prices)
     with using(store) as s:
         scope = Scope(s, selection)
@@ -639,10 +640,12 @@ def cost(
             return scope.call_costs(book)
         if by == "tool":
             return scope.tool_costs(book)
+        if by == "tool-call":
+            return scope.tool_call_costs(book)
         if by not in COST_BY:
             raise ForensicsError(
                 f"cannot group cost by {by!r}",
-                hint="--by " + "|".join((*COST_BY, "tool", "call")),
+                hint="--by " + "|".join((*COST_BY, "tool", "tool-call", "call")),
             )
         return scope.cost(book, by)
 

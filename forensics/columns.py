@@ -857,12 +857,19 @@ COST_TOOL_CALLS = Spec(
         Column("first_send_usd_high", USD, ESTIMATED),
         Column("resend_usd_low", USD, ESTIMATED),
         Column("resend_usd_high", USD, ESTIMATED),
-        Column("sent_in_turn_usd_low", USD, ESTIMATED),
+        Column("sent_in_turn_usd_low", USD, ESTIMATED, help="every send of the result in "
+               "the turn that asked for it, the first included: the money of growth's "
+               "`resent_tokens_in_turn`"),
         Column("sent_in_turn_usd_high", USD, ESTIMATED),
         Column("unpriced_sends", I64),
         Column("price_source", S),
     ),
-    command="report incident",
+    table=("session_id", "turn", "tool_name", "function_call_id", "result_tokens_estimated",
+           "sends", "first_send_usd_low", "resend_usd_low", "sent_in_turn_usd_low",
+           "unpriced_sends"),  # fmt: skip
+    totals=("result_tokens_estimated", "sends", "first_send_usd_low", "resend_usd_low",
+            "sent_in_turn_usd_low", "unpriced_sends"),  # fmt: skip
+    command="cost --by tool-call",
 )
 
 COST_TOOLS = Spec(
@@ -936,6 +943,7 @@ ALL: tuple[Spec, ...] = (
     COST,
     COST_SHARE,
     COST_TOOLS,
+    COST_TOOL_CALLS,
     PRICES,
 )
 

@@ -383,6 +383,14 @@ def test_the_sample_is_priced_through_its_alias_and_adds_up(sample):
         "0.3"
     ) / 1_000_000
     assert top["resend_usd_low"] > 0 and top["sends"] == 5
+    # per tool call, the same money, beside growth's tokens
+    per_call = api.cost(sample, by="tool-call", prices=PRICES)
+    growth = api.growth(sample).select("function_call_id", "result_tokens_estimated")
+    joined = per_call.join(growth, on="function_call_id", suffix="_growth")
+    assert joined.height == growth.height == per_call.height
+    assert (joined["result_tokens_estimated"] == joined["result_tokens_estimated_growth"]).all()
+    for column in ("first_send_usd_low", "resend_usd_low", "resend_usd_high"):
+        assert per_call[column].sum() == tools[column].sum(), column
     # the README quotes these figures: they must be the ones computed here
     readme = (ROOT / "README.md").read_text()
     uncached = round(share["uncached input"]["share_low"])
@@ -403,7 +411,8 @@ def test_cost_on_the_command_line(sample):
     assert Decimal(day["cost_usd_low"]) == exact  # JSON keeps every digit, as text
     csv = runner.invoke(app, ["cost", "--db", str(sample), "--by", "agent", "-f", "csv"], env=env)
     assert csv.exit_code == 0 and csv.output.splitlines()[0].startswith("app_name,agent,calls")
-    for args in (["--share"], ["--by", "tool"], ["incident"], ["--by", "turn"]):
+    for args in (["--share"], ["--by", "tool"], ["incident"], ["--by", "turn"],
+                 ["--by", "tool-call"]):  # fmt: skip
         result = runner.invoke(app, ["cost", "--db", str(sample), *args], env=env)
         assert result.exit_code == 0, (args, result.output)
     refused = runner.invoke(app, ["cost", "--db", str(sample), "--share", "--by", "day"])

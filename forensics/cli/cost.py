@@ -33,6 +33,7 @@ class By(StrEnum):
     agent = "agent"
     model = "model"
     tool = "tool"
+    tool_call = "tool-call"
     turn = "turn"
     app = "app"
     call = "call"
@@ -54,8 +55,9 @@ def cost(
         typer.Option(
             "--by",
             help="session (the default), day, agent, model, turn, app; tool: what each "
-            "tool's results cost when sent and re-sent; call: every call (the default "
-            "with a SESSION_ID).",
+            "tool's results cost when sent and re-sent; tool-call: the same per tool call, "
+            "beside its estimated tokens (growth's); call: every call (the default with a "
+            "SESSION_ID).",
             case_sensitive=False,
         ),
     ] = None,
@@ -91,7 +93,7 @@ def cost(
     Example: forensics cost --share
     """
     from .. import api
-    from ..columns import COST_CALLS, COST_SHARE, COST_TOOLS, cost_spec
+    from ..columns import COST_CALLS, COST_SHARE, COST_TOOL_CALLS, COST_TOOLS, cost_spec
 
     chosen = by.value if by is not None else ("call" if session_id else "session")
     if share and by is not None:
@@ -103,7 +105,8 @@ def cost(
         emit(api.cost_share(db, picked, prices=book), fmt, COST_SHARE, note)
         return
     frame = api.cost(db, picked, by=chosen, prices=book)
-    spec = {"call": COST_CALLS, "tool": COST_TOOLS}.get(chosen) or cost_spec(chosen)
+    specs = {"call": COST_CALLS, "tool": COST_TOOLS, "tool-call": COST_TOOL_CALLS}
+    spec = specs.get(chosen) or cost_spec(chosen)
     emit(frame, fmt, spec, note)
 
 
