@@ -31,7 +31,7 @@ from .analysis.facts import RULES_VERSION
 from .analysis.stored import Facts as StoredFacts
 from .columns import COST_BY, EVENTS, FIDELITY, INGEST_SKIPS, INGESTS, SESSIONS
 from .cost import billed
-from .cost.prices import PriceBook, read_overrides
+from .cost.prices import PriceBook, parse_overrides, read_overrides
 from .engines.local import Refresh, refresh
 from .errors import FactsInterrupted, ForensicsError, StoreError
 from .families.adk.releases import given as given_release
@@ -42,6 +42,9 @@ from .sources.base import Source
 from .sources.files.adk_json import AdkJsonSource
 from .sources.sqlite.adk import AdkSqliteSource
 from .store import WATERMARK_OVERLAP_S, IngestResult, Store, default_db_path
+from .store.prices import forget as forget_kept_prices
+from .store.prices import keep as keep_kept_prices
+from .store.prices import kept as kept_prices
 from .store.reads import resolve_session, result_preview, stored_key
 
 if TYPE_CHECKING:
@@ -615,13 +618,39 @@ def compaction_sessions(
         return Scope(s, selection).compaction_sessions(threshold_tokens)
 
 
-def price_book(prices: PricesLike = None) -> PriceBook:
+def price_book(prices: PricesLike = None, store: StoreLike = None) -> PriceBook:
     """genai-prices' bundled, dated prices, with a user's overrides and aliases first: the
-    TOML file `prices`, else the one $FORENSICS_PRICES names (docs/cost.md)."""
+    TOML file `prices`, else the one $FORENSICS_PRICES names, else the one kept in
+    `store` (`keep_prices`; docs/cost.md)."""
     if isinstance(prices, PriceBook):
         return prices
     path = prices if prices is not None else os.environ.get(PRICES_ENV) or None
-    return PriceBook(read_overrides(Path(path)) if path is not None else None)
+    if path is not None:
+        return PriceBook(read_overrides(Path(path)))
+    if store is None or (not isinstance(store, Store) and not Path(store).exists()):
+        return PriceBook()
+    with using(store) as s:
+        found = kept_prices(s)
+    if found is None:
+        return PriceBook()
+    text, name, when = found
+    label = f"{name} (kept in {s.path} {when})"
+    return PriceBook(parse_overrides(text, Path(name), label))
+
+
+def keep_prices(store: StoreLike, path: str | Path) -> str:
+    """Keep a prices file in the store (checked first): every later cost of the store
+    uses it unless given another. Returns when it was kept."""
+    source = Path(path)
+    read_overrides(source)  # refused whole before anything is kept
+    with using(store, read_only=False) as s:
+        return keep_kept_prices(s, source.read_text(encoding="utf-8"), source.name)
+
+
+def forget_prices(store: StoreLike) -> bool:
+    """Drop the prices file the store keeps; False when it kept none."""
+    with using(store, read_only=False) as s:
+        return forget_kept_prices(s)
 
 
 def cost(
@@ -633,7 +662,7 @@ def cost(
 ) -> pl.DataFrame:
     """Billed cost by session, day, agent, model, turn or app; `call` for every call;
     `tool` and `tool-call` for what tool results cost when sent and re-sent."""
-    book = price_book(prices)
+    book = price_book(prices, store)
     with using(store) as s:
         scope = Scope(s, selection)
         if by == "call":
@@ -654,7 +683,7 @@ def cost_share(
     store: StoreLike, selection: SelectionLike = None, *, prices: PricesLike = None
 ) -> pl.DataFrame:
     """Where the money went: cache reads, cache writes, uncached input, output, tool output."""
-    book = price_book(prices)
+    book = price_book(prices, store)
     with using(store) as s:
         return Scope(s, selection).cost_share(book)
 

@@ -432,3 +432,31 @@ def test_since_and_until_take_the_calls_in_that_time(sample):
     rows = json.loads(picked.output)
     assert 0 < len(rows) < calls.height
     assert all(r["started_at"] >= since for r in rows)
+
+
+def test_a_prices_file_kept_in_the_store_prices_its_costs(sample, tmp_path):
+    db = tmp_path / "kept.duckdb"
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    assert api.cost(db)["cost_usd_low"].to_list() == [None, None, None]  # no price yet
+    table = runner.invoke(app, ["cost", "--db", str(db)])
+    total = [line for line in table.output.splitlines() if line.startswith("total")]
+    assert "0.000000" not in total[0]  # an unknown total is empty, never 0
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[price]]\nmodel = 'm'\n")
+    refused = runner.invoke(app, ["prices", "--keep", str(bad), "--db", str(db)])
+    assert refused.exit_code == 1 and "bad.toml price[0]: input_mtok is missing" in refused.output
+    kept = runner.invoke(app, ["prices", "--keep", str(PRICES), "--db", str(db)])
+    assert kept.exit_code == 0 and "kept prices.toml" in kept.output
+    assert api.cost(db)["cost_usd_low"].sum() == api.cost(sample, prices=PRICES)[
+        "cost_usd_low"
+    ].sum()
+    shown = runner.invoke(app, ["cost", "--db", str(db)])
+    assert f"overrides prices.toml (kept in {db}" in shown.output
+    # a file given on the command line comes first
+    other = tmp_path / "other.toml"
+    other.write_text('[[alias]]\nmodel = "scripted-store-model"\nprice_as = "gemini-2.5-pro"\n')
+    pro = api.cost(db, prices=other)["cost_usd_low"].sum()
+    assert pro > api.cost(db)["cost_usd_low"].sum()
+    forgot = runner.invoke(app, ["prices", "--forget", "--db", str(db)])
+    assert forgot.exit_code == 0 and "dropped" in forgot.output
+    assert api.cost(db)["cost_usd_low"].to_list() == [None, None, None]

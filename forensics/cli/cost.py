@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -98,7 +99,7 @@ def cost(
     chosen = by.value if by is not None else ("call" if session_id else "session")
     if share and by is not None:
         raise ForensicsError("--share splits the whole bill", hint="give --share or --by")
-    book = api.price_book(prices)
+    book = api.price_book(prices, db if db is not None else api.default_db_path())
     picked = selection(app_name, user, session_id, since, until)
     note = _footnote(book.sources)
     if share:
@@ -122,6 +123,17 @@ def prices(
         typer.Option("--on", help="The UTC day (2026-11-16); default: today."),
     ] = None,
     prices_file: PricesOption = None,
+    keep: Annotated[
+        Path | None,
+        typer.Option(
+            "--keep",
+            help="Keep this prices file in the store (checked first): every later cost of "
+            "the store uses it unless --prices or FORENSICS_PRICES names another.",
+        ),
+    ] = None,
+    forget: Annotated[
+        bool, typer.Option("--forget", help="Drop the prices file the store keeps.")
+    ] = False,
     db: DbOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -129,12 +141,29 @@ def prices(
 
     USD per million tokens: input, cache read, cache write (5 minutes and 1 hour),
     output; `tier_above` is the input size above which a whole request pays that tier.
+    Overrides come from --prices, else FORENSICS_PRICES, else the file the store keeps
+    (--keep), then genai-prices.
 
     Example: forensics prices gemini-2.5-pro --on 2026-11-16
     Example: forensics prices us.anthropic.claude-sonnet-4-20250514-v1:0
+    Example: forensics prices --keep contract.toml
     """
     from .. import api
     from ..columns import PRICES
+
+    store = db if db is not None else api.default_db_path()
+    if keep is not None or forget:
+        if keep is not None and forget:
+            raise ForensicsError("--keep and --forget exclude each other")
+        if not store.exists():
+            raise ForensicsError(f"no store at {store}", hint="load something first, or --db")
+        if keep is not None:
+            when = api.keep_prices(store, keep)
+            echo(f"kept {keep.name} in {store} ({when}): its costs use it from now on")
+        else:
+            had = api.forget_prices(store)
+            echo(f"{store} kept a prices file: dropped" if had else f"{store} kept no prices file")
+        return
 
     day = None
     if on is not None:
@@ -142,7 +171,7 @@ def prices(
             day = date.fromisoformat(on)
         except ValueError:
             raise ForensicsError(f"--on {on!r} is not a day", hint="e.g. --on 2026-11-16") from None
-    book = api.price_book(prices_file)
+    book = api.price_book(prices_file, store)
     names = list(models or [])
     if not names:
         names = api.stored_models(db)

@@ -172,8 +172,8 @@ def to_table(
     fine = _fine_times(df, columns)
     body = [[_cell(row[c], whole=c in WHOLE, fine=c in fine) for c in columns] for row in rows]
     if totals and rows:
-        sums = {  # money stays exact; counts are whole
-            c: df[c].sum()
+        sums = {  # money stays exact, and unknown when no row knows it; counts are whole
+            c: (df[c].sum() if df[c].null_count() < df.height else None)
             if isinstance(df.schema[c], pl.Decimal)
             else int(df[c].fill_null(0).sum())
             for c in totals

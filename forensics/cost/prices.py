@@ -259,6 +259,11 @@ class Overrides:
     path: Path
     prices: tuple[Override, ...]
     aliases: tuple[Alias, ...]
+    label: str = ""  # how outputs name the file: its path, or where the store keeps it
+
+    @property
+    def text_label(self) -> str:
+        return self.label or str(self.path)
 
 
 def _rate(entry: dict[str, Any], key: str, where: str, required: bool) -> Decimal | None:
@@ -393,6 +398,11 @@ def read_overrides(path: Path) -> Overrides:
         raise ForensicsError(f"no prices file at {path}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ForensicsError(f"cannot read the prices file {path}: {e}") from None
+    return parse_overrides(text, path)
+
+
+def parse_overrides(text: str, path: Path, label: str = "") -> Overrides:
+    """A prices file's text, checked whole; errors name `path`, its entry and field."""
     try:
         doc = tomllib.loads(text, parse_float=Decimal)  # every digit of a rate kept
     except tomllib.TOMLDecodeError as e:
@@ -410,6 +420,7 @@ def read_overrides(path: Path) -> Overrides:
         path,
         tuple(_override(e, f"{path.name} price[{i}]") for i, e in enumerate(doc.get("price", []))),
         tuple(_alias(e, f"{path.name} alias[{i}]") for i, e in enumerate(doc.get("alias", []))),
+        label,
     )
 
 
@@ -426,7 +437,7 @@ class PriceBook:
         """Every source this book can price from, for output headers."""
         names = [f"genai-prices {genai_prices_version()}"]
         if self.overrides is not None:
-            names.insert(0, f"overrides {self.overrides.path}")
+            names.insert(0, f"overrides {self.overrides.text_label}")
         return "; ".join(names)
 
     def price(self, model: str, day: date) -> Price | Unknown:

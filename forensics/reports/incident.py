@@ -192,9 +192,10 @@ def build_incident(
     prices: api.PricesLike = None,
 ) -> IncidentContext:
     """The incident report for one session (one turn of interest with `turn`), its
-    money priced with genai-prices and the overrides of `prices` (api.price_book)."""
-    book = api.price_book(prices)
+    money priced with genai-prices and the overrides of `prices` or the store's kept
+    prices file (api.price_book)."""
     with api.using(store) as opened:
+        book = api.price_book(prices, opened)
         return _build(api.Scope(opened, selection), turn, show_content, book)
 
 
