@@ -514,39 +514,33 @@ class Scope:
         """The first 2,000 characters of one tool call's stored result."""
         return result_preview(self.store, session, function_call_id)
 
+    def costing(self, book: PriceBook) -> billed.Costing:
+        """The selection's calls priced by `book` (in the selection's time, when given)."""
+        found = self.__dict__.setdefault("_costing", {})
+        if id(book) not in found:
+            window = (self.selection.since, self.selection.until)
+            found[id(book)] = (book, billed.Costing(self.facts, book, window))
+        return found[id(book)][1]
+
     def call_costs(self, book: PriceBook) -> pl.DataFrame:
         """Every model call of the selection, its usage priced at its day's rates."""
-        found = self.__dict__.setdefault("_costs", {})
-        if id(book) not in found:
-            calls = billed.call_costs(self.facts, book)
-            since, until = self.selection.since, self.selection.until
-            if since is not None or until is not None:  # the calls in that time
-                epoch = pl.col("started_at").dt.epoch("us") / 1_000_000
-                calls = calls.filter(
-                    (epoch >= since if since is not None else True)
-                    & (epoch < until if until is not None else True)
-                )
-            found[id(book)] = calls
-        return found[id(book)]
+        return self.costing(book).calls()
 
     def cost(self, book: PriceBook, by: str = "session") -> pl.DataFrame:
         """The calls' billed cost summed by session, day, agent, model, turn or app."""
-        return billed.grouped(self.call_costs(book), by)
+        return self.costing(book).grouped(by)
 
     def tool_call_costs(self, book: PriceBook) -> pl.DataFrame:
         """Per tool call: what its result cost at its first send and every re-send."""
-        found = self.__dict__.setdefault("_tool_costs", {})
-        if id(book) not in found:
-            found[id(book)] = billed.tool_call_costs(self.facts, self.call_costs(book))
-        return found[id(book)]
+        return self.costing(book).tool_calls()
 
     def tool_costs(self, book: PriceBook) -> pl.DataFrame:
         """Per tool: what its results cost at their first send and every re-send."""
-        return billed.tool_costs(self.tool_call_costs(book))
+        return self.costing(book).tools()
 
     def cost_share(self, book: PriceBook) -> pl.DataFrame:
         """The bill split: cache reads, cache writes, uncached input, output, tool output."""
-        return billed.share(self.call_costs(book), self.tool_costs(book))
+        return self.costing(book).share()
 
 
 def calls(

@@ -788,7 +788,8 @@ COST_KEYS: dict[str, tuple[Column, ...]] = {
     "day": (Column("day", pl.Date),),
     "agent": (Column("app_name", S), Column("agent", S)),
     "model": (Column("model", S), Column("provider", S), Column("price_model", S)),
-    "turn": (Column("session_id", S), Column("turn", I64), Column("invocation_id", S)),
+    "turn": (Column("session_id", S), Column("turn", I64), Column("invocation_id", S),
+             Column("app_name", S), Column("user_id", S)),  # fmt: skip
     "app": (Column("app_name", S),),
 }
 _COST_FIGURES = (
@@ -812,7 +813,8 @@ _COST_FIGURES = (
 def cost_spec(by: str) -> Spec:
     """`forensics cost --by BY`: the group's key columns, then the same figures."""
     keys = COST_KEYS[by]
-    shown = [c.name for c in keys if c.name not in ("user_id", "invocation_id", "price_model")]
+    hidden = ("user_id", "invocation_id", "price_model") + (("app_name",) if by == "turn" else ())
+    shown = [c.name for c in keys if c.name not in hidden]
     return Spec(
         "cost",
         (*keys, *_COST_FIGURES),

@@ -18,6 +18,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from .. import sql
 from ..columns import CALLS, COMPACTION_RANGES, COMPACTION_SESSIONS, GROWTH, TURNS
 from ..model import Session
 from ..provenance import Spec
@@ -128,10 +129,16 @@ class Facts:
         return fit_ratios(self.store, models)
 
     def query(
-        self, name: str, tables: dict[str, pa.Table] | None = None, **params: Any
+        self,
+        name: str,
+        tables: dict[str, pa.Table] | None = None,
+        views: dict[str, str] | None = None,
+        **params: Any,
     ) -> pl.DataFrame:
         """Run queries/`name`.sql over the selection's facts, with `scope_sessions`,
-        `scope_ratios` and `scope_constants` registered, and `tables` beside them."""
+        `scope_ratios` and `scope_constants` registered, `tables` beside them, and each
+        of `views` (name -> a query without parameters) as a temporary view: a query
+        another reads without its rows ever leaving DuckDB."""
         ratios, constants = ratio_tables(self.ratios)
         registered = {
             "scope_sessions": self.sessions,
@@ -141,9 +148,19 @@ class Facts:
         }
         for relation, table in registered.items():
             self.store.con.register(relation, table)
+        made = []
         try:
+            for view, source in (views or {}).items():
+                query = sql.load(source)
+                assert not query.params, f"{source}: a view takes no parameters"
+                # view names come from code, never from data
+                self.store.run(f"CREATE OR REPLACE TEMP VIEW {view} AS "  # noqa: S608
+                               + query.sql.strip().rstrip(";"))  # fmt: skip
+                made.append(view)
             return self.store.frame(name, **params)
         finally:
+            for view in reversed(made):
+                self.store.run(f"DROP VIEW IF EXISTS {view}")
             self.store.unregister(*registered)
 
     def _frame(self, name: str, spec: Spec, **params: Any) -> pl.DataFrame:

@@ -10,6 +10,8 @@ those rows, in exact Decimals.
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import cached_property
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
@@ -17,12 +19,10 @@ import pyarrow as pa
 from ..analysis.stored import Facts
 from ..columns import (
     COST_CALLS,
-    COST_KEYS,
     COST_SHARE,
     COST_TOOL_CALLS,
     COST_TOOLS,
     PRICES,
-    USD,
     cost_spec,
 )
 from ..errors import ForensicsError
@@ -36,6 +36,7 @@ _RATES = pa.schema(
         ("model", pa.string()),
         ("day", pa.date32()),
         ("above", pa.int64()),
+        ("next_above", pa.int64()),
         ("input", _PER_TOKEN),
         ("cache_read", _PER_TOKEN),
         ("cache_write", _PER_TOKEN),
@@ -47,6 +48,13 @@ _RATES = pa.schema(
 )
 _UNKNOWN = pa.schema([("model", pa.string()), ("day", pa.date32()), ("reason", pa.string())])
 _MODELS = pa.schema([("model", pa.string()), ("convention", pa.string())])
+_WINDOW = pa.schema([("since", pa.float64()), ("until", pa.float64())])
+# the queries the others read, as views, in the order they build on each other
+_VIEWS = {
+    "cost_calls": "cost/calls",
+    "cost_call_prices": "cost/call_prices",
+    "cost_first_sends": "cost/first_sends",
+}
 
 
 def convention(name: str) -> str:
@@ -68,179 +76,88 @@ def per_token(rate: Decimal, where: str) -> Decimal:
     return exact
 
 
-def _rate_tables(facts: Facts, book: PriceBook) -> dict[str, pa.Table]:
-    keys = facts.query("cost/keys")
-    rates: list[dict[str, object]] = []
-    unknown: list[dict[str, object]] = []
-    models: dict[str, str] = {}
-    for model, day in keys.iter_rows():
-        price = book.price(model, day)
-        if isinstance(price, Unknown):
-            unknown.append({"model": model, "day": day, "reason": price.reason})
-            models.setdefault(model, convention(model))
-            continue
-        models[model] = convention(price.price_model)
-        for tier in price.tiers:
-            rates.append(
-                {
-                    "model": model,
-                    "day": day,
-                    "above": tier.above,
-                    "input": per_token(tier.input, price.source),
-                    "cache_read": per_token(tier.cache_read, price.source),
-                    "cache_write": per_token(tier.cache_write, price.source),
-                    "output": per_token(tier.output, price.source),
-                    "source": price.source,
-                    "provider": price.provider,
-                    "price_model": price.price_model,
-                }
-            )
-    return {
-        "cost_rates": pa.Table.from_pylist(rates, schema=_RATES),
-        "cost_unknown": pa.Table.from_pylist(unknown, schema=_UNKNOWN),
-        "cost_models": pa.Table.from_pylist(
-            [{"model": m, "convention": c} for m, c in models.items()], schema=_MODELS
-        ),
-    }
-
-
-def call_costs(facts: Facts, book: PriceBook) -> pl.DataFrame:
-    """Every model call of the selection, priced (COST_CALLS)."""
-    return COST_CALLS.from_query(facts.query("cost/calls", _rate_tables(facts, book)))
-
-
-def _zero() -> pl.Expr:
-    return pl.lit(Decimal(0)).cast(USD)
-
-
 def _joined(values: pl.Expr) -> pl.Expr:
     return values.drop_nulls().unique().sort().str.join("; ")
 
 
-def grouped(calls: pl.DataFrame, by: str) -> pl.DataFrame:
-    """The calls' cost summed by `by` (columns.cost_spec)."""
-    spec = cost_spec(by)
-    keys = [c.name for c in COST_KEYS[by]]
-    source = pl.col("cost_source")
-    known = source.is_in(["priced", "range", "inferred", "estimated"]).any() | ~(
-        source == "unknown"
-    ).any()
-    frame = (
-        calls.group_by(keys, maintain_order=True)
-        .agg(
-            pl.len().alias("calls"),
-            pl.col("input_tokens").sum(),
-            pl.col("cache_read_tokens").sum(),
-            pl.col("output_tokens").sum(),
-            # calls of unknown price and none priced: no amount (never 0)
-            pl.when(known).then(pl.col("cost_usd_low").sum()),
-            pl.when(known).then(pl.col("cost_usd_high").sum()),
-            pl.when(source.n_unique() == 1).then(source.first()).otherwise(pl.lit("mixed"))
-            .alias("cost_source"),
-            (source == "priced").sum().alias("priced_calls"),
-            (source == "range").sum().alias("range_calls"),
-            (source == "inferred").sum().alias("inferred_calls"),
-            (source == "estimated").sum().alias("estimated_calls"),
-            (source == "failed").sum().alias("failed_calls"),
-            (source == "unknown").sum().alias("unknown_calls"),
-            _joined(pl.col("price_source")).alias("price_source"),
-        )
-        .sort(keys, nulls_last=True)
-    )
-    return spec.from_query(frame)
+class Costing:
+    """The selection's calls priced by one price book: every query reads the per-call
+    view (queries/cost/calls.sql) inside DuckDB; only its answers come out."""
 
-
-def _money(value: object) -> Decimal | None:
-    """A polars Decimal sum (None for no rows) as a Decimal."""
-    if value is None:
-        return None
-    assert isinstance(value, Decimal)
-    return value
-
-
-def _percent(part: Decimal | None, total: Decimal | None) -> float | None:
-    if part is None or not total:
-        return None
-    return float(round(part * 100 / total, 2))
-
-
-def share(calls: pl.DataFrame, tools: pl.DataFrame) -> pl.DataFrame:
-    """The bill split: cache reads, cache writes, uncached input, output, and the tool
-    output slice (result tokens at their first send), under each bound (COST_SHARE)."""
-    priced = calls.filter(pl.col("cost_source") != "unknown")
-    # which bound assumes every uncached input token was written: the high one, unless the
-    # write rate is below the input rate; where the two rates are equal (a list without a
-    # write surcharge, such as Gemini's) writes are no component of their own
-    surcharge = pl.col("cache_write_usd_per_mtok") != pl.col("input_usd_per_mtok")
-    low_writes = surcharge & (pl.col("written_input_usd") < pl.col("uncached_input_usd"))
-    high_writes = surcharge & ~low_writes
-    written, uncached = pl.col("written_input_usd"), pl.col("uncached_input_usd")
-    amounts = priced.select(
-        pl.col("cache_read_usd").sum().alias("reads"),
-        pl.when(low_writes).then(written).otherwise(_zero()).sum().alias("writes_low"),
-        pl.when(high_writes).then(written).otherwise(_zero()).sum().alias("writes_high"),
-        pl.when(low_writes).then(_zero()).otherwise(uncached).sum().alias("uncached_low"),
-        pl.when(high_writes).then(_zero()).otherwise(uncached).sum().alias("uncached_high"),
-        pl.col("output_usd").sum().alias("output_low"),
-        (pl.col("output_usd") + pl.col("output_unsure_usd")).sum().alias("output_high"),
-        pl.col("cost_usd_low").sum().alias("total_low"),
-        pl.col("cost_usd_high").sum().alias("total_high"),
-    ).row(0, named=True)
-    sums: dict[str, Decimal | None] = dict(amounts)
-    tool_low = _money(tools["first_send_usd_low"].sum()) if tools.height else Decimal(0)
-    tool_high = _money(tools["first_send_usd_high"].sum()) if tools.height else Decimal(0)
-    kinds = set(priced["cost_source"].unique().to_list())
-    unknown = calls.height - priced.height
-    if not kinds - {"failed"} and unknown:  # nothing priced: no amounts (never 0)
-        sums = dict.fromkeys(sums)
-        tool_low = tool_high = None
-    whole = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else None)
-    sources = "; ".join(sorted(set(priced["price_source"].drop_nulls().to_list()))) or None
-    rows = []
-    for component, low, high, source in (
-        ("cache reads", sums["reads"], sums["reads"], whole),
-        ("cache writes", sums["writes_low"], sums["writes_high"], whole),
-        ("uncached input", sums["uncached_low"], sums["uncached_high"], whole),
-        ("output", sums["output_low"], sums["output_high"], whole),
-        ("total", sums["total_low"], sums["total_high"], whole),
-        ("tool output, first sends (part of input)", tool_low, tool_high, "estimated"),
-        *([(f"calls of unknown price, not in the total: {unknown}", None, None, "unknown")]
-          if unknown else []),  # fmt: skip
+    def __init__(
+        self, facts: Facts, book: PriceBook, window: tuple[float | None, float | None]
     ):
-        rows.append(
-            {
-                "component": component,
-                "usd_low": low,
-                "share_low": _percent(low, sums["total_low"]),
-                "usd_high": high,
-                "share_high": _percent(high, sums["total_high"]),
-                "cost_source": source,
-                "price_source": sources if source != "unknown" else None,
-            }
-        )
-    return COST_SHARE.frame(rows)
+        self.facts = facts
+        self.book = book
+        self.window = window  # [since, until) in epoch seconds: the calls in that time
 
+    @cached_property
+    def tables(self) -> dict[str, pa.Table]:
+        """The rates of every (model, day) the calls need, and the unknown ones."""
+        keys = self.facts.query("cost/keys")
+        rates: list[dict[str, object]] = []
+        unknown: list[dict[str, object]] = []
+        models: dict[str, str] = {}
+        for model, day in keys.iter_rows():
+            price = self.book.price(model, day)
+            if isinstance(price, Unknown):
+                unknown.append({"model": model, "day": day, "reason": price.reason})
+                models.setdefault(model, convention(model))
+                continue
+            models[model] = convention(price.price_model)
+            following: list[int | None] = [t.above for t in price.tiers[1:]]
+            for tier, next_above in zip(price.tiers, [*following, None], strict=True):
+                rates.append(
+                    {
+                        "model": model,
+                        "day": day,
+                        "above": tier.above,
+                        "next_above": next_above,
+                        "input": per_token(tier.input, price.source),
+                        "cache_read": per_token(tier.cache_read, price.source),
+                        "cache_write": per_token(tier.cache_write, price.source),
+                        "output": per_token(tier.output, price.source),
+                        "source": price.source,
+                        "provider": price.provider,
+                        "price_model": price.price_model,
+                    }
+                )
+        since, until = self.window
+        return {
+            "cost_rates": pa.Table.from_pylist(rates, schema=_RATES),
+            "cost_unknown": pa.Table.from_pylist(unknown, schema=_UNKNOWN),
+            "cost_models": pa.Table.from_pylist(
+                [{"model": m, "convention": c} for m, c in models.items()], schema=_MODELS
+            ),
+            "cost_window": pa.Table.from_pylist(
+                [{"since": since, "until": until}], schema=_WINDOW
+            ),
+        }
 
-def tool_call_costs(facts: Facts, calls: pl.DataFrame) -> pl.DataFrame:
-    """What each tool call's result cost: its first send and every later call that
-    carried it (in all, and in the turn that asked), at the rates those calls paid."""
-    priced = calls.select(
-        "app_name",
-        "user_id",
-        "session_id",
-        "call_id",
-        "call_index",
-        "invocation_id",
-        "cost_source",
-        "price_source",
-        "input_tokens",
-        "input_usd_per_mtok",
-        "cache_write_usd_per_mtok",
-        "cache_read_usd",
-        "uncached_input_usd",
-        "written_input_usd",
-    ).to_arrow()
-    return COST_TOOL_CALLS.from_query(facts.query("cost/tool_calls", {"cost_calls": priced}))
+    def _query(self, name: str, **params: object) -> pl.DataFrame:
+        return self.facts.query(name, self.tables, _VIEWS, **params)
+
+    def calls(self) -> pl.DataFrame:
+        """Every model call of the selection, priced (COST_CALLS)."""
+        return COST_CALLS.from_query(self._query("cost/calls"))
+
+    def grouped(self, by: str) -> pl.DataFrame:
+        """The calls' cost summed by `by` (columns.cost_spec)."""
+        return cost_spec(by).from_query(self._query("cost/grouped", by=by))
+
+    def tool_calls(self) -> pl.DataFrame:
+        """What each tool call's result cost: its first send and every later call that
+        carried it (in all, and in the turn that asked), at the rates those calls paid."""
+        return COST_TOOL_CALLS.from_query(self._query("cost/tool_calls"))
+
+    def tools(self) -> pl.DataFrame:
+        """Per tool: its calls' results and what sending them cost (COST_TOOLS)."""
+        return tool_costs(self.tool_calls())
+
+    def share(self) -> pl.DataFrame:
+        """The bill split: cache reads, cache writes, uncached input, output, and the tool
+        output slice (result tokens at their first send), under each bound (COST_SHARE)."""
+        return share(self._query("cost/share").row(0, named=True))
 
 
 def tool_costs(tool_calls: pl.DataFrame) -> pl.DataFrame:
@@ -269,6 +186,54 @@ def tool_costs(tool_calls: pl.DataFrame) -> pl.DataFrame:
         )
     )
     return COST_TOOLS.from_query(frame)
+
+
+def _percent(part: Decimal | None, total: Decimal | None) -> float | None:
+    if part is None or not total:
+        return None
+    return float(round(part * 100 / total, 2))
+
+
+def share(sums: dict[str, Any]) -> pl.DataFrame:
+    """The rows of `cost --share` from queries/cost/share.sql's one row of sums."""
+    unknown = sums["unknown_calls"]
+    amounts: dict[str, Any] = dict(sums)
+    if not sums["billed_calls"] and unknown:  # nothing priced: no amounts (never 0)
+        amounts = dict.fromkeys(sums)
+    whole, sources = sums["cost_source"], sums["price_source"]
+    rows = []
+    for component, low, high, source in (
+        ("cache reads", "reads", "reads", whole),
+        ("cache writes", "writes_low", "writes_high", whole),
+        ("uncached input", "uncached_low", "uncached_high", whole),
+        ("output", "output_low", "output_high", whole),
+        ("total", "total_low", "total_high", whole),
+        ("tool output, first sends (part of input)", "tool_low", "tool_high", "estimated"),
+    ):
+        rows.append(
+            {
+                "component": component,
+                "usd_low": amounts[low],
+                "share_low": _percent(amounts[low], amounts["total_low"]),
+                "usd_high": amounts[high],
+                "share_high": _percent(amounts[high], amounts["total_high"]),
+                "cost_source": source,
+                "price_source": sources,
+            }
+        )
+    if unknown:
+        rows.append(
+            {
+                "component": f"calls of unknown price, not in the total: {unknown}",
+                "usd_low": None,
+                "share_low": None,
+                "usd_high": None,
+                "share_high": None,
+                "cost_source": "unknown",
+                "price_source": None,
+            }
+        )
+    return COST_SHARE.frame(rows)
 
 
 def price_list(book: PriceBook, models: list[str], day: object) -> pl.DataFrame:

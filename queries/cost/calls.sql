@@ -1,5 +1,5 @@
 -- name: calls
--- Per model call of the sessions in `scope_sessions` (a failed request without usage is not billed; a summarizer without a model is priced as its session's main model): its usage as the provider bills it (the convention `cost_models` names for its model) and its cost at the rates of `cost_rates` (USD per token, by model and UTC day; the highest tier its input exceeds), with no cache writes and with every uncached input token written.
+-- Per model call of the sessions in `scope_sessions`, in the time of `cost_window` (a failed request without usage is not billed; a summarizer without a model is priced as its session's main model): its usage as the provider bills it (the convention `cost_models` names for its model) and its cost at the rates of `cost_rates` (USD per token, by model and UTC day; the highest tier its input exceeds), with no cache writes and with every uncached input token written.
 -- params: (none)
 WITH usage AS (
     SELECT c.app_name, c.user_id, c.session_id, c.call_id, c.call_index, c.turn,
@@ -22,6 +22,8 @@ WITH usage AS (
         ON e.app_name = c.app_name AND e.user_id = c.user_id
        AND e.session_id = c.session_id AND e.event_id = c.call_id
     JOIN scope_ratios AS r ON r.model = c.model
+    WHERE c.epoch >= coalesce((SELECT since FROM cost_window), '-infinity'::DOUBLE)
+      AND c.epoch < coalesce((SELECT until FROM cost_window), 'infinity'::DOUBLE)
 ), billed AS (
     SELECT u.*, coalesce(m.convention, 'other') AS convention,
            CASE WHEN u.prompt_tokens IS NULL AND u.kind = 'failed' THEN 0
@@ -45,11 +47,11 @@ WITH usage AS (
            r.cache_write AS rate_write, r.output AS rate_output,
            r.source AS price_source, r.provider, r.price_model, x.reason AS unknown_reason
     FROM capped AS b
-    LEFT JOIN cost_rates AS r
-        ON r.model = b.model AND r.day = b.day AND (r.above = 0 OR b.input_tokens > r.above)
+    LEFT JOIN cost_rates AS r  -- the one tier the input reaches (above < input <= next)
+        ON r.model = b.model AND r.day = b.day
+       AND (r.above = 0 OR b.input_tokens > r.above)
+       AND (r.next_above IS NULL OR b.input_tokens <= r.next_above)
     LEFT JOIN cost_unknown AS x ON x.model = b.model AND x.day = b.day
-    QUALIFY row_number() OVER (PARTITION BY b.app_name, b.user_id, b.session_id, b.call_id
-                               ORDER BY r.above DESC NULLS LAST) = 1
 ), amounts AS (
     SELECT *,
            cache_read_tokens * rate_read AS cache_read_usd,
