@@ -744,6 +744,9 @@ COST_CALLS = Spec(
         Column("input_tokens", I64, "measured (estimated where cost_source is estimated)"),
         Column("cache_read_tokens", I64, MEASURED),
         Column("output_tokens", I64, MEASURED),
+        Column("input_tokens_unsure", I64, MEASURED, help="a Claude call stored by ADK "
+               "before 2.7: its cache reads, which that release's native path left out of "
+               "the prompt count and LiteLLM's left in; the high bound reads them beside it"),
         Column("output_tokens_unsure", I64, MEASURED, help="a Claude call's thoughts: "
                "billed output under ADK's native path, already inside candidates under "
                "LiteLLM's; counted in the high bound only"),
@@ -751,13 +754,19 @@ COST_CALLS = Spec(
         Column("cache_read_usd_per_mtok", USD, PRICED),
         Column("cache_write_usd_per_mtok", USD, PRICED),
         Column("output_usd_per_mtok", USD, PRICED),
-        Column("cache_read_usd", USD, PRICED),
-        Column("uncached_input_usd", USD, PRICED, help="input not read from the cache, at "
-               "the input rate (no cache writes)"),
-        Column("written_input_usd", USD, PRICED, help="the same input at the cache write "
-               "rate (all of it written): the high bound's input"),
-        Column("output_usd", USD, PRICED),
-        Column("output_unsure_usd", USD, PRICED),
+        Column("cache_read_usd_low", USD, PRICED, help="the low bound's parts, which add "
+               "up to it: cache reads; uncached input at the input rate; cache writes (where "
+               "writing is cheaper than not); output"),
+        Column("uncached_input_usd_low", USD, PRICED),
+        Column("cache_write_usd_low", USD, PRICED),
+        Column("output_usd_low", USD, PRICED),
+        Column("cache_read_usd_high", USD, PRICED, help="the high bound's parts: the same, "
+               "with every uncached input token written where writing costs more, and a "
+               "Claude call's thinking in its output"),
+        Column("uncached_input_usd_high", USD, PRICED),
+        Column("cache_write_usd_high", USD, PRICED),
+        Column("output_usd_high", USD, PRICED),
+        Column("request_usd", USD, PRICED, help="a fee per request where the price has one"),
         _LOW,
         _HIGH,
         Column("cost_source", S, help=_COST_SOURCE),

@@ -40,7 +40,11 @@ def _call(n: int, t: float, model: str, **usage: int) -> dict:
     }  # fmt: skip
 
 
-def _store(tmp_path: Path, sessions: dict[str, tuple[float, str, list[dict[str, int]]]]) -> Path:
+def _store(
+    tmp_path: Path,
+    sessions: dict[str, tuple[float, str, list[dict[str, int]]]],
+    adk_version: str | None = None,
+) -> Path:
     """One store of sessions: id -> (start, model, one usage per call)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     files = []
@@ -54,7 +58,7 @@ def _store(tmp_path: Path, sessions: dict[str, tuple[float, str, list[dict[str, 
                                     "events": events}))  # fmt: skip
         files.append(path)
     db = tmp_path / "f.duckdb"
-    api.ingest_json(db, files)
+    api.ingest_json(db, files, adk_version=adk_version)
     return db
 
 
@@ -460,3 +464,105 @@ def test_a_prices_file_kept_in_the_store_prices_its_costs(sample, tmp_path):
     forgot = runner.invoke(app, ["prices", "--forget", "--db", str(db)])
     assert forgot.exit_code == 0 and "dropped" in forgot.output
     assert api.cost(db)["cost_usd_low"].to_list() == [None, None, None]
+
+
+# ---------------------------------------------------------------------------
+# What a review found: each case priced as genai-prices (or the file) bills it
+# ---------------------------------------------------------------------------
+
+
+def test_a_claude_call_of_adk_before_2_7_may_have_its_reads_beside_the_prompt(tmp_path):
+    model, at = "claude-sonnet-4-5", 1_789_992_001.0
+    usage = {"prompt_token_count": 500, "cached_content_token_count": 8_000,
+             "candidates_token_count": 100}  # fmt: skip
+    old = api.cost(_store(tmp_path / "old", {"s": (at - 1, model, [usage])}, "2.6.0"),
+                   by="call").row(0, named=True)  # fmt: skip
+    # LiteLLM's reading (reads inside the prompt) against 2.6's native one (the prompt
+    # is the uncached input, the reads beside it, every uncached token written at most)
+    assert old["cost_source"] == "range" and old["input_tokens_unsure"] == 8_000
+    assert old["cost_usd_low"] == _oracle(model, at, "anthropic", input_tokens=500,
+                                          cache_read_tokens=500, output_tokens=100)
+    assert old["cost_usd_high"] == _oracle(model, at, "anthropic", input_tokens=8_500,
+                                           cache_read_tokens=8_000, cache_write_tokens=500,
+                                           output_tokens=100)  # fmt: skip
+    new = api.cost(_store(tmp_path / "new", {"s": (at - 1, model, [usage])}, "2.13.0"),
+                   by="call").row(0, named=True)  # fmt: skip
+    assert new["input_tokens_unsure"] == 0 and new["cost_usd_high"] < old["cost_usd_high"]
+
+
+def test_gemini_through_litellm_counts_its_thinking_once(tmp_path):
+    usage = {"prompt_token_count": 4_000, "cached_content_token_count": 3_000,
+             "candidates_token_count": 300, "thoughts_token_count": 200}  # fmt: skip
+    db = _store(tmp_path, {"s": (MAR_12, "gemini/gemini-2.5-flash", [usage])})
+    row = api.cost(db, by="call").row(0, named=True)
+    assert row["usage_convention"] == "other" and row["output_tokens"] == 300
+    assert row["cost_usd_low"] == row["cost_usd_high"] == _oracle(
+        "gemini-2.5-flash", MAR_12 + 1, "google", input_tokens=4_000,
+        cache_read_tokens=3_000, output_tokens=300)  # fmt: skip
+
+
+def test_a_request_fee_is_billed_once_per_call(tmp_path):
+    db = _store(tmp_path, {"s": (MAR_12, "perplexity/sonar", [
+        {"prompt_token_count": 1_000, "candidates_token_count": 10}])})  # fmt: skip
+    row = api.cost(db, by="call").row(0, named=True)
+    assert row["request_usd"] > 0
+    assert row["cost_usd_low"] == _oracle("sonar", MAR_12 + 1, "perplexity", input_tokens=1_000,
+                                          output_tokens=10)  # fmt: skip
+
+
+def test_a_tier_derives_the_cache_rates_its_base_derived(tmp_path):
+    prices = tmp_path / "p.toml"
+    prices.write_text("[[price]]\nmodel = 'house'\ninput_mtok = 2\noutput_mtok = 8\n"
+                      "[[price.tier]]\nabove = 200000\ninput_mtok = 4\noutput_mtok = 12\n")
+    db = _store(tmp_path, {"s": (MAR_12, "house", [
+        {"prompt_token_count": 300_000, "cached_content_token_count": 100_000,
+         "candidates_token_count": 10}])})  # fmt: skip
+    row = api.cost(db, by="call", prices=prices).row(0, named=True)
+    # no cache rates given: reads and writes at the tier's own input rate, one figure
+    assert row["cost_usd_low"] == row["cost_usd_high"] == Decimal("1.20012")
+    assert row["cost_source"] == "priced"
+
+
+def test_the_share_adds_up_under_each_bound_when_writes_are_cheaper(tmp_path):
+    prices = tmp_path / "p.toml"
+    prices.write_text("[[price]]\nmodel = 'claude-house'\ninput_mtok = 4\n"
+                      "cache_write_mtok = 1\noutput_mtok = 10\n")
+    db = _store(tmp_path, {"s": (MAR_12, "claude-house", [
+        {"prompt_token_count": 1_000, "candidates_token_count": 10,
+         "thoughts_token_count": 1_000}])})  # fmt: skip
+    row = api.cost(db, by="call", prices=prices).row(0, named=True)
+    # low: everything written at 1 and the thinking inside candidates; high: nothing
+    # written (4) and the thinking added: the true bounds, not two whole scenarios
+    assert row["cost_usd_low"] == Decimal("0.001") + Decimal("0.0001")
+    assert row["cost_usd_high"] == Decimal("0.004") + Decimal("0.0101")
+    share = {r["component"]: r for r in api.cost_share(db, prices=prices).iter_rows(named=True)}
+    parts = ("cache reads", "cache writes", "uncached input", "output", "request fees")
+    for bound in ("usd_low", "usd_high"):
+        assert sum(share[p][bound] for p in parts) == share["total"][bound], bound
+
+
+@pytest.mark.parametrize(
+    ("rate", "message"),
+    [("1e22", "is above 1,000,000,000 USD"), ("0.0000000000001", "more than 12 decimal")],
+)
+def test_a_rate_that_is_no_price_is_refused_before_it_is_kept(tmp_path, rate, message):
+    db = _store(tmp_path, {"s": (MAR_12, "m", [{"prompt_token_count": 10}])})
+    prices = tmp_path / "p.toml"
+    prices.write_text(f"[[price]]\nmodel = 'm'\ninput_mtok = '{rate}'\noutput_mtok = 1\n")
+    for args in (["cost", "--prices", str(prices)], ["prices", "--keep", str(prices)]):
+        result = runner.invoke(app, [*args, "--db", str(db)])
+        assert result.exit_code == 1 and "p.toml price[0]: input_mtok" in result.output
+        assert message in result.output, result.output
+
+
+def test_tool_money_without_a_price_is_unknown_not_zero(sample):
+    tools = api.cost(sample, by="tool")  # the scripted model has no list price
+    # the one result sent only in the refused request: not billed, 0; every other tool
+    # had a send of no price: unknown, never a part shown as the whole
+    billed = tools.filter(pl.col("cost_usd_high").is_not_null())
+    assert billed["tool_name"].to_list() == ["get_return_history"]
+    assert billed["cost_usd_high"].to_list() == [0] and billed["unpriced_sends"][0] == 0
+    assert (tools.filter(pl.col("cost_usd_high").is_null())["unpriced_sends"] > 0).all()
+    per_call = api.cost(sample, by="tool-call")
+    known = per_call.filter(pl.col("sent_in_turn_usd_low").is_not_null())
+    assert known["tool_name"].to_list() == ["get_return_history"]

@@ -218,3 +218,16 @@ def test_a_long_session_charts_its_largest_turns_and_the_failed_one():
     chosen = _charted_turns(turns, list(range(1, 41)))
     assert chosen == [3, *range(41 - MAX_CHARTS, 41)]  # the largest, then the failed turn
     assert _charted_turns(turns, [5, 2, 9]) == [2, 5, 9]  # few turns: every one
+
+
+def test_a_turn_cost_with_unpriced_calls_says_so_and_is_not_marked_priced():
+    from decimal import Decimal
+
+    from forensics.reports.incident import _cost_cell
+
+    row = {"cost_usd_low": Decimal("0.00065"), "cost_usd_high": Decimal("0.00065"),
+           "cost_source": "mixed", "priced_calls": 2, "unknown_calls": 1,
+           "estimated_calls": 0, "inferred_calls": 0}  # fmt: skip
+    cell = _cost_cell(row)
+    assert cell.text == "$0.000650 + 1 unpriced" and cell.provenance == "estimated"
+    assert _cost_cell({**row, "unknown_calls": 0}).provenance == "priced"

@@ -106,7 +106,8 @@ PricesOption = Annotated[
     typer.Option(
         "--prices",
         help="A TOML file of dated rates and aliases that take precedence over genai-prices "
-        "(docs/cost.md); default: the file $FORENSICS_PRICES names.",
+        "(docs/cost.md); default: the file $FORENSICS_PRICES names, else the one the store "
+        "keeps (`forensics prices --keep`).",
     ),
 ]
 SessionArg = Annotated[str, typer.Argument(help="The session id (see `forensics sessions`).")]

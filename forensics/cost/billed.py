@@ -41,6 +41,7 @@ _RATES = pa.schema(
         ("cache_read", _PER_TOKEN),
         ("cache_write", _PER_TOKEN),
         ("output", _PER_TOKEN),
+        ("request", _PER_TOKEN),  # USD per request: a fee per call
         ("source", pa.string()),
         ("provider", pa.string()),
         ("price_model", pa.string()),
@@ -57,22 +58,31 @@ _VIEWS = {
 }
 
 
-def convention(name: str) -> str:
-    """How a model's usage is read: by the family its (priced) name belongs to."""
-    low = route(name)[1].lower()
-    if "gemini" in low:
-        return "gemini"
-    if "claude" in low:
+def convention(recorded: str, priced: str | None = None) -> str:
+    """How a call's usage is read: `claude` for Claude on any path; `gemini` for ADK's
+    own Gemini client; `other` for the rest, Gemini through LiteLLM included (a
+    `gemini/...`-style name: LiteLLM's completion count already holds the thinking).
+    `priced` is the model the price list prices (an alias names another)."""
+    low = recorded.strip().lower()
+    through_litellm = "/" in low and not ("/models/" in low or low.startswith("models/"))
+    name = route(recorded if through_litellm or priced is None else priced)[1].lower()
+    if "claude" in name:
         return "claude"
+    if "gemini" in name and not through_litellm:
+        return "gemini"
     return "other"
 
 
-def per_token(rate: Decimal, where: str) -> Decimal:
-    """A USD-per-MTok rate as USD per token, exactly (or an error naming the rate)."""
-    value = rate / PER_TOKEN
-    exact = value.quantize(_SCALE)
+def per_token(rate: Decimal, where: str, per: Decimal = PER_TOKEN) -> Decimal:
+    """A USD-per-MTok rate as USD per token (per=1000: a fee per 1,000 requests as USD per
+    request), exactly, or an error naming the rate."""
+    value = rate / per
+    try:
+        exact = value.quantize(_SCALE)
+    except ArithmeticError:
+        exact = None
     if exact != value:
-        raise ForensicsError(f"{where}: the rate {rate} has more than 12 decimal places")
+        raise ForensicsError(f"{where}: the rate {rate} is not a price to 12 decimal places")
     return exact
 
 
@@ -104,7 +114,7 @@ class Costing:
                 unknown.append({"model": model, "day": day, "reason": price.reason})
                 models.setdefault(model, convention(model))
                 continue
-            models[model] = convention(price.price_model)
+            models[model] = convention(model, price.price_model)
             following: list[int | None] = [t.above for t in price.tiers[1:]]
             for tier, next_above in zip(price.tiers, [*following, None], strict=True):
                 rates.append(
@@ -117,6 +127,7 @@ class Costing:
                         "cache_read": per_token(tier.cache_read, price.source),
                         "cache_write": per_token(tier.cache_write, price.source),
                         "output": per_token(tier.output, price.source),
+                        "request": per_token(tier.requests_k, price.source, Decimal(1000)),
                         "source": price.source,
                         "provider": price.provider,
                         "price_model": price.price_model,
@@ -160,22 +171,34 @@ class Costing:
         return share(self._query("cost/share").row(0, named=True))
 
 
+def _known_sum(column: str) -> pl.Expr:
+    """A sum that is unknown (null) when any of its values is: never a part as the whole."""
+    expr = pl.col(column)
+    return pl.when(expr.is_not_null().all()).then(expr.sum())
+
+
 def tool_costs(tool_calls: pl.DataFrame) -> pl.DataFrame:
     """Per tool: its calls' results and what sending them cost (COST_TOOLS)."""
+    low = pl.sum_horizontal("first_send_usd_low", "resend_usd_low")
+    high = pl.sum_horizontal("first_send_usd_high", "resend_usd_high")
+    known_low = (
+        pl.col("first_send_usd_low").is_not_null() & pl.col("resend_usd_low").is_not_null()
+    )
+    known_high = (
+        pl.col("first_send_usd_high").is_not_null() & pl.col("resend_usd_high").is_not_null()
+    )
     frame = (
-        tool_calls.group_by("app_name", "tool_name")
+        tool_calls.with_columns(
+            pl.when(known_low).then(low).alias("cost_usd_low"),
+            pl.when(known_high).then(high).alias("cost_usd_high"),
+        )
+        .group_by("app_name", "tool_name")
         .agg(
             pl.len().alias("results"),
             pl.col("result_tokens_estimated").sum(),
             pl.col("sends").sum(),
-            pl.col("first_send_usd_low").sum(),
-            pl.col("first_send_usd_high").sum(),
-            pl.col("resend_usd_low").sum(),
-            pl.col("resend_usd_high").sum(),
-            (pl.col("first_send_usd_low") + pl.col("resend_usd_low")).sum().alias("cost_usd_low"),
-            (pl.col("first_send_usd_high") + pl.col("resend_usd_high"))
-            .sum()
-            .alias("cost_usd_high"),
+            *(_known_sum(c).alias(c) for c in ("first_send_usd_low", "first_send_usd_high",
+              "resend_usd_low", "resend_usd_high", "cost_usd_low", "cost_usd_high")),  # fmt: skip
             pl.col("unpriced_sends").sum(),
             _joined(pl.col("price_source").str.split("; ").explode()).alias("price_source"),
         )
@@ -195,28 +218,32 @@ def _percent(part: Decimal | None, total: Decimal | None) -> float | None:
 
 
 def share(sums: dict[str, Any]) -> pl.DataFrame:
-    """The rows of `cost --share` from queries/cost/share.sql's one row of sums."""
+    """The rows of `cost --share` from queries/cost/share.sql's one row of sums: each
+    bound's components add up to its total."""
     unknown = sums["unknown_calls"]
     amounts: dict[str, Any] = dict(sums)
+    whole, sources = sums["cost_source"], sums["price_source"]
     if not sums["billed_calls"] and unknown:  # nothing priced: no amounts (never 0)
         amounts = dict.fromkeys(sums)
-    whole, sources = sums["cost_source"], sums["price_source"]
+        whole = "unknown"
     rows = []
-    for component, low, high, source in (
-        ("cache reads", "reads", "reads", whole),
-        ("cache writes", "writes_low", "writes_high", whole),
-        ("uncached input", "uncached_low", "uncached_high", whole),
-        ("output", "output_low", "output_high", whole),
-        ("total", "total_low", "total_high", whole),
-        ("tool output, first sends (part of input)", "tool_low", "tool_high", "estimated"),
+    for component, key, source in (
+        ("cache reads", "reads", whole),
+        ("cache writes", "writes", whole),
+        ("uncached input", "uncached", whole),
+        ("output", "output", whole),
+        ("request fees", "requests", whole),
+        ("total", "total", whole),
+        ("tool output, first sends (part of input)", "tool", "estimated"),
     ):
+        low, high = amounts[f"{key}_low"], amounts[f"{key}_high"]
         rows.append(
             {
                 "component": component,
-                "usd_low": amounts[low],
-                "share_low": _percent(amounts[low], amounts["total_low"]),
-                "usd_high": amounts[high],
-                "share_high": _percent(amounts[high], amounts["total_high"]),
+                "usd_low": low,
+                "share_low": _percent(low, amounts["total_low"]),
+                "usd_high": high,
+                "share_high": _percent(high, amounts["total_high"]),
                 "cost_source": source,
                 "price_source": sources,
             }

@@ -25,8 +25,11 @@ from typing import Any
 from ..errors import ForensicsError
 
 RATES = ("input", "cache_read", "cache_write", "cache_write_1h", "output")
-# genai-prices' price keys for the rates above, in the same order
+# genai-prices' price keys for the rates above, in the same order; and its request fee
 _KEYS = ("input_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok", "output_mtok")
+_REQUESTS = "requests_kcount"  # USD per 1,000 requests
+PLACES = 12  # a rate per MTok has at most this many decimal places: exact per token
+MAX_RATE = Decimal(10) ** 9  # USD per MTok: anything above is a typo, not a price
 # LiteLLM's provider prefixes (model names such as `bedrock/...`) -> genai-prices' ids
 _PREFIXES = {
     "anthropic": "anthropic",
@@ -47,6 +50,7 @@ _PREFIXES = {
     "together_ai": "together",
     "fireworks_ai": "fireworks",
     "openrouter": "openrouter",
+    "perplexity": "perplexity",
 }
 # a Bedrock model id: an optional region or profile prefix, then the vendor
 _BEDROCK = re.compile(
@@ -69,6 +73,7 @@ class Tier:
     cache_write: Decimal
     cache_write_1h: Decimal
     output: Decimal
+    requests_k: Decimal = Decimal(0)  # USD per 1,000 requests (a fee per call)
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,7 @@ def _tiers_of(model_price: Any) -> tuple[Tier, ...] | str:
             return rate
         return _decimal(value)
 
+    requests_k = _decimal(getattr(model_price, _REQUESTS, None)) or Decimal(0)
     tiers = []
     for above in starts:
         rate_input = at("input_mtok", above) or Decimal(0)
@@ -172,6 +178,7 @@ def _tiers_of(model_price: Any) -> tuple[Tier, ...] | str:
                 write,
                 write if write_1h is None else write_1h,
                 Decimal(0) if output is None else output,
+                requests_k,
             )
         )
     return tuple(tiers)
@@ -280,6 +287,10 @@ def _rate(entry: dict[str, Any], key: str, where: str, required: bool) -> Decima
         raise ForensicsError(f"{where}: {key} {value!r} is not a number") from None
     if not rate.is_finite() or rate < 0:
         raise ForensicsError(f"{where}: {key} {value!r} is not a price (a number >= 0)")
+    if rate > MAX_RATE:
+        raise ForensicsError(f"{where}: {key} {value!r} is above {MAX_RATE:,} USD: not a price")
+    if rate != rate.quantize(Decimal(10) ** -PLACES):
+        raise ForensicsError(f"{where}: {key} {value!r} has more than {PLACES} decimal places")
     return rate
 
 
@@ -306,10 +317,27 @@ def _day(entry: dict[str, Any], key: str, where: str) -> date | None:
     return value
 
 
-_PRICE_FIELDS = {"model", "provider", "since", "until", "note", "tier"} | {
+_PRICE_FIELDS = {"model", "provider", "since", "until", "note", "tier", _REQUESTS} | {
     f"{r}_mtok" for r in RATES
 }
-_TIER_FIELDS = {"above"} | {f"{r}_mtok" for r in RATES}
+_TIER_FIELDS = {"above", _REQUESTS} | {f"{r}_mtok" for r in RATES}
+
+
+def _tier(above: int, rates: dict[str, Decimal | None], requests_k: Decimal) -> Tier:
+    """A tier from the rates a file gives; a missing one falls back as genai-prices
+    bills it (a cache read or write at the input rate, a 1h write at the 5m one)."""
+    rate_input, output = rates["input"], rates["output"]
+    assert rate_input is not None and output is not None
+    write = rates["cache_write"] if rates["cache_write"] is not None else rate_input
+    return Tier(
+        above,
+        rate_input,
+        rates["cache_read"] if rates["cache_read"] is not None else rate_input,
+        write,
+        rates["cache_write_1h"] if rates["cache_write_1h"] is not None else write,
+        output,
+        requests_k,
+    )
 
 
 def _override(entry: Any, where: str) -> Override:
@@ -323,18 +351,9 @@ def _override(entry: Any, where: str) -> Override:
         )
     model = _text(entry, "model", where, required=True)
     assert model is not None
-    rates = {r: _rate(entry, f"{r}_mtok", where, r in ("input", "output")) for r in RATES}
-    base_input, base_output = rates["input"], rates["output"]
-    assert base_input is not None and base_output is not None
-    write = rates["cache_write"] if rates["cache_write"] is not None else base_input
-    base = Tier(
-        0,
-        base_input,
-        rates["cache_read"] if rates["cache_read"] is not None else base_input,
-        write,
-        rates["cache_write_1h"] if rates["cache_write_1h"] is not None else write,
-        base_output,
-    )
+    given = {r: _rate(entry, f"{r}_mtok", where, r in ("input", "output")) for r in RATES}
+    requests_k = _rate(entry, _REQUESTS, where, False) or Decimal(0)
+    base = _tier(0, given, requests_k)
     tiers = [base]
     raw_tiers = entry.get("tier", [])
     if not isinstance(raw_tiers, list):
@@ -352,10 +371,14 @@ def _override(entry: Any, where: str) -> Override:
                 f"{tier_where}: above must be a whole number of input tokens, larger than "
                 f"the tier before ({tiers[-1].above})"
             )
-        given = {r: _rate(raw, f"{r}_mtok", tier_where, False) for r in RATES}
-        tiers.append(
-            replace(base, above=above, **{r: v for r, v in given.items() if v is not None})
-        )
+        # a rate the tier leaves out is the base's as given; where the base derived it
+        # (a cache rate from the input rate), it is derived from the tier's own rates
+        rates = dict(given)
+        for r, v in ((r, _rate(raw, f"{r}_mtok", tier_where, False)) for r in RATES):
+            if v is not None:
+                rates[r] = v
+        tier_requests = _rate(raw, _REQUESTS, tier_where, False)
+        tiers.append(_tier(above, rates, requests_k if tier_requests is None else tier_requests))
     since, until = _day(entry, "since", where), _day(entry, "until", where)
     if since and until and until <= since:
         raise ForensicsError(f"{where}: until ({until}) must be after since ({since})")

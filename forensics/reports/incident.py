@@ -42,11 +42,13 @@ def usd(low: Decimal | None, high: Decimal | None = None) -> str:
     return f"{one(low)}–{one(high)}"
 
 
-def cost_kind(source: str | None) -> str | None:
-    """The figure class of a cost: priced (a range is priced too), else its weakest part."""
-    return {"estimated": ESTIMATED, "inferred": INFERRED, "unknown": None}.get(
-        source or "unknown", PRICED
-    )
+def cost_kind(row: dict[str, Any]) -> str | None:
+    """The figure class of a group's cost: its weakest part (a range is priced)."""
+    if row.get("estimated_calls") or row.get("unknown_calls"):
+        return ESTIMATED
+    if row.get("inferred_calls"):
+        return INFERRED
+    return None if row.get("cost_source") == "unknown" else PRICED
 
 
 def seconds(value: float | None) -> str:
@@ -268,7 +270,9 @@ def _cost_cell(row: dict[str, Any] | None, low: str = "cost_usd_low",
                high: str = "cost_usd_high", kind: str | None = None) -> Cell:  # fmt: skip
     if row is None or row[low] is None:
         return Cell("—")
-    return Cell(usd(row[low], row[high]), kind or cost_kind(row.get("cost_source")))
+    missing = row.get("unknown_calls") or 0
+    text = usd(row[low], row[high]) + (f" + {missing} unpriced" if missing else "")
+    return Cell(text, kind or cost_kind(row))
 
 
 def _turn_row(r: dict[str, Any], cost: dict[str, Any] | None = None) -> TurnRow:

@@ -1,5 +1,5 @@
 -- name: calls
--- Per model call of the sessions in `scope_sessions`, in the time of `cost_window` (a failed request without usage is not billed; a summarizer without a model is priced as its session's main model): its usage as the provider bills it (the convention `cost_models` names for its model) and its cost at the rates of `cost_rates` (USD per token, by model and UTC day; the highest tier its input exceeds), with no cache writes and with every uncached input token written.
+-- Per model call of the sessions in `scope_sessions`, in the time of `cost_window` (a failed request without usage is not billed; a summarizer without a model is priced as its session's main model): its usage as the provider bills it (the convention `cost_models` names for its model), and its cost at the rates of `cost_rates` (USD per token, by model and UTC day; the one tier its input reaches) under a low and a high bound, each split into cache reads, uncached input, cache writes, output and request fees that sum to it.
 -- params: (none)
 WITH usage AS (
     SELECT c.app_name, c.user_id, c.session_id, c.call_id, c.call_index, c.turn,
@@ -9,12 +9,18 @@ WITH usage AS (
                AS model,
            c.model_version IS NULL AND c.kind = 'summarizer' AND s.main_model <> ''
                AS model_inferred,
+           -- ADK before 2.7 stored only a native Claude call's uncached input as its prompt
+           regexp_matches(s.rules, 'google-adk (0|1|2\.[0-6])\.') AS before_2_7,
            CAST(make_timestamp(CAST(round(c.epoch * 1000000) AS BIGINT)) AS DATE) AS day,
            c.prompt_tokens, c.cached_tokens, e.candidates_tokens, e.thoughts_tokens,
            e.tool_use_prompt_tokens,
-           CASE WHEN c.prompt_tokens IS NULL THEN CAST(round_even(
-               (c.chars_user + c.chars_model + c.chars_tool + c.chars_summary)
-               / r.chars_per_token, 0) AS BIGINT) END AS estimated_input
+           -- no usage: the window's characters over the ratio, and as the turns do, the
+           -- system instruction and tools (traced) or the agent's fitted constant
+           CASE WHEN c.prompt_tokens IS NULL THEN CAST(
+               round_even((c.chars_user + c.chars_model + c.chars_tool + c.chars_summary)
+                          / r.chars_per_token, 0)
+               + coalesce(round_even(c.system_tools_chars / r.chars_per_token, 0),
+                          round_even(k.constant, 0), 0) AS BIGINT) END AS estimated_input
     FROM fact_calls AS c
     SEMI JOIN scope_sessions AS o USING (app_name, user_id, session_id)
     JOIN fact_sessions AS s USING (app_name, user_id, session_id)
@@ -22,6 +28,8 @@ WITH usage AS (
         ON e.app_name = c.app_name AND e.user_id = c.user_id
        AND e.session_id = c.session_id AND e.event_id = c.call_id
     JOIN scope_ratios AS r ON r.model = c.model
+    LEFT JOIN scope_constants AS k
+        ON k.model = c.model AND k.app_name = c.app_name AND k.agent = coalesce(c.author, '')
     WHERE c.epoch >= coalesce((SELECT since FROM cost_window), '-infinity'::DOUBLE)
       AND c.epoch < coalesce((SELECT until FROM cost_window), 'infinity'::DOUBLE)
 ), billed AS (
@@ -36,53 +44,95 @@ WITH usage AS (
                AS output_tokens,
            -- ADK's native Claude path excludes thinking from candidates, LiteLLM's includes it
            CASE WHEN m.convention = 'claude' THEN coalesce(u.thoughts_tokens, 0) ELSE 0 END
-               AS output_tokens_unsure
+               AS output_tokens_unsure,
+           m.convention = 'claude' AND u.before_2_7 AND u.prompt_tokens IS NOT NULL
+               AS two_readings
     FROM usage AS u
     LEFT JOIN cost_models AS m USING (model)
-), capped AS (
-    SELECT *, least(coalesce(cached_tokens, 0), input_tokens) AS cache_read_tokens
+), readings AS (
+    -- one reading of the counts (LiteLLM's, or ADK's own from 2.7: reads inside the
+    -- prompt), and for a Claude call of ADK before 2.7 a second one (its native path:
+    -- the prompt is the uncached input, reads beside it)
+    SELECT *,
+           least(coalesce(cached_tokens, 0), input_tokens) AS cache_read_tokens,
+           CASE WHEN two_readings THEN coalesce(cached_tokens, 0)
+                ELSE least(coalesce(cached_tokens, 0), input_tokens) END AS read_n,
+           CASE WHEN two_readings THEN input_tokens + coalesce(cached_tokens, 0)
+                ELSE input_tokens END AS input_n
     FROM billed
 ), priced AS (
     SELECT b.*, r.above AS tier_above, r.input AS rate_input, r.cache_read AS rate_read,
-           r.cache_write AS rate_write, r.output AS rate_output,
+           r.cache_write AS rate_write, r.output AS rate_output, r.request AS rate_request,
            r.source AS price_source, r.provider, r.price_model, x.reason AS unknown_reason
-    FROM capped AS b
+    FROM readings AS b
     LEFT JOIN cost_rates AS r  -- the one tier the input reaches (above < input <= next)
         ON r.model = b.model AND r.day = b.day
        AND (r.above = 0 OR b.input_tokens > r.above)
        AND (r.next_above IS NULL OR b.input_tokens <= r.next_above)
     LEFT JOIN cost_unknown AS x ON x.model = b.model AND x.day = b.day
-), amounts AS (
+), parts AS (
+    -- per reading: its reads, and its uncached input at the input and at the write rate
+    -- (ADK stores no writes: none, or every uncached token, were written)
     SELECT *,
-           cache_read_tokens * rate_read AS cache_read_usd,
-           (input_tokens - cache_read_tokens) * rate_input AS uncached_input_usd,
-           (input_tokens - cache_read_tokens) * rate_write AS written_input_usd,
-           output_tokens * rate_output AS output_usd,
-           output_tokens_unsure * rate_output AS output_unsure_usd
+           cache_read_tokens * rate_read AS reads_l,
+           (input_tokens - cache_read_tokens) * rate_input AS unwritten_l,
+           (input_tokens - cache_read_tokens) * rate_write AS written_l,
+           read_n * rate_read AS reads_n,
+           (input_n - read_n) * rate_input AS unwritten_n,
+           (input_n - read_n) * rate_write AS written_n,
+           CASE WHEN kind = 'failed' AND prompt_tokens IS NULL THEN 0 * rate_request
+                ELSE rate_request END AS request_usd
     FROM priced
 ), bounds AS (
+    -- each bound the cheaper (dearer) reading, with writes where they cost less (more)
     SELECT *,
-           cache_read_usd + uncached_input_usd + output_usd AS no_writes_usd,
-           cache_read_usd + written_input_usd + output_usd + output_unsure_usd AS all_written_usd
-    FROM amounts
+           reads_l + least(unwritten_l, written_l) <= reads_n + least(unwritten_n, written_n)
+               AS low_l,
+           reads_l + greatest(unwritten_l, written_l)
+               >= reads_n + greatest(unwritten_n, written_n) AS high_l
+    FROM parts
+), components AS (
+    SELECT *,
+           CASE WHEN low_l THEN reads_l ELSE reads_n END AS cache_read_usd_low,
+           CASE WHEN rate_write < rate_input THEN 0 * rate_input
+                WHEN low_l THEN unwritten_l ELSE unwritten_n END AS uncached_input_usd_low,
+           CASE WHEN rate_write >= rate_input THEN 0 * rate_input
+                WHEN low_l THEN written_l ELSE written_n END AS cache_write_usd_low,
+           output_tokens * rate_output AS output_usd_low,
+           CASE WHEN high_l THEN reads_l ELSE reads_n END AS cache_read_usd_high,
+           CASE WHEN rate_write > rate_input THEN 0 * rate_input
+                WHEN high_l THEN unwritten_l ELSE unwritten_n END AS uncached_input_usd_high,
+           -- at equal rates (a list with no write surcharge) a write is uncached input
+           CASE WHEN rate_write <= rate_input THEN 0 * rate_input
+                WHEN high_l THEN written_l ELSE written_n END AS cache_write_usd_high,
+           (output_tokens + output_tokens_unsure) * rate_output AS output_usd_high
+    FROM bounds
 )
 SELECT app_name, user_id, session_id, call_id, call_index, turn, invocation_id, agent, kind,
        epoch AS started_at, day, model, provider, price_model, price_source, tier_above,
        convention AS usage_convention,
-       input_tokens, cache_read_tokens, output_tokens, output_tokens_unsure,
+       input_tokens, cache_read_tokens, output_tokens, input_n - input_tokens AS input_tokens_unsure,
+       output_tokens_unsure,
        rate_input * 1000000 AS input_usd_per_mtok,
        rate_read * 1000000 AS cache_read_usd_per_mtok,
        rate_write * 1000000 AS cache_write_usd_per_mtok,
        rate_output * 1000000 AS output_usd_per_mtok,
-       cache_read_usd, uncached_input_usd, written_input_usd, output_usd, output_unsure_usd,
-       least(no_writes_usd, all_written_usd) AS cost_usd_low,
-       greatest(no_writes_usd, all_written_usd) AS cost_usd_high,
+       cache_read_usd_low, uncached_input_usd_low, cache_write_usd_low, output_usd_low,
+       cache_read_usd_high, uncached_input_usd_high, cache_write_usd_high, output_usd_high,
+       request_usd,
+       cache_read_usd_low + uncached_input_usd_low + cache_write_usd_low + output_usd_low
+           + request_usd AS cost_usd_low,
+       cache_read_usd_high + uncached_input_usd_high + cache_write_usd_high + output_usd_high
+           + request_usd AS cost_usd_high,
        CASE WHEN prompt_tokens IS NULL AND kind = 'failed' THEN 'failed'
             WHEN rate_input IS NULL THEN 'unknown'
             WHEN prompt_tokens IS NULL THEN 'estimated'
             WHEN model_inferred THEN 'inferred'
-            WHEN no_writes_usd <> all_written_usd THEN 'range'
+            WHEN cache_read_usd_low + uncached_input_usd_low + cache_write_usd_low
+                     + output_usd_low
+                 <> cache_read_usd_high + uncached_input_usd_high + cache_write_usd_high
+                     + output_usd_high THEN 'range'
             ELSE 'priced' END AS cost_source,
        unknown_reason
-FROM bounds
+FROM components
 ORDER BY app_name, user_id, session_id, call_index;

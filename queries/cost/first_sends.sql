@@ -1,5 +1,5 @@
 -- name: first_sends
--- Per tool call of the sessions in `scope_sessions`: its result's estimated tokens (chars over `scope_ratios`) and its first send, in the call after the result (`cost_call_prices`): at that call's input rate (high: its cache write rate), exactly; whether that call is in the turn that asked.
+-- Per tool call of the sessions in `scope_sessions`: its result's estimated tokens (chars over `scope_ratios`) and its first send, in the call after the result (`cost_call_prices`): at that call's input rate (high: its cache write rate), exactly; whether that call is in the turn that asked; a tool call is in `cost_calls`' time when the call that asked for it is.
 -- params: (none)
 WITH results AS (
     SELECT g.app_name, g.user_id, g.session_id, g.ordinal, g.function_call_id, g.tool_name,
@@ -7,6 +7,10 @@ WITH results AS (
            CAST(round_even(g.result_chars / r.chars_per_token, 0) AS BIGINT) AS tokens
     FROM fact_tool_calls AS g
     SEMI JOIN scope_sessions USING (app_name, user_id, session_id)
+    -- a tool call of the calls in `cost_calls`' time: the call that asked for it is there
+    SEMI JOIN cost_calls AS w
+        ON w.app_name = g.app_name AND w.user_id = g.user_id AND w.session_id = g.session_id
+       AND w.call_id = g.source_call_id
     JOIN fact_sessions AS fs USING (app_name, user_id, session_id)
     JOIN scope_ratios AS r ON r.model = fs.main_model
 )

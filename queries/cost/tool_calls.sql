@@ -19,6 +19,10 @@ WITH carried AS (
 ), per_result AS (
     SELECT t.app_name, t.user_id, t.session_id, t.ordinal,
            sum(c.sends) AS sends, sum(c.unpriced) AS unpriced,
+           coalesce(sum(c.sends) FILTER (WHERE c.invocation_id = t.invocation_id), 0)
+               AS sends_in_turn,
+           coalesce(sum(c.unpriced) FILTER (WHERE c.invocation_id = t.invocation_id), 0)
+               AS unpriced_in_turn,
            sum(c.low) AS low, sum(c.high) AS high,
            sum(c.low) FILTER (WHERE c.invocation_id = t.invocation_id) AS low_in_turn,
            sum(c.high) FILTER (WHERE c.invocation_id = t.invocation_id) AS high_in_turn,
@@ -29,8 +33,12 @@ WITH carried AS (
        AND c.function_call_id = t.function_call_id
     GROUP BY ALL
 ), blended AS (
-    -- later sends: all carrying calls' blended prices less the first's
+    -- later sends: all carrying calls' blended prices less the first's; a figure with a
+    -- send of no price is unknown (null), never a part passed off as the whole
     SELECT f.*, coalesce(s.sends, 0) AS sends, coalesce(s.unpriced, 0) AS unpriced_sends,
+           coalesce(s.sends, 0) - (f.after_call_id IS NOT NULL)::BIGINT AS resends,
+           coalesce(s.unpriced, 0) - (f.cost_source = 'unknown')::BIGINT AS resends_unpriced,
+           s.sends_in_turn, s.unpriced_in_turn,
            f.tokens * (coalesce(s.low, 0) - f.first_avg_low) AS resend_low,
            f.tokens * (coalesce(s.high, 0) - f.first_avg_high) AS resend_high,
            f.tokens * (coalesce(s.low_in_turn, 0)
@@ -40,21 +48,31 @@ WITH carried AS (
            s.sources AS price_source
     FROM cost_first_sends AS f
     LEFT JOIN per_result AS s USING (app_name, user_id, session_id, ordinal)
+), known AS (
+    SELECT *,
+           CASE WHEN after_call_id IS NULL THEN CAST(0 AS DECIMAL(38, 18)) ELSE first_low END
+               AS first_send_usd_low,
+           CASE WHEN after_call_id IS NULL THEN CAST(0 AS DECIMAL(38, 18)) ELSE first_high END
+               AS first_send_usd_high,
+           resends_unpriced > 0 AS resends_unknown,
+           unpriced_in_turn > 0 AS in_turn_unknown
+    FROM blended
 )
 SELECT app_name, user_id, session_id, function_call_id, tool_name, turn,
-       tokens AS result_tokens_estimated, sends,
-       coalesce(first_low, 0) AS first_send_usd_low,
-       coalesce(first_high, 0) AS first_send_usd_high,
+       tokens AS result_tokens_estimated, sends, first_send_usd_low, first_send_usd_high,
        -- estimated, in floating point: kept to 12 places
-       CAST(round(CAST(resend_low AS DECIMAL(38, 18)), 12) AS DECIMAL(38, 18)) AS resend_usd_low,
-       CAST(round(CAST(resend_high AS DECIMAL(38, 18)), 12) AS DECIMAL(38, 18))
-           AS resend_usd_high,
-       CASE WHEN in_turn THEN coalesce(first_low, 0) ELSE 0 END
-           + CAST(round(CAST(turn_low AS DECIMAL(38, 18)), 12) AS DECIMAL(38, 18))
+       CASE WHEN NOT resends_unknown THEN CAST(round(CAST(resend_low AS DECIMAL(38, 18)), 12)
+           AS DECIMAL(38, 18)) END AS resend_usd_low,
+       CASE WHEN NOT resends_unknown THEN CAST(round(CAST(resend_high AS DECIMAL(38, 18)), 12)
+           AS DECIMAL(38, 18)) END AS resend_usd_high,
+       CASE WHEN NOT in_turn_unknown THEN
+           CASE WHEN in_turn THEN coalesce(first_send_usd_low, 0) ELSE 0 END
+           + CAST(round(CAST(turn_low AS DECIMAL(38, 18)), 12) AS DECIMAL(38, 18)) END
            AS sent_in_turn_usd_low,
-       CASE WHEN in_turn THEN coalesce(first_high, 0) ELSE 0 END
-           + CAST(round(CAST(turn_high AS DECIMAL(38, 18)), 12) AS DECIMAL(38, 18))
+       CASE WHEN NOT in_turn_unknown THEN
+           CASE WHEN in_turn THEN coalesce(first_send_usd_high, 0) ELSE 0 END
+           + CAST(round(CAST(turn_high AS DECIMAL(38, 18)), 12) AS DECIMAL(38, 18)) END
            AS sent_in_turn_usd_high,
        unpriced_sends, price_source
-FROM blended
+FROM known
 ORDER BY app_name, user_id, session_id, ordinal;
