@@ -11,7 +11,7 @@ WITH usage AS (
                AS model_inferred,
            -- ADK before 2.7 stored only a native Claude call's uncached input as its prompt
            regexp_matches(s.rules, 'google-adk (0|1|2\.[0-6])\.') AS before_2_7,
-           CAST(make_timestamp(CAST(round(c.epoch * 1000000) AS BIGINT)) AS DATE) AS day,
+           DATE '1970-01-01' + CAST(floor(c.epoch / 86400) AS INTEGER) AS day,
            c.prompt_tokens, c.cached_tokens, e.candidates_tokens, e.thoughts_tokens,
            e.tool_use_prompt_tokens,
            -- no usage: the window's characters over the ratio, and as the turns do, the

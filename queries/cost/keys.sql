@@ -4,7 +4,7 @@
 SELECT DISTINCT
        coalesce(c.model_version, CASE WHEN c.kind = 'summarizer' THEN s.main_model END, '')
            AS model,
-       CAST(make_timestamp(CAST(round(c.epoch * 1000000) AS BIGINT)) AS DATE) AS day
+       DATE '1970-01-01' + CAST(floor(c.epoch / 86400) AS INTEGER) AS day
 FROM fact_calls AS c
 SEMI JOIN scope_sessions USING (app_name, user_id, session_id)
 JOIN fact_sessions AS s USING (app_name, user_id, session_id)
