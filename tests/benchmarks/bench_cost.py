@@ -20,16 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ingest import forensics_cmd, run_child, tail  # noqa: E402
-
-
-def _events(db: Path) -> int:
-    import duckdb
-
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return int(con.execute("SELECT count(*) FROM events").fetchall()[0][0])
-    finally:
-        con.close()
+from bench_scale import _events  # noqa: E402
 
 
 def main() -> int:
