@@ -1,10 +1,10 @@
 """Billed cost: each model call's measured usage priced at its UTC day's rates.
 
-Per call (queries/cost/calls.sql): usage read by its provider's convention (`gemini`,
-`claude`, `other`; docs/cost.md), the tier its input reaches, and two bounds: with no
-cache writes, and with every uncached input token written at the write rate (ADK does
-not store writes). Groupings, the bill's split and what tool results cost are sums of
-those rows, in exact Decimals.
+Per call (queries/cost/calls.sql, a view the other cost queries read inside DuckDB):
+usage read by its provider's convention (`gemini`, `claude`, `other`; docs/cost.md),
+the tier its input reaches, and a low and a high bound built part by part (ADK stores
+no cache writes, nor which Claude path counted the thinking). Groupings, the bill's
+split and what tool results cost are sums of those rows, in exact Decimals.
 """
 
 from __future__ import annotations
