@@ -683,15 +683,22 @@ def cost_share(
 
 
 def prices(
-    models: Sequence[str], day: date | None = None, *, prices: PricesLike = None
+    models: Sequence[str] | dict[str, date], day: date | None = None, *, prices: PricesLike = None
 ) -> pl.DataFrame:
-    """Which price applies to each model on `day` (UTC; default today), and its source."""
-    return billed.price_list(price_book(prices), list(models), day or datetime.now(UTC).date())
+    """Which price applies to each model on `day` (UTC; default: the day a mapping of
+    models gives it, else today), and its source."""
+    today = datetime.now(UTC).date()
+    days = models if isinstance(models, dict) else dict.fromkeys(models, today)
+    book = price_book(prices)
+    frames = [billed.price_list(book, [m], day or d) for m, d in days.items()]
+    return pl.concat(frames, how="vertical") if frames else billed.price_list(book, [], today)
 
 
-def stored_models(store: StoreLike, selection: SelectionLike = None) -> list[str]:
-    """The models the selected sessions' calls name, as their events record them."""
+def stored_models(store: StoreLike, selection: SelectionLike = None) -> dict[str, date]:
+    """The models the selected sessions' calls name, as their events record them, each
+    with the UTC day of its newest call (the day `cost` prices its latest calls at)."""
     with using(store) as s:
-        return sorted(
-            {m for m, _ in Scope(s, selection).facts.query("cost/keys").iter_rows()}
-        )
+        newest: dict[str, date] = {}
+        for model, day in Scope(s, selection).facts.query("cost/keys").iter_rows():
+            newest[model] = max(day, newest.get(model, day))
+        return dict(sorted(newest.items()))

@@ -423,6 +423,10 @@ def test_cost_on_the_command_line(sample):
     assert refused.exit_code == 1 and "--share splits the whole bill" in refused.output
     prices = runner.invoke(app, ["prices", "--db", str(sample), "--on", "2026-10-22"], env=env)
     assert prices.exit_code == 0 and "gemini-2.5-flash" in prices.output
+    # the store's models, each at the day of its newest call
+    stored = json.loads(runner.invoke(app, ["prices", "--db", str(sample), "-f", "json"],
+                                      env=env).output)  # fmt: skip
+    assert [(r["model"], r["day"]) for r in stored] == [("scripted-store-model", "2026-10-22")]
     bad_day = runner.invoke(app, ["prices", "gemini-2.5-pro", "--on", "22/10/2026"])
     assert bad_day.exit_code == 1 and "is not a day" in bad_day.output
 

@@ -120,7 +120,11 @@ def prices(
     ] = None,
     on: Annotated[
         str | None,
-        typer.Option("--on", help="The UTC day (2026-11-16); default: today."),
+        typer.Option(
+            "--on",
+            help="The UTC day (2026-11-16); default: today, or for the store's models the "
+            "day of each one's newest call.",
+        ),
     ] = None,
     prices_file: PricesOption = None,
     keep: Annotated[
@@ -172,9 +176,9 @@ def prices(
         except ValueError:
             raise ForensicsError(f"--on {on!r} is not a day", hint="e.g. --on 2026-11-16") from None
     book = api.price_book(prices_file, store)
-    names = list(models or [])
+    names: list[str] | dict[str, date] = list(models or [])
     if not names:
-        names = api.stored_models(db)
+        names = api.stored_models(store)  # each at the day of its newest call
         if not names:
             raise ForensicsError(
                 "the store's calls name no model", hint="name one: forensics prices MODEL"
