@@ -148,6 +148,15 @@ def analyze(store: StoreLike, *, every: bool = False) -> Refresh:
         return refresh(target, PROGRESS.get(), every=every)
 
 
+def facts_failures(store: StoreLike) -> list[tuple[tuple[str, str, str], str]]:
+    """The sessions whose facts could not be built (key, error): no query shows them
+    until their inputs or the rules change, or `analyze --rebuild-all` tries again."""
+    from .store.facts import failures
+
+    with using(store) as s:
+        return failures(s)
+
+
 @contextmanager
 def using(store: StoreLike, *, read_only: bool = True) -> Iterator[Store]:
     """`store` itself when it is open, else the store at that path, open for the block."""

@@ -185,7 +185,8 @@ def test_fact_schemas_are_the_store_tables(store: Path) -> None:
     try:
         for table, schema in FACT_SCHEMAS.items():
             columns = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
-            extra = ["stamp"] if table == "fact_sessions" else []
+            # the store's own: the inputs' stamp, and a failed rebuild's error
+            extra = ["stamp", "error"] if table == "fact_sessions" else []
             assert sorted(columns) == sorted(schema.names + extra), table
     finally:
         con.close()
@@ -336,3 +337,36 @@ def test_analyze_refuses_what_it_cannot_do(tmp_path: Path, args: list[str], mess
     result = runner.invoke(app, ["analyze", *args])
     assert result.exit_code == 1 and message in result.output, result.output
     assert not (tmp_path / "none.duckdb").exists()  # a missing store is not created
+
+
+def test_a_session_whose_rebuild_raises_is_kept_apart_and_the_rest_are_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "s.duckdb"
+    real = local.session_facts
+
+    def failing(session, traced=None):  # what a session ADK never wrote could provoke
+        if session.session_id == "parallel":
+            raise ValueError("an event this release cannot place")
+        return real(session, traced or {})
+
+    monkeypatch.setattr(local, "session_facts", failing)
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")  # the ingest itself is kept
+    ((key, error),) = api.facts_failures(db)
+    assert key[2] == "parallel" and error == "ValueError: an event this release cannot place"
+    # the others' facts are built and read; the failed one is in no frame
+    turns = api.turns(db)
+    assert set(turns["session_id"]) == {"incident", "compaction"}
+    assert "parallel" not in set(api.cost(db)["session_id"])
+    assert "parallel" not in set(api.compaction_sessions(db)["session_id"])
+    # not rebuilt at every open: its stamp is kept
+    with api.open_store(db) as s:
+        assert api.facts_current(s)
+    result = runner.invoke(app, ["analyze", "--db", str(db)])
+    assert result.exit_code == 0 and "nothing to rebuild" in result.output
+    assert "could not be built" in result.output and "parallel: ValueError" in result.output
+    # once the rule is fixed, --rebuild-all builds it
+    monkeypatch.setattr(local, "session_facts", real)
+    again = runner.invoke(app, ["analyze", "--db", str(db), "--rebuild-all", "-f", "json"])
+    assert json.loads(again.stdout)[0]["sessions_failed"] == 0
+    assert "parallel" in set(api.turns(db)["session_id"]) and api.facts_failures(db) == []

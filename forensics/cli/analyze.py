@@ -102,14 +102,26 @@ def analyze(
             hint="load something first (`forensics ingest ...`), or point --db at a store",
         )
     done = api.analyze(path, every=rebuild_all)
+    failed = api.facts_failures(path)
     frame = pl.DataFrame(
         {
             "sessions_rebuilt": [done.sessions],
             "events": [done.events],
             "calls": [done.calls],
             "seconds": [round(done.seconds, 3)],
+            "sessions_failed": [len(failed)],
         }
     )
     emit(frame, fmt)
     if fmt is Format.table and not done.sessions:
         echo("the facts were up to date: nothing to rebuild")
+    if failed:  # said on stderr, whatever the format: the others' facts are built
+        echo(
+            f"the facts of {len(failed):,} session{'s' if len(failed) != 1 else ''} could not"
+            " be built (no command shows them until they change; --rebuild-all tries again):",
+            err=True,
+        )
+        for (app_name, user_id, session_id), error in failed[:10]:
+            echo(f"  {app_name}/{user_id}/{session_id}: {error}", err=True)
+        if len(failed) > 10:
+            echo(f"  ... and {len(failed) - 10:,} more", err=True)

@@ -36,6 +36,7 @@ class Refresh:
     events: int  # their events
     calls: int  # fact rows of calls written
     seconds: float
+    failed: tuple[tuple[Key, str], ...] = ()  # sessions whose rebuild raised, and why
 
 
 def refresh(store: Store, progress: StageProgress | None = None, *, every: bool = False) -> Refresh:
@@ -51,7 +52,8 @@ def refresh(store: Store, progress: StageProgress | None = None, *, every: bool 
     with store.memory_limit(FACTS_MEMORY_LIMIT):
         done = _rebuild(store, todo, progress)
     stored.mark_current(store, RULES_VERSION, through)
-    return Refresh(len(todo), done.events, done.calls, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    return Refresh(len(todo), done.events, done.calls, seconds, tuple(done.failed))
 
 
 @dataclass
@@ -60,6 +62,8 @@ class _Batch:
 
     tables: dict[str, list] = field(default_factory=lambda: {t: [] for t in FACT_TABLES})
     stamps: dict[Key, str] = field(default_factory=dict)
+    errors: dict[Key, str] = field(default_factory=dict)  # of this batch's failed sessions
+    failed: list[tuple[Key, str]] = field(default_factory=list)  # all failed so far
     pending: int = 0  # events of the sessions in `tables`
     events: int = 0  # events rebuilt so far
     calls: int = 0
@@ -67,9 +71,23 @@ class _Batch:
 
     def flush(self, store: Store) -> None:
         if self.stamps:
-            stored.write(store, self.tables, self.stamps, FACT_SCHEMAS)
+            stored.write(store, self.tables, self.stamps, FACT_SCHEMAS, self.errors)
             self.written += len(self.stamps)
         self.tables, self.stamps, self.pending = {t: [] for t in FACT_TABLES}, {}, 0
+        self.errors = {}
+
+
+def _failed_row(key: Key, events: int) -> dict[str, object]:
+    """The fact_sessions row of a session whose rebuild raised: its key and events, so
+    its stamp is kept (no rebuild until its inputs or the rules change); no query reads
+    it (queries/facts/scope_sessions.sql)."""
+    return {
+        "app_name": key[0], "user_id": key[1], "session_id": key[2],
+        "rules": f"{RULES_VERSION} (not built)", "main_model": "", "events": events,
+        "calls": 0, "compactions": 0, "first_compaction_index": None, "last_range_end": None,
+        "retained_events_after": 0, "retained_chars_after": 0,
+        "largest_retained_tool_result": None, "largest_retained_result_chars": None,
+    }  # fmt: skip
 
 
 def _rebuild(
@@ -88,9 +106,17 @@ def _rebuild(
     try:
         counts = {key: n for key, n, _ in todo}
         for key, event_rows, part_rows in stored.stale_rows(store, list(counts), counts):
-            (session,) = build_sessions(event_rows, part_rows)
-            session.release = evidence.get(key)
-            facts = session_facts(session, traced.get(key[2], {}))
+            try:
+                (session,) = build_sessions(event_rows, part_rows)
+                session.release = evidence.get(key)
+                facts = session_facts(session, traced.get(key[2], {}))
+            except Exception as e:  # one session's data never stops the others
+                error = f"{type(e).__name__}: {e}"[:500]
+                batch.tables["fact_sessions"].append(_failed_row(key, len(event_rows)))
+                batch.errors[key] = error
+                batch.failed.append((key, error))
+                batch.stamps[key] = stamps[key]
+                continue
             for table, rows in facts.tables.items():
                 batch.tables[table] += rows
             batch.stamps[key] = stamps[key]

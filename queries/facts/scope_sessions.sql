@@ -1,10 +1,11 @@
 -- name: scope_sessions
--- The selected sessions that have facts (app, user, session; with since/until: sessions with an event in [since, until)), in key order, numbered.
+-- The selected sessions that have facts (app, user, session; with since/until: sessions with an event in [since, until)), in key order, numbered; a session whose facts could not be built (its error stored) is none of them.
 -- params: $app, $user, $session, $since, $until
 SELECT f.app_name, f.user_id, f.session_id, f.main_model, f.rules,
        row_number() OVER (ORDER BY f.app_name, f.user_id, f.session_id) AS ordinal
 FROM fact_sessions AS f
-WHERE ($app IS NULL OR f.app_name = $app)
+WHERE f.error IS NULL
+  AND ($app IS NULL OR f.app_name = $app)
   AND ($user IS NULL OR f.user_id = $user)
   AND ($session IS NULL OR f.session_id = $session)
   AND (($since IS NULL AND $until IS NULL) OR EXISTS (
