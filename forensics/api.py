@@ -215,12 +215,18 @@ def analyze_export(
 def _refreshed(store: Store, result: IngestResult) -> IngestResult:
     """`result`, once the facts of the sessions it changed are rebuilt."""
     try:
-        refresh(store, PROGRESS.get())
+        done = refresh(store, PROGRESS.get())
     except KeyboardInterrupt:
         raise FactsInterrupted(
             f"Interrupted: the ingest was committed ({result.rows_loaded:,} events loaded);"
             " the facts not built yet are built by `forensics analyze` or the next command."
         ) from None
+    if done.failed:
+        n = len(done.failed)
+        result.notes["facts_failed"] = (
+            f"the facts of {n:,} session{'s' if n != 1 else ''} could not be built: no command"
+            " shows them; `forensics analyze` lists them"
+        )
     return result
 
 

@@ -351,7 +351,10 @@ def test_a_session_whose_rebuild_raises_is_kept_apart_and_the_rest_are_built(
         return real(session, traced or {})
 
     monkeypatch.setattr(local, "session_facts", failing)
-    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")  # the ingest itself is kept
+    loaded = runner.invoke(app, ["ingest", "adk-sqlite", str(SAMPLES / "adk_v1.db"), "--db",
+                                 str(db)])  # fmt: skip
+    assert loaded.exit_code == 0  # the ingest itself is kept, and says what was not built
+    assert "the facts of 1 session could not be built" in loaded.output
     ((key, error),) = api.facts_failures(db)
     assert key[2] == "parallel" and error == "ValueError: an event this release cannot place"
     # the others' facts are built and read; the failed one is in no frame

@@ -64,6 +64,8 @@ def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
         )
     if "event_times" in result.notes:
         echo(f"event times: {result.notes['event_times']}")
+    if "facts_failed" in result.notes:
+        echo(f"warning: {result.notes['facts_failed']}", err=True)
     if "conflicting_events" in result.notes:
         echo(f"warning: {result.notes['conflicting_events']}", err=True)
     if "keyed_by_store" in result.notes:
