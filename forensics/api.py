@@ -42,6 +42,7 @@ from .sources.base import Source
 from .sources.files.adk_json import AdkJsonSource
 from .sources.sqlite.adk import AdkSqliteSource
 from .store import WATERMARK_OVERLAP_S, IngestResult, Store, default_db_path
+from .store.facts import failure
 from .store.prices import forget as forget_kept_prices
 from .store.prices import keep as keep_kept_prices
 from .store.prices import kept as kept_prices
@@ -456,9 +457,15 @@ class Scope:
         self.store = store
         chosen = _selection(selection)
         if chosen.session is not None:
-            chosen = chosen.narrowed(
-                *resolve_session(store, chosen.session, chosen.app, chosen.user)
-            )
+            key = resolve_session(store, chosen.session, chosen.app, chosen.user)
+            chosen = chosen.narrowed(*key)
+            error = failure(store, key)
+            if error is not None:  # said, not shown as a session with nothing in it
+                raise ForensicsError(
+                    f"the facts of session {key[2]} could not be built: {error}",
+                    hint="`forensics analyze --rebuild-all` tries again (after an upgrade);"
+                    " `forensics events` shows what it stored",
+                )
         self.selection = chosen
 
     @cached_property

@@ -362,6 +362,12 @@ def test_a_session_whose_rebuild_raises_is_kept_apart_and_the_rest_are_built(
     assert set(turns["session_id"]) == {"incident", "compaction"}
     assert "parallel" not in set(api.cost(db)["session_id"])
     assert "parallel" not in set(api.compaction_sessions(db)["session_id"])
+    # asked for by name, it is an error that says why, not a session with nothing in it
+    for args in (["turns", "parallel"], ["report", "incident", "parallel", "--out",
+                                         str(tmp_path / "r.html")]):  # fmt: skip
+        asked = runner.invoke(app, [*args, "--db", str(db)])
+        assert asked.exit_code == 1, asked.output
+        assert "the facts of session parallel could not be built: ValueError" in asked.output
     # not rebuilt at every open: its stamp is kept
     with api.open_store(db) as s:
         assert api.facts_current(s)

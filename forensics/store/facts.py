@@ -36,6 +36,15 @@ def failures(store: Store) -> list[tuple[Key, str]]:
     return [((a, u, s), e) for a, u, s, e in rows]
 
 
+def failure(store: Store, key: Key) -> str | None:
+    """Why the facts of one session could not be built, if they could not."""
+    rows = store.run(
+        "SELECT error FROM fact_sessions WHERE app_name = ? AND user_id = ? AND session_id = ?",
+        list(key),
+    )
+    return rows[0][0] if rows else None
+
+
 def newest_ingest(store: Store) -> int:
     return int(store.run("SELECT coalesce(max(ingest_id), 0) FROM ingests")[0][0])
 
