@@ -42,7 +42,7 @@ from .sources.base import Source
 from .sources.files.adk_json import AdkJsonSource
 from .sources.sqlite.adk import AdkSqliteSource
 from .store import WATERMARK_OVERLAP_S, IngestResult, Store, default_db_path
-from .store.facts import failure
+from .store.facts import failure, failures
 from .store.prices import forget as forget_kept_prices
 from .store.prices import keep as keep_kept_prices
 from .store.prices import kept as kept_prices
@@ -152,8 +152,6 @@ def analyze(store: StoreLike, *, every: bool = False) -> Refresh:
 def facts_failures(store: StoreLike) -> list[tuple[tuple[str, str, str], str]]:
     """The sessions whose facts could not be built (key, error): no query shows them
     until their inputs or the rules change, or `analyze --rebuild-all` tries again."""
-    from .store.facts import failures
-
     with using(store) as s:
         return failures(s)
 
@@ -538,11 +536,11 @@ class Scope:
 
     def costing(self, book: PriceBook) -> billed.Costing:
         """The selection's calls priced by `book` (in the selection's time, when given)."""
-        found = self.__dict__.setdefault("_costing", {})
-        if id(book) not in found:
+        found: dict[int, billed.Costing] = self.__dict__.setdefault("_costing", {})
+        if id(book) not in found or found[id(book)].book is not book:
             window = (self.selection.since, self.selection.until)
-            found[id(book)] = (book, billed.Costing(self.facts, book, window))
-        return found[id(book)][1]
+            found[id(book)] = billed.Costing(self.facts, book, window)
+        return found[id(book)]
 
     def call_costs(self, book: PriceBook) -> pl.DataFrame:
         """Every model call of the selection, its usage priced at its day's rates."""
@@ -678,8 +676,8 @@ def cost(
 ) -> pl.DataFrame:
     """Billed cost by session, day, agent, model, turn or app; `call` for every call;
     `tool` and `tool-call` for what tool results cost when sent and re-sent."""
-    book = price_book(prices, store)
     with using(store) as s:
+        book = price_book(prices, s)  # the store opened once, for its kept prices too
         scope = Scope(s, selection)
         if by == "call":
             return scope.call_costs(book)
@@ -699,9 +697,8 @@ def cost_share(
     store: StoreLike, selection: SelectionLike = None, *, prices: PricesLike = None
 ) -> pl.DataFrame:
     """Where the money went: cache reads, cache writes, uncached input, output, tool output."""
-    book = price_book(prices, store)
     with using(store) as s:
-        return Scope(s, selection).cost_share(book)
+        return Scope(s, selection).cost_share(price_book(prices, s))
 
 
 def prices(
@@ -709,11 +706,9 @@ def prices(
 ) -> pl.DataFrame:
     """Which price applies to each model on `day` (UTC; default: the day a mapping of
     models gives it, else today), and its source."""
-    today = datetime.now(UTC).date()
-    days = models if isinstance(models, dict) else dict.fromkeys(models, today)
-    book = price_book(prices)
-    frames = [billed.price_list(book, [m], day or d) for m, d in days.items()]
-    return pl.concat(frames, how="vertical") if frames else billed.price_list(book, [], today)
+    given = models if isinstance(models, dict) else dict.fromkeys(models, datetime.now(UTC).date())
+    days = {m: day or d for m, d in given.items()}
+    return billed.price_list(price_book(prices), days)
 
 
 def stored_models(store: StoreLike, selection: SelectionLike = None) -> dict[str, date]:

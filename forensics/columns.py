@@ -926,6 +926,8 @@ PRICES = Spec(
         Column("cache_write_usd_per_mtok", USD, PRICED, help="the 5-minute write rate"),
         Column("cache_write_1h_usd_per_mtok", USD, PRICED),
         Column("output_usd_per_mtok", USD, PRICED),
+        Column("requests_usd_per_k", USD, PRICED, help="a fee per 1,000 requests, billed "
+               "once per call (0: none)"),
         Column("since", pl.Date, help="the day this price started (empty: as long as the "
                "list knows)"),
         Column("price_source", S),

@@ -510,6 +510,8 @@ def test_a_request_fee_is_billed_once_per_call(tmp_path):
         {"prompt_token_count": 1_000, "candidates_token_count": 10}])})  # fmt: skip
     row = api.cost(db, by="call").row(0, named=True)
     assert row["request_usd"] > 0
+    listed = api.prices(["perplexity/sonar"], date(2026, 3, 12)).row(0, named=True)
+    assert listed["requests_usd_per_k"] == row["request_usd"] * 1000  # the fee `prices` shows
     assert row["cost_usd_low"] == _oracle("sonar", MAR_12 + 1, "perplexity", input_tokens=1_000,
                                           output_tokens=10)  # fmt: skip
 

@@ -9,6 +9,7 @@ split and what tool results cost are sums of those rows, in exact Decimals.
 
 from __future__ import annotations
 
+from datetime import date
 from decimal import Decimal
 from functools import cached_property
 from typing import Any
@@ -26,7 +27,7 @@ from ..columns import (
     cost_spec,
 )
 from ..errors import ForensicsError
-from .prices import Price, PriceBook, Unknown, route
+from .prices import PriceBook, Unknown, route
 
 PER_TOKEN = Decimal(1_000_000)
 _SCALE = Decimal(10) ** -18  # USD per token as the queries hold it: DECIMAL(38, 18)
@@ -263,29 +264,14 @@ def share(sums: dict[str, Any]) -> pl.DataFrame:
     return COST_SHARE.frame(rows)
 
 
-def price_list(book: PriceBook, models: list[str], day: object) -> pl.DataFrame:
-    """Which price applies to each model on `day`, tier by tier (PRICES)."""
-    rows = []
-    for model in models:
-        found: Price | Unknown = book.price(model, day)  # type: ignore[arg-type]
+def price_list(book: PriceBook, days: dict[str, date]) -> pl.DataFrame:
+    """Which price applies to each model on its day, tier by tier (PRICES)."""
+    rows: list[dict[str, object]] = []
+    for model, day in days.items():
+        found = book.price(model, day)
         if isinstance(found, Unknown):
-            rows.append(
-                {
-                    "model": model,
-                    "day": day,
-                    "provider": None,
-                    "price_model": None,
-                    "tier_above": None,
-                    "input_usd_per_mtok": None,
-                    "cache_read_usd_per_mtok": None,
-                    "cache_write_usd_per_mtok": None,
-                    "cache_write_1h_usd_per_mtok": None,
-                    "output_usd_per_mtok": None,
-                    "since": None,
-                    "price_source": None,
-                    "note": f"unknown: {found.reason}",
-                }
-            )
+            rows.append({c: None for c in PRICES.names} | {
+                "model": model, "day": day, "note": f"unknown: {found.reason}"})  # fmt: skip
             continue
         for tier in found.tiers:
             rows.append(
@@ -300,6 +286,7 @@ def price_list(book: PriceBook, models: list[str], day: object) -> pl.DataFrame:
                     "cache_write_usd_per_mtok": tier.cache_write,
                     "cache_write_1h_usd_per_mtok": tier.cache_write_1h,
                     "output_usd_per_mtok": tier.output,
+                    "requests_usd_per_k": tier.requests_k,
                     "since": found.since,
                     "price_source": found.source,
                     "note": found.note or None,

@@ -162,26 +162,10 @@ def _tiers_of(model_price: Any) -> tuple[Tier, ...] | str:
         return _decimal(value)
 
     requests_k = _decimal(getattr(model_price, _REQUESTS, None)) or Decimal(0)
-    tiers = []
-    for above in starts:
-        rate_input = at("input_mtok", above) or Decimal(0)
-        read = at("cache_read_mtok", above)
-        write = at("cache_write_mtok", above)
-        write_1h = at("cache_write_1h_mtok", above)
-        output = at("output_mtok", above)
-        write = rate_input if write is None else write
-        tiers.append(
-            Tier(
-                above,
-                rate_input,
-                rate_input if read is None else read,
-                write,
-                write if write_1h is None else write_1h,
-                Decimal(0) if output is None else output,
-                requests_k,
-            )
-        )
-    return tuple(tiers)
+    return tuple(
+        _tier(above, {r: at(k, above) for r, k in zip(RATES, _KEYS, strict=True)}, requests_k)
+        for above in starts
+    )
 
 
 def list_price(model: str, day: date, provider: str | None = None) -> Price | Unknown:
@@ -266,11 +250,7 @@ class Overrides:
     path: Path
     prices: tuple[Override, ...]
     aliases: tuple[Alias, ...]
-    label: str = ""  # how outputs name the file: its path, or where the store keeps it
-
-    @property
-    def text_label(self) -> str:
-        return self.label or str(self.path)
+    label: str  # how outputs name the file: its path, or where the store keeps it
 
 
 def _rate(entry: dict[str, Any], key: str, where: str, required: bool) -> Decimal | None:
@@ -324,10 +304,11 @@ _TIER_FIELDS = {"above", _REQUESTS} | {f"{r}_mtok" for r in RATES}
 
 
 def _tier(above: int, rates: dict[str, Decimal | None], requests_k: Decimal) -> Tier:
-    """A tier from the rates a file gives; a missing one falls back as genai-prices
-    bills it (a cache read or write at the input rate, a 1h write at the 5m one)."""
-    rate_input, output = rates["input"], rates["output"]
-    assert rate_input is not None and output is not None
+    """A tier from the rates a list or a file gives; a missing one falls back as
+    genai-prices bills it (a cache read or write at the input rate, a 1h write at the
+    5-minute one, no output rate as free)."""
+    rate_input = rates["input"] if rates["input"] is not None else Decimal(0)
+    output = rates["output"] if rates["output"] is not None else Decimal(0)
     write = rates["cache_write"] if rates["cache_write"] is not None else rate_input
     return Tier(
         above,
@@ -424,7 +405,7 @@ def read_overrides(path: Path) -> Overrides:
     return parse_overrides(text, path)
 
 
-def parse_overrides(text: str, path: Path, label: str = "") -> Overrides:
+def parse_overrides(text: str, path: Path, label: str | None = None) -> Overrides:
     """A prices file's text, checked whole; errors name `path`, its entry and field."""
     try:
         doc = tomllib.loads(text, parse_float=Decimal)  # every digit of a rate kept
@@ -443,7 +424,7 @@ def parse_overrides(text: str, path: Path, label: str = "") -> Overrides:
         path,
         tuple(_override(e, f"{path.name} price[{i}]") for i, e in enumerate(doc.get("price", []))),
         tuple(_alias(e, f"{path.name} alias[{i}]") for i, e in enumerate(doc.get("alias", []))),
-        label,
+        label or str(path),
     )
 
 
@@ -460,7 +441,7 @@ class PriceBook:
         """Every source this book can price from, for output headers."""
         names = [f"genai-prices {genai_prices_version()}"]
         if self.overrides is not None:
-            names.insert(0, f"overrides {self.overrides.text_label}")
+            names.insert(0, f"overrides {self.overrides.label}")
         return "; ".join(names)
 
     def price(self, model: str, day: date) -> Price | Unknown:

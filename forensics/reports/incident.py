@@ -419,7 +419,9 @@ def _how(cost: dict[str, Any]) -> str:
 
 
 def _resent_money(row: dict[str, Any] | None) -> str:
-    if row is None or row["unpriced_sends"] or row["price_source"] is None:
+    """The money of a result's sends in its turn; none when a send there had no price
+    (queries/cost/tool_calls.sql leaves the figure null then)."""
+    if row is None or row["sent_in_turn_usd_low"] is None:
         return ""
     low, high = row["sent_in_turn_usd_low"], row["sent_in_turn_usd_high"]
     return f", about {usd(low, high)} (estimated, at the rates those calls paid)"
@@ -467,11 +469,7 @@ def _growth_row(
         growth=_cell(r["growth_tokens"], r["occupancy_source"]),
         resent_calls=_cell(r["resent_calls_in_turn"], INFERRED),
         resent_tokens=_cell(r["resent_tokens_in_turn"], ESTIMATED),
-        resent_cost=(
-            Cell("—")
-            if cost is None or cost["unpriced_sends"] or cost["price_source"] is None
-            else _cost_cell(cost, "sent_in_turn_usd_low", "sent_in_turn_usd_high", ESTIMATED)
-        ),
+        resent_cost=_cost_cell(cost, "sent_in_turn_usd_low", "sent_in_turn_usd_high", ESTIMATED),
         preview=preview,
     )
 
