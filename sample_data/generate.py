@@ -22,7 +22,14 @@ scenario from the same seed, clock and ids, so all outputs hold the same events
 
 The sidecar ``oracle/calls.jsonl`` records, for every model call, what the
 model really received. Later tests compare reconstructions made from the stored
-sessions against it. See README.md in this directory.
+sessions against it.
+
+``opensearch/`` holds the scenario as OpenSearch documents: the OpenTelemetry
+spans ADK really emitted during the V1 run (captured with the SDK's in-memory
+exporter, converted as Data Prepper's ``otel_traces`` processor indexes them),
+and, written in the shape of those tools, the app's OTel log records and
+LiteLLM's StandardLoggingPayload per agent model call. See README.md in this
+directory.
 """
 
 from __future__ import annotations
@@ -42,7 +49,9 @@ import sys
 import time
 import uuid
 import warnings
-from collections.abc import AsyncGenerator, Callable
+from collections import Counter
+from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -65,6 +74,15 @@ from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.session import Session
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
+from opentelemetry import trace
+from opentelemetry.sdk import trace as otel_sdk_trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, Sampler
+from opentelemetry.sdk.version import __version__ as OTEL_SDK_VERSION
 from pydantic import PrivateAttr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -93,7 +111,7 @@ CLOCK_TICK_US = 1_000
 MODEL_NAME = "scripted-store-model"
 
 DB_FILES = ("adk_v1.db", "adk_sqlite_service.db", "adk_v0.db")
-OUTPUT_DIRS = ("exports", "oracle")
+OUTPUT_DIRS = ("exports", "oracle", "opensearch")
 
 # --------------------------------------------------------------------------
 # Characters and tokens: one definition (adk_chars.py), shared with the release
@@ -417,6 +435,9 @@ class RunContext:
     session_id: str = ""
     result_counter: dict[str, int] = field(default_factory=dict)
     result_ids: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # event id -> fake-clock epoch seconds at which the Runner yielded it to
+    # the caller (read with peek(), so recording it does not move the clock).
+    yielded_at: dict[str, float] = field(default_factory=dict)
 
     def next_result_id(self, tool: str) -> str:
         n = self.result_counter.get(self.session_id, 0) + 1
@@ -1017,9 +1038,11 @@ def session_plans(data: DataSet) -> list[SessionPlan]:
     ]
 
 
-async def run_scenario(service: BaseSessionService, data: DataSet) -> RunContext:
+async def run_scenario(
+    service: BaseSessionService, data: DataSet, clock: FakeClock | None = None
+) -> RunContext:
     """Runs every session of the scenario through `service` and returns the record."""
-    clock = FakeClock(START)
+    clock = clock or FakeClock(START)
     platform_time.set_time_provider(clock)
     platform_uuid.set_id_provider(make_id_provider(SEED))
     adk_rng = random.Random(f"{SEED}:adk")
@@ -1052,14 +1075,129 @@ async def run_scenario(service: BaseSessionService, data: DataSet) -> RunContext
         for i, message in enumerate(plan.messages):
             if i:
                 clock.advance(round(think.uniform(15, 75), 3))  # the user reads and types
-            async for _ in runner.run_async(
+            async for event in runner.run_async(
                 user_id=plan.user_id,
                 session_id=plan.session_id,
                 new_message=types.Content(role="user", parts=[types.Part(text=message)]),
             ):
-                pass
+                ctx.yielded_at[event.id] = clock.peek()
         await runner.close()
     return ctx
+
+
+# --------------------------------------------------------------------------
+# Tracing: capture the OpenTelemetry spans ADK emits during the V1 run
+# --------------------------------------------------------------------------
+
+SERVICE_NAME = "agent-api"
+# The resource of the app's tracer and logger provider. Set explicitly: the
+# SDK's default resource adds a random service.instance.id.
+OTEL_RESOURCE_ATTRIBUTES = {
+    "telemetry.sdk.language": "python",
+    "telemetry.sdk.name": "opentelemetry",
+    "telemetry.sdk.version": OTEL_SDK_VERSION,
+    "service.name": SERVICE_NAME,
+}
+
+
+class SeededIdGenerator(IdGenerator):
+    """Trace and span ids from a seeded RNG; reset() starts the sequence again."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.reset()
+
+    def reset(self) -> None:
+        self.rng = random.Random(f"{self.seed}:otel-ids")
+
+    def generate_span_id(self) -> int:
+        span_id = self.rng.getrandbits(64)
+        while span_id == trace.INVALID_SPAN_ID:
+            span_id = self.rng.getrandbits(64)
+        return span_id
+
+    def generate_trace_id(self) -> int:
+        trace_id = self.rng.getrandbits(128)
+        while trace_id == trace.INVALID_TRACE_ID:
+            trace_id = self.rng.getrandbits(128)
+        return trace_id
+
+
+class SwitchSampler(Sampler):
+    """Records every span while `on`, none otherwise.
+
+    The global tracer provider cannot be unset, and ADK's module-level proxy
+    tracers keep the SDK tracer once they have used it. Outside a capture the
+    provider therefore drops every span: ADK then gets non-recording spans,
+    as it does with no provider at all.
+    """
+
+    on = False
+
+    def should_sample(self, *args: Any, **kwargs: Any) -> Any:
+        return (ALWAYS_ON if self.on else ALWAYS_OFF).should_sample(*args, **kwargs)
+
+    def get_description(self) -> str:
+        return "SwitchSampler"
+
+
+@dataclass
+class Tracing:
+    provider: TracerProvider
+    sampler: SwitchSampler
+    ids: SeededIdGenerator
+    exporter: InMemorySpanExporter
+
+
+_TRACING: Tracing | None = None
+
+
+def _tracing() -> Tracing:
+    """The process's global tracer provider, installed once."""
+    global _TRACING
+    if _TRACING is None:
+        sampler = SwitchSampler()
+        ids = SeededIdGenerator(SEED)
+        provider = TracerProvider(
+            sampler=sampler,
+            resource=Resource(OTEL_RESOURCE_ATTRIBUTES),
+            shutdown_on_exit=False,
+            id_generator=ids,
+        )
+        exporter = InMemorySpanExporter()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        if trace.get_tracer_provider() is not provider:
+            raise RuntimeError("another OpenTelemetry TracerProvider is installed")
+        _TRACING = Tracing(provider, sampler, ids, exporter)
+    return _TRACING
+
+
+@contextmanager
+def capture_spans(clock: FakeClock) -> Iterator[list[ReadableSpan]]:
+    """Records the spans ended inside the block into the yielded list.
+
+    Span ids come from a seeded generator, and span times from the fake clock
+    in nanoseconds: the SDK reads `time_ns` from its own module namespace, and
+    the patch reads the clock without the tick a read by ADK costs, so the
+    events' timestamps are the same as in an untraced run.
+    """
+    tracing = _tracing()
+    tracing.exporter.clear()
+    tracing.ids.reset()
+    spans: list[ReadableSpan] = []
+    real_time_ns = otel_sdk_trace.time_ns
+    otel_sdk_trace.time_ns = lambda: clock.us * 1_000
+    tracing.sampler.on = True
+    try:
+        yield spans
+        spans.extend(tracing.exporter.get_finished_spans())
+    finally:
+        tracing.sampler.on = False
+        otel_sdk_trace.time_ns = real_time_ns
+        tracing.exporter.clear()
+    if not spans:
+        raise AssertionError("no OpenTelemetry spans were captured from ADK")
 
 
 # --------------------------------------------------------------------------
@@ -1077,7 +1215,7 @@ def create_v0_tables(path: Path) -> None:
 
 
 async def run_storage(
-    kind: str, path: Path, data: DataSet
+    kind: str, path: Path, data: DataSet, clock: FakeClock | None = None
 ) -> tuple[RunContext, dict[str, Session]]:
     if kind == "sqlite_service":
         service: Any = SqliteSessionService(str(path))
@@ -1085,7 +1223,7 @@ async def run_storage(
         if kind == "v0":
             create_v0_tables(path)
         service = DatabaseSessionService(f"sqlite+aiosqlite:///{path}")
-    ctx = await run_scenario(service, data)
+    ctx = await run_scenario(service, data, clock)
     sessions = {}
     for plan in session_plans(data):
         session = await service.get_session(
@@ -1241,6 +1379,401 @@ def write_exports(out: Path, sessions: dict[str, Session]) -> None:
             f.write(pydantic_core.to_json(dump).decode("utf-8") + "\n")
 
 
+# --------------------------------------------------------------------------
+# OpenSearch documents: spans (real ADK output), app logs and LiteLLM payloads
+# --------------------------------------------------------------------------
+
+OPENSEARCH_DIR = "opensearch"
+SPAN_FILE = "otel-v1-apm-span.ndjson"
+LOG_FILE = "logs-otel-v1.ndjson"
+LITELLM_FILE = "litellm.ndjson"
+APP_LOGGER = "agent_api"  # the app's logger, the instrumentation scope of its log records
+LITELLM_MODEL = f"gemini/{MODEL_NAME}"
+LITELLM_UNMAPPED = (
+    f"This model isn't mapped yet. model={LITELLM_MODEL}, custom_llm_provider=gemini. "
+    "Add it here - https://github.com/BerriAI/litellm/blob/main/model_prices_and_context_window.json."
+)
+
+
+def seconds_to_ns(seconds: float) -> int:
+    """Fake-clock epoch seconds (whole microseconds) to integer nanoseconds."""
+    return round(seconds * 1_000_000) * 1_000
+
+
+def iso_ns(ns: int) -> str:
+    """ISO-8601 UTC with nine fractional digits and a Z."""
+    sec, frac = divmod(ns, 1_000_000_000)
+    return datetime.fromtimestamp(sec, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:09d}Z"
+
+
+def litellm_time(seconds: float) -> str:
+    """LiteLLM's str(datetime): "YYYY-MM-DD HH:MM:SS.ffffff" (UTC here)."""
+    us = round(seconds * 1_000_000)
+    return (datetime(1970, 1, 1) + timedelta(microseconds=us)).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def data_prepper_value(value: Any) -> Any:
+    """Data Prepper keeps scalar attribute values and writes arrays as JSON strings."""
+    if isinstance(value, (tuple, list)):
+        return _dumps([data_prepper_value(v) for v in value])
+    return value
+
+
+def _at_keys(attributes: Any) -> dict[str, Any]:
+    return {k.replace(".", "@"): data_prepper_value(v) for k, v in (attributes or {}).items()}
+
+
+def _trace_roots(spans: list[ReadableSpan]) -> dict[int, ReadableSpan]:
+    roots: dict[int, ReadableSpan] = {}
+    for s in spans:
+        if s.parent is None:
+            if s.context.trace_id in roots:
+                raise AssertionError(f"trace {s.context.trace_id:032x} has two root spans")
+            roots[s.context.trace_id] = s
+    missing = {s.context.trace_id for s in spans} - set(roots)
+    if missing:
+        raise AssertionError(f"{len(missing)} traces have no root span")
+    return roots
+
+
+def span_document(span: ReadableSpan, root: ReadableSpan) -> dict[str, Any]:
+    """One span as Data Prepper's otel_traces processor indexes it (default shape)."""
+    ctx = span.context
+    resource = dict(span.resource.attributes)
+    doc: dict[str, Any] = {
+        "traceId": f"{ctx.trace_id:032x}",
+        "spanId": f"{ctx.span_id:016x}",
+        "traceState": ctx.trace_state.to_header(),
+        "parentSpanId": f"{span.parent.span_id:016x}" if span.parent else "",
+        "name": span.name,
+        "kind": f"SPAN_KIND_{span.kind.name}",
+        "startTime": iso_ns(span.start_time),
+        "endTime": iso_ns(span.end_time),
+        "durationInNanos": span.end_time - span.start_time,
+        "serviceName": resource.get("service.name"),
+        "events": [
+            {
+                "time": iso_ns(e.timestamp),
+                "name": e.name,
+                "attributes": _at_keys(e.attributes),
+                "droppedAttributesCount": e.dropped_attributes,
+            }
+            for e in span.events
+        ],
+        "links": [
+            {
+                "traceId": f"{link.context.trace_id:032x}",
+                "spanId": f"{link.context.span_id:016x}",
+                "traceState": link.context.trace_state.to_header(),
+                "attributes": _at_keys(link.attributes),
+                "droppedAttributesCount": link.dropped_attributes,
+            }
+            for link in span.links
+        ],
+        "droppedAttributesCount": span.dropped_attributes,
+        "droppedEventsCount": span.dropped_events,
+        "droppedLinksCount": span.dropped_links,
+        "traceGroup": root.name,
+        "traceGroupFields.endTime": iso_ns(root.end_time),
+        "traceGroupFields.statusCode": root.status.status_code.value,
+        "traceGroupFields.durationInNanos": root.end_time - root.start_time,
+    }
+    for key, value in (span.attributes or {}).items():
+        doc["span.attributes." + key.replace(".", "@")] = data_prepper_value(value)
+    for key, value in resource.items():
+        doc["resource.attributes." + key.replace(".", "@")] = data_prepper_value(value)
+    doc["status.code"] = span.status.status_code.value
+    if span.status.description:
+        doc["status.message"] = span.status.description
+    scope = span.instrumentation_scope
+    if scope is not None and scope.name:
+        doc["instrumentationScope.name"] = scope.name
+    if scope is not None and scope.version:
+        doc["instrumentationScope.version"] = scope.version
+    return doc
+
+
+def check_spans(spans: list[ReadableSpan], calls: list[dict[str, Any]]) -> None:
+    """The captured spans nest, and their times agree with the scripted model's."""
+    by_id = {s.context.span_id: s for s in spans}
+    _trace_roots(spans)
+    for s in spans:
+        if not (s.start_time and s.end_time and s.start_time <= s.end_time):
+            raise AssertionError(f"span {s.name}: bad start/end")
+        if s.parent is not None:
+            parent = by_id[s.parent.span_id]
+            if not parent.start_time <= s.start_time <= s.end_time <= parent.end_time:
+                raise AssertionError(f"span {s.name} is not inside its parent {parent.name}")
+    model_spans = {
+        s.attributes["gcp.vertex.agent.event_id"]: s
+        for s in spans
+        if s.attributes and s.attributes.get("gen_ai.operation.name") == "generate_content"
+    }
+    agent_calls = [c for c in calls if c["kind"] == "agent"]
+    if len(model_spans) != len(agent_calls):
+        raise AssertionError("generate_content spans do not match the agent model calls")
+    for c in agent_calls:
+        s = model_spans[c["event_id"]]
+        started, finished = seconds_to_ns(c["started_at"]), seconds_to_ns(c["finished_at"])
+        if not s.start_time <= started <= finished <= s.end_time:
+            raise AssertionError(f"call {c['call_index']} is not inside its generate_content span")
+        if (s.end_time - s.start_time) - (finished - started) > 5_000_000:
+            raise AssertionError(f"call {c['call_index']}: span much longer than the model call")
+        attrs = s.attributes
+        if (attrs["gen_ai.conversation.id"], attrs["gcp.vertex.agent.invocation_id"]) != (
+            c["session_id"],
+            c["invocation_id"],
+        ):
+            raise AssertionError(f"call {c['call_index']}: span ids differ from the stored event")
+        if c["usage_reported"] and attrs["gen_ai.usage.input_tokens"] != c["prompt_token_count"]:
+            raise AssertionError(f"call {c['call_index']}: span input tokens differ")
+
+
+def span_documents(spans: list[ReadableSpan]) -> list[dict[str, Any]]:
+    roots = _trace_roots(spans)
+    ordered = sorted(spans, key=lambda s: (s.start_time, f"{s.context.span_id:016x}"))
+    return [span_document(s, roots[s.context.trace_id]) for s in ordered]
+
+
+def _log_document(
+    span: ReadableSpan,
+    severity: tuple[int, str],
+    body: str,
+    attributes: dict[str, Any],
+    at: float,
+    observed: float,
+) -> dict[str, Any]:
+    """An OTel log record as Data Prepper writes it into logs-otel-v1-* (the
+    shape of dashboards-observability's logs_otel_v1 sample)."""
+    return {
+        "traceId": f"{span.context.trace_id:032x}",
+        "spanId": f"{span.context.span_id:016x}",
+        "instrumentationScope": {"name": APP_LOGGER, "droppedAttributesCount": 0},
+        "resource": {
+            "attributes": dict(OTEL_RESOURCE_ATTRIBUTES),
+            "droppedAttributesCount": 0,
+            "schemaUrl": "",
+        },
+        "flags": int(span.context.trace_flags),
+        "severityNumber": severity[0],
+        "severityText": severity[1],
+        "body": body,
+        "attributes": attributes,
+        "time": iso_ns(seconds_to_ns(at)),
+        "droppedAttributesCount": 0,
+        "observedTimestamp": iso_ns(seconds_to_ns(observed)),
+        "schemaUrl": "",
+    }
+
+
+def log_documents(
+    ctx: RunContext, sessions: dict[str, Session], spans: list[ReadableSpan]
+) -> list[dict[str, Any]]:
+    """What the app around the agent logs: a line per answered turn, one per failed call."""
+    roots = _trace_roots(spans)
+    model_span: dict[str, ReadableSpan] = {}
+    invocation_root: dict[str, ReadableSpan] = {}
+    for s in spans:
+        attrs = s.attributes or {}
+        if attrs.get("gen_ai.operation.name") == "generate_content":
+            model_span[attrs["gcp.vertex.agent.event_id"]] = s
+            invocation_root[attrs["gcp.vertex.agent.invocation_id"]] = roots[s.context.trace_id]
+    calls = {c["event_id"]: c for c in ctx.calls}
+    users = {plan.session_id: plan.user_id for plan in session_plans(ctx.data)}
+    docs = []
+    for sid, session in sessions.items():
+        answered: set[str] = set()
+        for e in session.events:
+            context = {"session.id": sid, "user.id": users[sid], "app.name": APP_NAME}
+            if e.error_code:
+                call = calls[e.id]
+                docs.append(
+                    _log_document(
+                        model_span[e.id],
+                        (17, "ERROR"),
+                        f"model call failed: {e.error_code}: {e.error_message}",
+                        {
+                            **context,
+                            "invocation.id": e.invocation_id,
+                            "event.id": e.id,
+                            "gen_ai.agent.name": e.author,
+                            "error.code": e.error_code,
+                            "gen_ai.request.context_tokens": call["prompt_token_count"],
+                        },
+                        e.timestamp,
+                        ctx.yielded_at[e.id],
+                    )
+                )
+            elif (
+                e.author != "user"
+                and e.is_final_response()
+                and e.content
+                and any(p.text for p in e.content.parts or [])
+            ):
+                if e.invocation_id in answered:
+                    raise AssertionError(f"invocation {e.invocation_id} answered twice")
+                answered.add(e.invocation_id)
+                docs.append(
+                    _log_document(
+                        invocation_root[e.invocation_id],
+                        (9, "INFO"),
+                        "agent response completed",
+                        {
+                            **context,
+                            "gen_ai.agent.name": e.author,
+                            "invocation.id": e.invocation_id,
+                            "event.id": e.id,
+                        },
+                        e.timestamp,
+                        ctx.yielded_at[e.id],
+                    )
+                )
+    docs.sort(key=lambda d: (d["time"], d["attributes"]["event.id"]))
+    return docs
+
+
+def litellm_documents(ctx: RunContext) -> list[dict[str, Any]]:
+    """One LiteLLM StandardLoggingPayload per agent model call, content not logged."""
+    rng = random.Random(f"{SEED}:litellm")
+
+    def new_uuid() -> str:
+        return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+    docs = []
+    for c in ctx.calls:
+        if c["kind"] != "agent":
+            continue
+        call_id, trace_id = new_uuid(), new_uuid()
+        ok = c["usage_reported"]
+        started_us = round(c["started_at"] * 1_000_000)
+        finished_us = round(c["finished_at"] * 1_000_000)
+        prompt = c["prompt_token_count"] if ok else 0
+        completion = c["candidates_token_count"] if ok else 0
+        error_str = None if ok else f"litellm.ContextWindowExceededError: {c['error_message']}"
+        docs.append(
+            {
+                "id": f"chatcmpl-{call_id}" if ok else call_id,
+                "trace_id": trace_id,
+                "call_type": "acompletion",
+                "cache_hit": None,
+                "stream": False,
+                "status": "success" if ok else "failure",
+                "custom_llm_provider": "gemini",
+                "saved_cache_cost": 0.0,
+                "startTime": litellm_time(c["started_at"]),
+                "endTime": litellm_time(c["finished_at"]),
+                "completionStartTime": litellm_time(c["finished_at"]),
+                "response_time": (finished_us - started_us) / 1_000_000,
+                "model": LITELLM_MODEL,
+                "metadata": {
+                    "user_api_key_hash": None,
+                    "user_api_key_alias": None,
+                    "user_api_key_team_id": None,
+                    "user_api_key_org_id": None,
+                    "user_api_key_user_id": None,
+                    "user_api_key_team_alias": None,
+                    "user_api_key_user_email": None,
+                    "spend_logs_metadata": None,
+                    "requester_ip_address": None,
+                    "requester_metadata": {
+                        "session_id": c["session_id"],
+                        "invocation_id": c["invocation_id"],
+                        "agent_name": c["agent"],
+                        "event_id": c["event_id"],
+                    },
+                    "user_api_key_end_user_id": None,
+                    "prompt_management_metadata": None,
+                    "applied_guardrails": [],
+                    "mcp_tool_call_metadata": None,
+                    "vector_store_request_metadata": None,
+                    "guardrail_information": None,
+                    "usage_object": {
+                        "prompt_tokens": prompt,
+                        "completion_tokens": completion,
+                        "total_tokens": prompt + completion,
+                        "cache_read_input_tokens": c["cached_content_token_count"],
+                        "cache_creation_input_tokens": 0,
+                    }
+                    if ok
+                    else None,
+                },
+                "cache_key": None,
+                # LiteLLM has no price for this model: it logs no cost and says why.
+                # A failed call costs nothing.
+                "response_cost": None if ok else 0.0,
+                "total_tokens": prompt + completion,
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "request_tags": [],
+                "end_user": "",
+                "api_base": "https://generativelanguage.googleapis.com",
+                "model_group": MODEL_NAME,
+                "model_id": "",
+                "requester_ip_address": None,
+                "messages": [],
+                "response": {},
+                "model_parameters": {},
+                "hidden_params": {
+                    "model_id": None,
+                    "cache_key": None,
+                    "api_base": "https://generativelanguage.googleapis.com",
+                    "response_cost": None,
+                    "additional_headers": {},
+                    "litellm_overhead_time_ms": None,
+                    "batch_models": None,
+                    "litellm_model_name": LITELLM_MODEL,
+                },
+                "model_map_information": {"model_map_key": LITELLM_MODEL, "model_map_value": None},
+                "error_str": error_str,
+                "error_information": {
+                    "error_code": "" if ok else "400",
+                    "error_class": "" if ok else "ContextWindowExceededError",
+                    "llm_provider": "" if ok else "gemini",
+                    "traceback": "",
+                    "error_message": "" if ok else error_str,
+                },
+                "response_cost_failure_debug_info": {
+                    "error_str": LITELLM_UNMAPPED,
+                    "traceback_str": "",
+                    "model": LITELLM_MODEL,
+                    "cache_hit": None,
+                    "custom_llm_provider": "gemini",
+                    "base_model": None,
+                    "call_type": "acompletion",
+                    "custom_pricing": False,
+                }
+                if ok
+                else None,
+                "guardrail_information": None,
+                "standard_built_in_tools_params": {"web_search_options": None, "file_search": None},
+            }
+        )
+    docs.sort(key=lambda d: (d["startTime"], d["id"]))
+    return docs
+
+
+def write_ndjson(path: Path, docs: list[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as f:
+        for doc in docs:
+            f.write(_dumps(doc) + "\n")
+
+
+def write_opensearch(
+    out: Path, ctx: RunContext, sessions: dict[str, Session], spans: list[ReadableSpan]
+) -> dict[str, int]:
+    check_spans(spans, ctx.calls)
+    folder = out / OPENSEARCH_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {
+        SPAN_FILE: span_documents(spans),
+        LOG_FILE: log_documents(ctx, sessions, spans),
+        LITELLM_FILE: litellm_documents(ctx),
+    }
+    for name, docs in files.items():
+        write_ndjson(folder / name, docs)
+    return {name: len(docs) for name, docs in files.items()}
+
+
 def clean(out: Path) -> None:
     for name in DB_FILES:
         for suffix in ("", "-wal", "-shm", "-journal"):
@@ -1259,8 +1792,11 @@ def generate(out: Path, quiet: bool = False) -> dict[str, Any]:
     data = build_dataset(SEED)
 
     runs: dict[str, tuple[RunContext, dict[str, Session]]] = {}
+    # The V1 run is traced: ADK's spans become the OpenSearch span documents.
+    clock = FakeClock(START)
+    with capture_spans(clock) as spans:
+        runs["v1"] = asyncio.run(run_storage("v1", out / "adk_v1.db", data, clock))
     for kind, filename in (
-        ("v1", "adk_v1.db"),
         ("sqlite_service", "adk_sqlite_service.db"),
         ("v0", "adk_v0.db"),
     ):
@@ -1293,6 +1829,7 @@ def generate(out: Path, quiet: bool = False) -> dict[str, Any]:
         json.dumps(result_ids, indent=2) + "\n", encoding="utf-8"
     )
     write_exports(out, ref_sessions)
+    opensearch = write_opensearch(out, ref_ctx, ref_sessions, spans)
 
     stats = {
         "sessions": len(ref_sessions),
@@ -1306,6 +1843,8 @@ def generate(out: Path, quiet: bool = False) -> dict[str, Any]:
         ),
         "error_events": sum(1 for s in ref_sessions.values() for e in s.events if e.error_code),
         "v0_pickled_actions": pickles,
+        "opensearch_documents": opensearch,
+        "spans": dict(sorted(Counter(s.name for s in spans).items())),
         "seconds": round(time.perf_counter() - t0, 1),
     }
     if not quiet:

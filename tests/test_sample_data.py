@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data"
 GENERATOR = SAMPLE / "generate.py"
 SESSIONS = ("incident", "parallel", "compaction")
+OPENSEARCH_FILES = ("otel-v1-apm-span.ndjson", "logs-otel-v1.ndjson", "litellm.ndjson")
 
 
 def _load_generator() -> Any:
@@ -162,6 +163,7 @@ def test_regeneration_reproduces_the_sidecar_and_exports(regenerated: Path) -> N
         *(f"exports/{s}.snake.json" for s in SESSIONS),
         "exports/incident.events.json",
         "exports/incident.ndjson",
+        *(f"opensearch/{name}" for name in OPENSEARCH_FILES),
     ):
         assert (regenerated / rel).read_bytes() == (SAMPLE / rel).read_bytes(), rel
 
@@ -366,3 +368,65 @@ def test_compaction_session_has_overlapping_summaries(
     assert later and all(c["roles"][0] == "model" for c in later)
     before = [c for c in calls if c["session_id"] == "compaction" and c not in later]
     assert all(c["roles"][0] == "user" for c in before)
+
+
+# -- the OpenSearch documents -------------------------------------------------
+
+
+def _ndjson(name: str) -> list[dict[str, Any]]:
+    lines = (SAMPLE / "opensearch" / name).read_text("utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_opensearch_documents_join_the_stored_sessions(calls: list[dict[str, Any]]) -> None:
+    spans = _ndjson("otel-v1-apm-span.ndjson")
+    logs = _ndjson("logs-otel-v1.ndjson")
+    litellm = _ndjson("litellm.ndjson")
+    assert [(s["startTime"], s["spanId"]) for s in spans] == sorted(
+        (s["startTime"], s["spanId"]) for s in spans
+    )
+    by_id = {s["spanId"]: s for s in spans}
+    for s in spans:
+        assert len(s["traceId"]) == 32 and len(s["spanId"]) == 16
+        assert s["startTime"] <= s["endTime"] and s["startTime"].endswith("Z")
+        if s["parentSpanId"]:
+            parent = by_id[s["parentSpanId"]]
+            assert parent["traceId"] == s["traceId"]
+            assert parent["startTime"] <= s["startTime"] <= s["endTime"] <= parent["endTime"]
+        else:
+            assert s["traceGroup"] == s["name"] and s["name"].startswith("invoke_workflow ")
+    # One generate_content span per agent model call, carrying its stored event.
+    agent_calls = [c for c in calls if c["kind"] == "agent"]
+    model_spans = {
+        s["span.attributes.gcp@vertex@agent@event_id"]: s
+        for s in spans
+        if s["span.attributes.gen_ai@operation@name"] == "generate_content"
+    }
+    assert set(model_spans) == {c["event_id"] for c in agent_calls}
+    for c in agent_calls:
+        s = model_spans[c["event_id"]]
+        assert s["span.attributes.gen_ai@conversation@id"] == c["session_id"]
+        assert s["span.attributes.gcp@vertex@agent@invocation_id"] == c["invocation_id"]
+        assert s["status.code"] == 0  # ADK sets no error status, not even on the rejected call
+        if c["usage_reported"]:
+            assert s["span.attributes.gen_ai@usage@input_tokens"] == c["prompt_token_count"]
+            assert s["span.attributes.gen_ai@response@finish_reasons"] == '["stop"]'
+        else:
+            assert "span.attributes.gen_ai@usage@input_tokens" not in s
+    # Logs point at spans; the error line at the rejected call's generate_content span.
+    failed = next(c for c in calls if c.get("error_code"))
+    errors = [d for d in logs if d["severityNumber"] == 17]
+    assert len(errors) == 1 and errors[0]["attributes"]["event.id"] == failed["event_id"]
+    assert errors[0]["spanId"] == model_spans[failed["event_id"]]["spanId"]
+    assert errors[0]["attributes"]["gen_ai.request.context_tokens"] == failed["prompt_token_count"]
+    for d in logs:
+        assert by_id[d["spanId"]]["traceId"] == d["traceId"]
+    # LiteLLM: one payload per agent model call.
+    assert sorted(d["metadata"]["requester_metadata"]["event_id"] for d in litellm) == sorted(
+        c["event_id"] for c in agent_calls
+    )
+    failures = [d for d in litellm if d["status"] == "failure"]
+    assert [d["metadata"]["requester_metadata"]["event_id"] for d in failures] == [
+        failed["event_id"]
+    ]
+    assert failures[0]["error_information"]["error_class"] == "ContextWindowExceededError"
