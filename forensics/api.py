@@ -15,13 +15,13 @@ A selection may be given as a session id alone: `api.calls(store, "incident")`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, date, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -35,6 +35,8 @@ from .cost.prices import PriceBook, parse_overrides, read_overrides
 from .engines.local import Refresh, refresh
 from .errors import FactsInterrupted, ForensicsError, StoreError
 from .families.adk.releases import given as given_release
+from .families.mapping import Mapping
+from .families.mapping import load as load_mapping
 from .ingest import Progress, ingest
 from .model import Release
 from .selection import Selection
@@ -50,6 +52,7 @@ from .store.reads import resolve_session, result_preview, stored_key
 
 if TYPE_CHECKING:
     from .plan import PlanReport
+    from .sources.opensearch.live import Cluster
 
 __all__ = [
     "WATERMARK_OVERLAP_S",
@@ -361,6 +364,225 @@ def ingest_json(
 
 
 # ---------------------------------------------------------------------------
+# Logged records: OpenSearch and its files
+# ---------------------------------------------------------------------------
+
+# Each index family's time field and sort: real fields, unique together where the
+# documents have such (a span's trace and span id); `_shard_doc` is added from 3.3.
+INDEX_DEFAULTS = (
+    ("otel-v1-apm-span", "startTime", ("startTime", "traceId", "spanId")),
+    ("logs-otel-v1", "time", ("time", "_id")),
+)
+DEFAULT_TIME_FIELD = "@timestamp"
+
+
+def index_defaults(index: str, time_field: str | None) -> tuple[str, tuple[str, ...]]:
+    """(time field, sort fields) for an index pattern: Data Prepper's by its names."""
+    for prefix, field, sort in INDEX_DEFAULTS:
+        if index.startswith(prefix) and time_field in (None, field):
+            return field, sort
+    chosen = time_field or DEFAULT_TIME_FIELD
+    return chosen, (chosen, "_id")
+
+
+def connect_opensearch(url: str, **options: Any) -> Cluster:
+    """A read-only connection to a cluster (sources/opensearch/live.py: credentials from
+    the URL, the environment or a netrc file, TLS verified unless `insecure`)."""
+    from .sources.opensearch.live import connect
+
+    return connect(url, **options)
+
+
+def _mapping(path: str | Path | None) -> Mapping | None:
+    return load_mapping(Path(path)) if path is not None else None
+
+
+def ingest_opensearch_files(
+    store: StoreLike,
+    paths: Sequence[str | Path],
+    *,
+    mapping: str | Path | None = None,
+    progress: Callable[[IngestResult], None] | None = None,
+) -> IngestResult:
+    """Load OpenSearch documents saved to files (NDJSON of `_source` documents, `_search`
+    response bodies, elasticdump or `_bulk` lines) as one ingest."""
+    from .ingest.logged import ingest_documents
+    from .sources.opensearch.files import documents
+
+    chosen = _mapping(mapping)
+    files = [Path(p) for p in paths]
+
+    def every() -> Iterator[Any]:
+        for path in files:
+            yield from documents(path)
+
+    shown = ", ".join(str(p) for p in files[:3]) + (
+        f" and {len(files) - 3} more" if len(files) > 3 else ""
+    )
+    filters: dict[str, object] = {"mapping": str(mapping)} if mapping else {}
+    with using(store, read_only=False) as target:
+        return ingest_documents(
+            target,
+            every(),
+            kind="opensearch-file",
+            location=shown,
+            filters=filters,
+            mapping=chosen,
+            progress=progress,
+        )
+
+
+def opensearch_documents(
+    cluster: Cluster,
+    index: str,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    query: str | None = None,
+    time_field: str | None = None,
+    page_size: int = 5000,
+    method: str = "auto",
+    progress: Callable[[int], None] | None = None,
+) -> Generator[tuple[str, Any], None, None]:
+    """(index/_id, _source) of every document the search selects, page by page; close
+    it to stop early (the point in time is released)."""
+    field, sort = index_defaults(index, time_field)
+    for hit in cluster.scan(
+        index,
+        time_field=field,
+        since=since,
+        until=until,
+        query=query,
+        sort=sort,
+        page_size=page_size,
+        method=method,
+        progress=progress,
+    ):
+        yield f"{hit.index}/{hit.id}", hit.source
+
+
+def ingest_opensearch(
+    store: StoreLike,
+    cluster: Cluster,
+    index: str,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    query: str | None = None,
+    time_field: str | None = None,
+    mapping: str | Path | None = None,
+    page_size: int = 5000,
+    method: str = "auto",
+    progress: Callable[[IngestResult], None] | None = None,
+    pages: Callable[[int], None] | None = None,
+) -> IngestResult:
+    """Load what one search of a live cluster selects (read-only; see
+    sources/opensearch/live.py) as one ingest; the filters are recorded in the ledger."""
+    from .ingest.logged import ingest_documents
+
+    field, _ = index_defaults(index, time_field)
+    filters: dict[str, object] = {
+        k: v
+        for k, v in (
+            ("index", index),
+            ("since", since.isoformat() if since else None),
+            ("until", until.isoformat() if until else None),
+            ("query", query),
+            ("time_field", field),
+            ("mapping", str(mapping) if mapping else None),
+        )
+        if v is not None
+    }
+    chosen = _mapping(mapping)
+    docs = opensearch_documents(
+        cluster,
+        index,
+        since=since,
+        until=until,
+        query=query,
+        time_field=time_field,
+        page_size=page_size,
+        method=method,
+        progress=pages,
+    )
+    with using(store, read_only=False) as target:
+        return ingest_documents(
+            target,
+            docs,
+            kind="opensearch",
+            location=f"{cluster.url}/{index}",
+            filters=filters,
+            mapping=chosen,
+            progress=progress,
+        )
+
+
+def explain_mapping(
+    documents: Iterable[Any], mapping: str | Path | None = None, sample: int = 20
+) -> pl.DataFrame:
+    """What the first `sample` documents would load as, without loading anything."""
+    from .columns import MAPPING_EXPLAIN
+    from .ingest.logged import explain
+
+    names = MAPPING_EXPLAIN.names
+    rows = [{n: row.get(n) for n in names} for row in explain(documents, _mapping(mapping), sample)]
+    return MAPPING_EXPLAIN.frame(rows)
+
+
+def opensearch_file_documents(paths: Sequence[str | Path]) -> Iterator[Any]:
+    """Every document of the files, in order (what `ingest opensearch-file` reads)."""
+    from .sources.opensearch.files import documents
+
+    for path in paths:
+        yield from documents(Path(path))
+
+
+def context_failures(store: StoreLike, selection: SelectionLike = None) -> pl.DataFrame:
+    """Context failures from everything loaded: logged records and ADK's stored events,
+    merged, each with its turn (both ways), figure, and verdict (analysis/failures.py)."""
+    with using(store) as s:
+        return _context_failures(s, _selection(selection))
+
+
+def _context_failures(store: Store, chosen: Selection) -> pl.DataFrame:
+    from .columns import CALLS
+
+    in_adk = chosen.session is None or bool(
+        store.run("SELECT count(*) FROM sessions WHERE session_id = ?", [chosen.session])[0][0]
+    )
+    calls = Scope(store, chosen).calls() if in_adk else CALLS.frame([])
+    return _merged_failures(store, chosen, calls)
+
+
+def _merged_failures(store: Store, chosen: Selection, calls: pl.DataFrame) -> pl.DataFrame:
+    from .analysis.failures import failures as merge_failures
+
+    logged = store.frame(
+        "failures/logged", since=chosen.since, until=chosen.until, session=chosen.session
+    )
+    failed = calls.filter(pl.col("kind") == "failed")
+    errors = store.frame(
+        "failures/adk_errors",
+        session_ids=failed["session_id"].to_list(),
+        event_ids=failed["call_id"].to_list(),
+    )
+    return merge_failures(logged, calls, errors)
+
+
+def failures_by(frame: pl.DataFrame, by: str) -> pl.DataFrame:
+    """The failures grouped: `failure` (as they are), `agent`, `cluster`."""
+    from .analysis.failures import by_agent, clusters
+
+    if by == "failure":
+        return frame
+    if by == "agent":
+        return by_agent(frame)
+    if by == "cluster":
+        return clusters(frame)
+    raise ForensicsError(f"--by {by!r} is not a grouping", hint="one of: failure, agent, cluster")
+
+
+# ---------------------------------------------------------------------------
 # What is stored
 # ---------------------------------------------------------------------------
 
@@ -533,6 +755,10 @@ class Scope:
     def result_preview(self, session: tuple[str, str, str], function_call_id: str) -> str | None:
         """The first 2,000 characters of one tool call's stored result."""
         return result_preview(self.store, session, function_call_id)
+
+    def failures(self) -> pl.DataFrame:
+        """The selected sessions' context failures, logged and stored, with verdicts."""
+        return _merged_failures(self.store, self.selection, self.calls())
 
     def costing(self, book: PriceBook) -> billed.Costing:
         """The selection's calls priced by `book` (in the selection's time, when given)."""

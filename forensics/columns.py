@@ -10,7 +10,17 @@ from __future__ import annotations
 
 import polars as pl
 
-from .provenance import ESTIMATED, INFERRED, MEASURED, PRICED, TRACED, Column, Spec, epoch
+from .provenance import (
+    ESTIMATED,
+    INFERRED,
+    LOGGED,
+    MEASURED,
+    PRICED,
+    TRACED,
+    Column,
+    Spec,
+    epoch,
+)
 
 S, I64, I32, F64, B = pl.String, pl.Int64, pl.Int32, pl.Float64, pl.Boolean
 NAIVE = pl.Datetime("us")  # DuckDB TIMESTAMP: UTC without a zone
@@ -750,6 +760,11 @@ COST_CALLS = Spec(
         Column("output_tokens_unsure", I64, MEASURED, help="a Claude call's thoughts: "
                "billed output under ADK's native path, already inside candidates under "
                "LiteLLM's; counted in the high bound only"),
+        Column("cache_write_tokens", I64, LOGGED, help="cache writes, where a LiteLLM "
+               "payload logged the request (ADK stores none): both bounds use them"),
+        Column("cache_write_source", S, help="which payload: `litellm (id)` (matched by "
+               "the session and event id the app put in its metadata) or `litellm (near)` "
+               "(by model, start within 5 s and prompt tokens within 1%)"),
         Column("input_usd_per_mtok", USD, PRICED),
         Column("cache_read_usd_per_mtok", USD, PRICED),
         Column("cache_write_usd_per_mtok", USD, PRICED),
@@ -937,6 +952,176 @@ PRICES = Spec(
 )
 
 
+# ---------------------------------------------------------------------------
+# Logged records (OpenSearch): context failures, what a mapping reads
+# ---------------------------------------------------------------------------
+
+FAILURES = Spec(
+    "failures",
+    (
+        Column("failure", I64, help="the failure's number, in time order"),
+        epoch("failed_at"),
+        Column("session_id", S),
+        Column("app_name", S),
+        Column("user_id", S),
+        Column("agent", S),
+        Column("model", S),
+        Column(
+            "evidence",
+            S,
+            help="the records that saw this failure, merged into one: `otel-log`, "
+            "`otel-span`, `litellm`, `mapping:<name>` (logged) and `adk` (the session's "
+            "stored event); records of one session within 5 s (or naming the same event) "
+            "are one failure",
+        ),
+        Column("error_code", S),
+        Column("error_text", S),
+        Column(
+            "logged_tokens",
+            I64,
+            help="the context-size figure given at failure: a logged field, else the "
+            "number in the error text; `logged_tokens_source` says whose (`logged`: the "
+            "application's logs or traces; `measured`: the provider's error text as ADK "
+            "stored it)",
+        ),
+        Column("logged_tokens_source", S),
+        Column("context_limit", I64, LOGGED, help="the model maximum the error named"),
+        Column(
+            "responses_before",
+            I64,
+            LOGGED,
+            help="the founding document's turn: completed model responses logged in the "
+            "session before the failure (empty when the session has no logged calls)",
+        ),
+        Column("turn", I64, help="ADK's turn index of the failing call, when the session "
+               "is loaded"),
+        Column("call_id", S, help="the failing call's event id in the loaded ADK session"),
+        Column(
+            "window_tokens",
+            I64,
+            help="the failing call's rebuilt window (`occupancy` in `forensics calls`; "
+            "`window_tokens_source` says how it is known)",
+        ),
+        Column("window_tokens_source", S),
+        Column(
+            "cumulative_input",
+            I64,
+            help="the turn's cumulative input through the failing call (its own window "
+            "included)",
+        ),
+        Column("cumulative_input_source", S),
+        Column(
+            "verdict",
+            S,
+            help="which the logged figure is: `window` or `cumulative` (within 5% of it "
+            "and nearer than the other), `both` (a turn of one call: they are equal), "
+            "`neither`; `no session` when the ADK session is not loaded, `no figure` when "
+            "nothing gave a size",
+        ),
+        Column("gap_window_pct", F64, help="(logged - window) / window, in percent"),
+        Column("gap_cumulative_pct", F64, help="(logged - cumulative) / cumulative, in percent"),
+        Column("cluster", I64, help="the size cluster of its figure (`forensics failures "
+               "--by cluster`)"),
+        Column("locator", S, help="where the first record of it was read"),
+    ),
+    table=(
+        "failure",
+        "failed_at",
+        "session_id",
+        "agent",
+        "evidence",
+        "logged_tokens",
+        "responses_before",
+        "turn",
+        "window_tokens",
+        "cumulative_input",
+        "verdict",
+        "cluster",
+    ),
+    footnote="logged_tokens: the size figure at failure (logged, or the error text's); "
+    "verdict: within 5% of the failing call's rebuilt window or of the turn's cumulative "
+    "input",
+    command="failures",
+)
+
+FAILURES_BY_AGENT = Spec(
+    "failures_by_agent",
+    (
+        Column("agent", S),
+        Column("failures", I64),
+        Column("sessions", I64),
+        Column(
+            "first_failure_responses_before",
+            S,
+            LOGGED,
+            help="per session, its first failure's `responses_before`: how many sessions "
+            "had it at each count (JSON: count -> sessions)",
+        ),
+        Column(
+            "first_failure_turn",
+            S,
+            help="per session, its first failure's ADK turn: how many sessions at each "
+            "(JSON: turn -> sessions)",
+        ),
+        Column("verdicts", S, help="the failures' verdicts, counted (JSON)"),
+    ),
+    totals=("failures", "sessions"),
+    json_columns=("first_failure_responses_before", "first_failure_turn", "verdicts"),
+    command="failures --by agent",
+)
+
+FAILURE_CLUSTERS = Spec(
+    "failure_clusters",
+    (
+        Column(
+            "cluster",
+            I64,
+            help="figures sorted: a new cluster starts where the next is more than 25% "
+            "above the one before",
+        ),
+        Column("failures", I64),
+        Column("sessions", I64),
+        Column("low_tokens", I64),
+        Column("median_tokens", I64),
+        Column("high_tokens", I64),
+        Column("members", S, help="the failures in it (JSON list of their numbers)"),
+        Column("verdicts", S),
+    ),
+    totals=("failures",),
+    json_columns=("members", "verdicts"),
+    command="failures --by cluster",
+)
+
+MAPPING_EXPLAIN = Spec(
+    "mapping_explain",
+    (
+        Column("locator", S),
+        Column("shape", S, help="which reader took the document: `otel-span`, "
+               "`otel-log`, `litellm`, `mapping:<name>`"),
+        Column("kind", S),
+        Column("name", S),
+        epoch("time"),
+        Column("session_id", S),
+        Column("invocation_id", S),
+        Column("agent", S),
+        Column("model", S),
+        Column("input_tokens", I64, LOGGED),
+        Column("output_tokens", I64, LOGGED),
+        Column("cache_read_tokens", I64, LOGGED),
+        Column("cache_write_tokens", I64, LOGGED),
+        Column("status", S),
+        Column("error", S),
+        Column("context_failure", B),
+        Column("context_tokens", I64, LOGGED),
+        Column("tool", S),
+        Column("problem", S, help="why the document maps to nothing (it would be skipped)"),
+    ),
+    table=("locator", "shape", "kind", "session_id", "agent", "model", "input_tokens",
+           "context_failure", "context_tokens", "problem"),
+    command="ingest opensearch --explain-mapping",
+)
+
+
 ALL: tuple[Spec, ...] = (
     SESSIONS,
     EVENTS,
@@ -958,6 +1143,10 @@ ALL: tuple[Spec, ...] = (
     COST_TOOLS,
     COST_TOOL_CALLS,
     PRICES,
+    FAILURES,
+    FAILURES_BY_AGENT,
+    FAILURE_CLUSTERS,
+    MAPPING_EXPLAIN,
 )
 
 

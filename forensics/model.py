@@ -226,3 +226,73 @@ class TracedCall:
     tools_chars: int
     contents: int
     parts: list[TracedPart] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------
+# Logged records: what an application's logs and traces said (OpenSearch, files)
+# ---------------------------------------------------------------------------
+
+LOGGED_KINDS = ("call", "tool", "agent", "turn", "log")
+
+
+@dataclass(slots=True)
+class LoggedRecord:
+    """One document of logs or traces, read by the family its shape belongs to.
+
+    `kind`: call (a model request), tool (a tool's execution), agent / turn (an agent's
+    run, a whole invocation), log (an application log line). Every figure is as logged;
+    `context_tokens` is the size figure a log or error text gave, `context_limit` the
+    model maximum it named, `context_failure` whether the record is a context failure.
+    """
+
+    record_key: str  # what makes two documents the same record (span ids, payload id, digest)
+    family: str  # otel-span | otel-log | litellm | mapping:<name>
+    shape: str  # data-prepper | otel | litellm | mapping
+    kind: str
+    locator: str  # where it was read: index/_id, or file:line
+    name: str | None = None  # the span's or log's name or body (truncated)
+    started_at: float | None = None  # epoch seconds, UTC
+    ended_at: float | None = None
+    session_id: str | None = None
+    invocation_id: str | None = None
+    event_id: str | None = None
+    agent: str | None = None
+    service: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    logged_cost_usd: float | None = None  # the logger's own cost figure (LiteLLM response_cost)
+    status: str | None = None  # ok | error | None when the record does not say
+    error_code: str | None = None
+    error_text: str | None = None
+    context_failure: bool = False
+    context_tokens: int | None = None
+    context_limit: int | None = None
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    latency_s: float | None = None
+    args_chars: int | None = None
+    result_chars: int | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+    parent_span_id: str | None = None
+
+
+_ARROW_TYPES = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+LOGGED_SCHEMA = pa.schema(
+    [
+        (name, _ARROW_TYPES[str(annotation).split(" ")[0].split("|")[0].strip()])
+        for name, annotation in LoggedRecord.__annotations__.items()
+    ]
+)
+
+
+def logged_table(records: list[LoggedRecord]) -> pa.Table:
+    """Records as one Arrow table of LOGGED_SCHEMA, column by column."""
+    return pa.table(
+        {name: [getattr(r, name) for r in records] for name in LOGGED_SCHEMA.names},
+        schema=LOGGED_SCHEMA,
+    )

@@ -3,8 +3,8 @@
 A frame builder hands `Spec.frame` its rows; the CLI takes a table's columns, totals
 and footnote, the JSON `provenance` object and the CSV/JSON text columns from the same
 `Spec`; the README's field table is generated from the columns' `help`. Provenance
-words (docs/architecture.md): measured, estimated, inferred, traced, priced; a column whose figure
-can be either names the column that says which (`*_source`).
+words (docs/architecture.md): measured, estimated, inferred, traced, priced, logged; a
+column whose figure can be either names the column that says which (`*_source`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import polars as pl
 MEASURED, ESTIMATED, INFERRED = "measured", "estimated", "inferred"
 TRACED = "traced"  # read from a trace of the request itself
 PRICED = "priced"  # measured usage times a dated list or override price
+LOGGED = "logged"  # as an application's logs or traces gave it (OpenSearch, their files)
 # Rows give epoch seconds; the frame holds a UTC datetime (microseconds).
 EPOCH = pl.Datetime("us", "UTC")
 

@@ -8,9 +8,10 @@ review the diff before committing:
 
     .venv/bin/python -m tests.golden
 
-The store is built from `sample_data/adk_v1.db`, read by its path relative to the
-repository root; the ledger's two clock readings (`started_at`, `finished_at`) are
-set to a fixed time, the only figures that differ from run to run.
+The store is built from `sample_data/adk_v1.db` and the sample's OpenSearch documents
+(`sample_data/opensearch/`), read by their paths relative to the repository root;
+the ledger's two clock readings (`started_at`, `finished_at`) are set to a fixed
+time, the only figures that differ from run to run.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ FIXED_CLOCK = "2026-01-01 00:00:00"
 # The specialist's first call in the incident: its window holds relayed parts.
 WINDOW_CALL = "acfe7286-2ea4-408e-902c-cd0865e20b08"
 SAMPLE_PRICES = "sample_data/prices.toml"  # read relative to the repository root
+SAMPLE_LOGGED = [
+    f"sample_data/opensearch/{name}.ndjson"
+    for name in ("litellm", "logs-otel-v1", "otel-v1-apm-span")
+]
 
 COMMANDS: dict[str, list[str]] = {
     "sessions": ["sessions"],
@@ -53,6 +58,13 @@ COMMANDS: dict[str, list[str]] = {
     "cost-by-tool": ["cost", "--by", "tool", "--prices", SAMPLE_PRICES],
     "cost-share": ["cost", "--share", "--prices", SAMPLE_PRICES],
     "prices": ["prices", "--on", "2026-10-22", "--prices", SAMPLE_PRICES],
+    # the sample's spans, app logs and LiteLLM payloads are loaded too (build_store)
+    "failures": ["failures"],
+    "failures-by-agent": ["failures", "--by", "agent"],
+    "failures-by-cluster": ["failures", "--by", "cluster"],
+    "explain-mapping": [
+        "ingest", "opensearch-file", *SAMPLE_LOGGED[1:2], "--explain-mapping", "--sample", "4"
+    ],
 }
 
 
@@ -76,6 +88,11 @@ def build_store(db: Path) -> Path:
     with in_root():
         result = CliRunner().invoke(
             app, ["ingest", "adk-sqlite", "sample_data/adk_v1.db", "--db", str(db)]
+        )
+    assert result.exit_code == 0, result.output
+    with in_root():
+        result = CliRunner().invoke(
+            app, ["ingest", "opensearch-file", *SAMPLE_LOGGED, "--db", str(db)]
         )
     assert result.exit_code == 0, result.output
     con = duckdb.connect(str(db))

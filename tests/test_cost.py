@@ -572,3 +572,41 @@ def test_tool_money_without_a_price_is_unknown_not_zero(sample):
     per_call = api.cost(sample, by="tool-call")
     known = per_call.filter(pl.col("sent_in_turn_usd_low").is_not_null())
     assert known["tool_name"].to_list() == ["get_return_history"]
+
+
+def test_a_litellm_payload_of_the_call_makes_its_writes_known(tmp_path):
+    """ADK stores no cache writes; the LiteLLM payload of the same request counts them:
+    matched by the ids the app put in its metadata, else by model, time and tokens."""
+    model = "claude-sonnet-4-20250514"
+    start = 1_789_992_000.0
+    usage = {"prompt_token_count": 10_000, "cached_content_token_count": 8_000,
+             "candidates_token_count": 500, "thoughts_token_count": 200}
+    db = _store(tmp_path, {"s": (start, model, [usage]), "t": (start + 600, model, [usage])})
+    when = datetime.fromtimestamp(start + 1, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    later = datetime.fromtimestamp(start + 601.5, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+    def payload(pid: str, at: str, meta: dict) -> dict:
+        return {"id": pid, "call_type": "acompletion", "status": "success",
+                "model": f"anthropic/{model}", "startTime": at, "endTime": at,
+                "prompt_tokens": 10_000, "completion_tokens": 700, "response_cost": 0.01,
+                "metadata": {"requester_metadata": meta,
+                             "usage_object": {"cache_read_input_tokens": 8_000,
+                                              "cache_creation_input_tokens": 1_500}}}  # fmt: skip
+
+    logged = tmp_path / "litellm.ndjson"
+    logged.write_text(json.dumps(payload("p1", when, {"session_id": "s", "event_id": "e1"}))
+                      + "\n" + json.dumps(payload("p2", later, {})) + "\n")  # fmt: skip
+    api.ingest_opensearch_files(db, [logged])
+    rows = {r["session_id"]: r for r in api.cost(db, by="call").iter_rows(named=True)}
+    for sid, at, match in (("s", start + 1, "id"), ("t", start + 601, "near")):
+        row = rows[sid]
+        assert row["cache_write_tokens"] == 1500
+        assert row["cache_write_source"] == f"litellm ({match})"
+        # the writes are known: the bounds differ only by where the thinking was counted
+        assert row["cost_usd_low"] == _oracle(model, at, "anthropic", input_tokens=10_000,
+                                              cache_read_tokens=8_000, cache_write_tokens=1_500,
+                                              output_tokens=500)  # fmt: skip
+        assert row["cost_usd_high"] == _oracle(model, at, "anthropic", input_tokens=10_000,
+                                               cache_read_tokens=8_000, cache_write_tokens=1_500,
+                                               output_tokens=700)  # fmt: skip
+        assert row["cache_write_usd_low"] == row["cache_write_usd_high"] > 0

@@ -18,7 +18,7 @@ from .common import app, state
 
 # Each module registers its commands when imported; `--help` lists them in this order.
 for _module in ("stored", "windows", "compaction", "cost", "plan", "report", "ingest",
-                "analyze", "export"):
+                "opensearch", "analyze", "export"):
     importlib.import_module(f"{__name__}.{_module}")
 
 __all__ = ["app", "main"]

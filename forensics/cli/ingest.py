@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..api import IngestResult
 
 
-def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
+def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
     from ..api import WATERMARK_OVERLAP_S, default_db_path
     from ..columns import INGEST_RUN
     from .output import iso
@@ -42,7 +42,7 @@ def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
         return
     target = db or default_db_path()
     echo(f"ingest {result.ingest_id}: {result.kind}:{result.location} -> {target}")
-    noun = "traced request" if result.kind == "adk-trace" else "event"
+    noun = _noun(result.kind)
     if result.rows_read == 0:
         echo(f"no {noun}s read (nothing matched) in {result.seconds:.1f} s")
     elif result.rows_loaded == 0 and result.rows_skipped == 0:
@@ -51,11 +51,20 @@ def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
             f"in {result.seconds:.1f} s"
         )
     else:
+        ignored = (
+            f"{result.rows_ignored:,} not about agents (read, not stored), "
+            if result.rows_ignored
+            else ""
+        )
         echo(
             f"read {_count(result.rows_read, noun)}: loaded {result.rows_loaded:,} new, "
-            f"{result.rows_already_stored:,} already stored, "
+            f"{result.rows_already_stored:,} already stored, {ignored}"
             f"skipped {result.rows_skipped:,} in {result.seconds:.1f} s"
         )
+    if "records" in result.notes:
+        kinds = ", ".join(f"{k} {v:,}" for k, v in result.notes["records"].items())  # type: ignore[attr-defined]
+        shapes = ", ".join(f"{k} {v:,}" for k, v in result.notes["shapes"].items())  # type: ignore[attr-defined]
+        echo(f"records: {kinds or 'none'}; read as: {shapes or 'nothing'}")
     if result.incremental and result.watermark is not None:
         newest = iso(datetime.fromtimestamp(result.watermark, UTC))
         echo(
@@ -84,6 +93,12 @@ def _report(result: IngestResult, fmt: Format, db: Path | None) -> None:
     _fail_if_nothing_readable(result)
 
 
+def _noun(kind: str) -> str:
+    if kind == "adk-trace":
+        return "traced request"
+    return "document" if kind.startswith("opensearch") else "event"
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
@@ -92,7 +107,7 @@ def _fail_if_nothing_readable(result: IngestResult) -> None:
     """One exit rule for every ingest: a run that loaded nothing because nothing it read
     could be loaded (every row skipped, none already stored) fails, after the report."""
     if result.rows_skipped and not result.rows_loaded and not result.rows_already_stored:
-        what = "traced request" if result.kind == "adk-trace" else "event"
+        what = _noun(result.kind)
         echo(
             f"Error: nothing loaded: every {what} read was skipped "
             f"({result.rows_skipped:,}; reasons above)",
@@ -155,7 +170,7 @@ def ingest_postgres(
         adk_version=adk_version,
     )
     progress.done()
-    _report(result, fmt, db)
+    report_ingest(result, fmt, db)
 
 
 @ingest_app.command("adk-sqlite")
@@ -201,7 +216,7 @@ def ingest_sqlite(
         adk_version=adk_version,
     )
     progress.done()
-    _report(result, fmt, db)
+    report_ingest(result, fmt, db)
 
 
 @ingest_app.command("parquet")
@@ -219,7 +234,7 @@ def ingest_parquet(
     """
     from .. import api
 
-    _report(api.ingest_parquet(db, folder), fmt, db)
+    report_ingest(api.ingest_parquet(db, folder), fmt, db)
 
 
 @ingest_app.command("adk-trace")
@@ -248,7 +263,7 @@ def ingest_trace(
     """
     from .. import api
 
-    _report(api.ingest_traces(db, paths), fmt, db)
+    report_ingest(api.ingest_traces(db, paths), fmt, db)
 
 
 @ingest_app.command("adk-json")
@@ -297,4 +312,4 @@ def ingest_json(
         adk_version=adk_version,
     )
     progress.done()
-    _report(result, fmt, db)
+    report_ingest(result, fmt, db)

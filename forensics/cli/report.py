@@ -115,12 +115,13 @@ def demo(
 
     The samples are real ADK output (sample_data/README.md). Prints the sessions it
     loaded, what they cost (their scripted model priced as Gemini 2.5 Flash,
-    sample_data/prices.toml) and the path of the HTML report to open in a browser.
+    sample_data/prices.toml), the context failures the sample's OpenSearch documents
+    and sessions show, and the path of the HTML report to open in a browser.
     """
     import tempfile
 
     from .. import api
-    from ..columns import SESSIONS, cost_spec
+    from ..columns import FAILURES, SESSIONS, cost_spec
     from ..resources import resource_dir
 
     samples = resource_dir("sample_data")
@@ -142,6 +143,14 @@ def demo(
     echo("")
     emit(api.cost(target, prices=prices), Format.table, cost_spec("session"),
          f"USD, priced with {api.price_book(prices).sources}")  # fmt: skip
+    # the same run as production would have indexed it: spans, app logs, LiteLLM payloads
+    logged = sorted((samples / "opensearch").glob("*.ndjson"))
+    loaded = api.ingest_opensearch_files(target, logged)
+    echo(
+        f"\nLoaded {loaded.rows_loaded:,} logged records (spans, logs, LiteLLM payloads) "
+        f"from {samples / 'opensearch'}; the context failures they and the sessions show:\n"
+    )
+    emit(api.context_failures(target), Format.table, FAILURES)
     report = _write_incident(
         target, "incident", out or target.parent / "incident.html", prices=prices
     )

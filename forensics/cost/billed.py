@@ -53,6 +53,7 @@ _MODELS = pa.schema([("model", pa.string()), ("convention", pa.string())])
 _WINDOW = pa.schema([("since", pa.float64()), ("until", pa.float64())])
 # the queries the others read, as views, in the order they build on each other
 _VIEWS = {
+    "cost_logged_writes": "cost/logged_writes",
     "cost_calls": "cost/calls",
     "cost_call_prices": "cost/call_prices",
     "cost_first_sends": "cost/first_sends",

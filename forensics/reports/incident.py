@@ -16,7 +16,7 @@ import polars as pl
 
 from .. import __version__, api
 from ..errors import ForensicsError
-from ..provenance import ESTIMATED, INFERRED, MEASURED, PRICED
+from ..provenance import ESTIMATED, INFERRED, LOGGED, MEASURED, PRICED
 
 
 def n(value: int | float | None, unit: str = "") -> str:
@@ -150,6 +150,19 @@ class Failure:
 
 
 @dataclass
+class LoggedFailure:
+    """One context failure of the session as the logs and traces saw it (`failures`)."""
+
+    when: str
+    evidence: str
+    figure: Cell  # the size figure logged at failure
+    responses_before: Cell
+    window: Cell  # the failing call's rebuilt window
+    cumulative: Cell  # the turn's cumulative input through it
+    verdict: str
+
+
+@dataclass
 class Method:
     sources: list[str]
     ratio: str
@@ -175,6 +188,7 @@ class IncidentContext:
     compaction: list[CompactionRow]
     retained: str
     failure: Failure | None
+    logged_failures: list[LoggedFailure] = field(default_factory=list)
     charts_note: str | None = None  # which turns are charted, when not all are
     evidence: dict[str, list[str]] = field(default_factory=dict)
     method: Method | None = None
@@ -254,6 +268,7 @@ def _build(
         compaction=[_compaction_row(r) for r in compaction.iter_rows(named=True)],
         retained=_retained(retained),
         failure=failure,
+        logged_failures=[_logged_failure(r) for r in scope.failures().iter_rows(named=True)],
         charts_note=note,
         show_content=show_content,
     )
@@ -336,6 +351,35 @@ def _failure(turns: pl.DataFrame, calls: pl.DataFrame) -> Failure | None:
             )
             for c in last.iter_rows(named=True)
         ],
+    )
+
+
+def _source_kind(source: str | None) -> str | None:
+    if source is None:
+        return None
+    # `mixed`: measured calls and estimated ones summed, so the figure is an estimate
+    return MEASURED if source == "measured" else ESTIMATED
+
+
+def _logged_failure(row: dict[str, Any]) -> LoggedFailure:
+    figure_kind = LOGGED if row["logged_tokens_source"] == "logged" else MEASURED
+    verdict = row["verdict"]
+    gaps = [
+        f"{name} {gap:+.1f}%"
+        for name, gap in (
+            ("window", row["gap_window_pct"]),
+            ("cumulative", row["gap_cumulative_pct"]),
+        )
+        if gap is not None
+    ]
+    return LoggedFailure(
+        when=when(row["failed_at"]),
+        evidence=row["evidence"],
+        figure=_cell(row["logged_tokens"], figure_kind),
+        responses_before=_cell(row["responses_before"], LOGGED),
+        window=_cell(row["window_tokens"], _source_kind(row["window_tokens_source"])),
+        cumulative=_cell(row["cumulative_input"], _source_kind(row["cumulative_input_source"])),
+        verdict=verdict + (f" ({', '.join(gaps)})" if gaps else ""),
     )
 
 
@@ -582,6 +626,13 @@ def _evidence(
         evidence["open"].append(
             f"{n(unmeasured)} of {n(agent.height)} calls carry no "
             f"usage{why}: their size is only estimated."
+        )
+    logged = [f for f in ctx.logged_failures if "adk" != f.evidence]
+    if logged:
+        evidence.setdefault(LOGGED, []).append(
+            f"{n(len(logged))} context failure{'s' if len(logged) != 1 else ''} of this session "
+            "in the application's logs or traces, with the size figure logged at failure "
+            "(`forensics failures`)."
         )
     if ctx.failure and "CONTEXT" not in ctx.failure.error_code.upper():
         evidence["open"].append(

@@ -33,6 +33,7 @@ class IngestResult:
     seconds: float = 0.0
     incremental: bool = False
     notes: dict[str, object] = field(default_factory=dict)  # what the source found out
+    rows_ignored: int = 0  # read and understood, but not about agents (a web server's span)
 
     @property
     def rows_skipped(self) -> int:
@@ -40,7 +41,7 @@ class IngestResult:
 
     @property
     def rows_already_stored(self) -> int:
-        return self.rows_read - self.rows_loaded - self.rows_skipped
+        return self.rows_read - self.rows_loaded - self.rows_skipped - self.rows_ignored
 
     @property
     def skip_reasons(self) -> dict[str, int]:

@@ -137,3 +137,14 @@ def set_session_sources(
         store.run(sql.load("store/set_session_sources").sql, {"ingest_id": ingest_id})
     finally:
         store.unregister("session_sources")
+
+
+def insert_logged(store: Store, records: pa.Table, ingest_id: int) -> int:
+    """Store one batch of logged records (LOGGED_SCHEMA) inside the caller's transaction;
+    a record already stored (by record_key) is kept as it was. Returns those newly stored."""
+    store.con.register("logged_batch", records)
+    try:
+        (loaded,) = store.query("store/insert_logged", ingest_id=ingest_id)[0]
+    finally:
+        store.unregister("logged_batch")
+    return int(loaded)

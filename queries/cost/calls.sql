@@ -1,5 +1,5 @@
 -- name: calls
--- Per model call of the sessions in `scope_sessions`, in the time of `cost_window` (a failed request without usage is not billed; a summarizer without a model is priced as its session's main model): its usage as the provider bills it (the convention `cost_models` names for its model), and its cost at the rates of `cost_rates` (USD per token, by model and UTC day; the one tier its input reaches) under a low and a high bound, each split into cache reads, uncached input, cache writes, output and request fees that sum to it.
+-- Per model call of the sessions in `scope_sessions`, in the time of `cost_window` (a failed request without usage is not billed; a summarizer without a model is priced as its session's main model): its usage as the provider bills it (the convention `cost_models` names for its model), and its cost at the rates of `cost_rates` (USD per token, by model and UTC day; the one tier its input reaches) under a low and a high bound, each split into cache reads, uncached input, cache writes, output and request fees that sum to it; where a LiteLLM payload logged the request (`cost_logged_writes`), its cache writes are known and both bounds use them.
 -- params: (none)
 WITH usage AS (
     SELECT c.app_name, c.user_id, c.session_id, c.call_id, c.call_index, c.turn,
@@ -13,7 +13,7 @@ WITH usage AS (
            regexp_matches(s.rules, 'google-adk (0|1|2\.[0-6])\.') AS before_2_7,
            DATE '1970-01-01' + CAST(floor(c.epoch / 86400) AS INTEGER) AS day,
            c.prompt_tokens, c.cached_tokens, e.candidates_tokens, e.thoughts_tokens,
-           e.tool_use_prompt_tokens,
+           e.tool_use_prompt_tokens, w.cache_write_tokens AS logged_writes, w.logged_match,
            -- no usage: the window's characters over the ratio, and as the turns do, the
            -- system instruction and tools (traced) or the agent's fitted constant
            CASE WHEN c.prompt_tokens IS NULL THEN CAST(
@@ -30,6 +30,9 @@ WITH usage AS (
     JOIN scope_ratios AS r ON r.model = c.model
     LEFT JOIN scope_constants AS k
         ON k.model = c.model AND k.app_name = c.app_name AND k.agent = coalesce(c.author, '')
+    LEFT JOIN cost_logged_writes AS w
+        ON w.app_name = c.app_name AND w.user_id = c.user_id AND w.session_id = c.session_id
+       AND w.call_id = c.call_id
     WHERE c.epoch >= coalesce((SELECT since FROM cost_window), '-infinity'::DOUBLE)
       AND c.epoch < coalesce((SELECT until FROM cost_window), 'infinity'::DOUBLE)
 ), billed AS (
@@ -58,7 +61,11 @@ WITH usage AS (
            CASE WHEN two_readings THEN coalesce(cached_tokens, 0)
                 ELSE least(coalesce(cached_tokens, 0), input_tokens) END AS read_n,
            CASE WHEN two_readings THEN input_tokens + coalesce(cached_tokens, 0)
-                ELSE input_tokens END AS input_n
+                ELSE input_tokens END AS input_n,
+           -- logged by LiteLLM: its reading, and the writes it counted (at most the input)
+           CASE WHEN logged_writes IS NOT NULL THEN least(
+               logged_writes, input_tokens - least(coalesce(cached_tokens, 0), input_tokens))
+           END AS writes_known  -- least() skips nulls: the CASE keeps an unknown unknown
     FROM billed
 ), priced AS (
     SELECT b.*, r.above AS tier_above, r.input AS rate_input, r.cache_read AS rate_read,
@@ -81,7 +88,9 @@ WITH usage AS (
            (input_n - read_n) * rate_input AS unwritten_n,
            (input_n - read_n) * rate_write AS written_n,
            CASE WHEN kind = 'failed' AND prompt_tokens IS NULL THEN 0 * rate_request
-                ELSE rate_request END AS request_usd
+                ELSE rate_request END AS request_usd,
+           (input_tokens - cache_read_tokens - writes_known) * rate_input AS unwritten_k,
+           writes_known * rate_write AS written_k
     FROM priced
 ), bounds AS (
     -- each bound the cheaper (dearer) reading, with writes where they cost less (more)
@@ -93,17 +102,23 @@ WITH usage AS (
     FROM parts
 ), components AS (
     SELECT *,
-           CASE WHEN low_l THEN reads_l ELSE reads_n END AS cache_read_usd_low,
-           CASE WHEN rate_write < rate_input THEN 0 * rate_input
+           CASE WHEN writes_known IS NOT NULL OR low_l THEN reads_l ELSE reads_n END
+               AS cache_read_usd_low,
+           CASE WHEN writes_known IS NOT NULL THEN unwritten_k
+                WHEN rate_write < rate_input THEN 0 * rate_input
                 WHEN low_l THEN unwritten_l ELSE unwritten_n END AS uncached_input_usd_low,
-           CASE WHEN rate_write >= rate_input THEN 0 * rate_input
+           CASE WHEN writes_known IS NOT NULL THEN written_k
+                WHEN rate_write >= rate_input THEN 0 * rate_input
                 WHEN low_l THEN written_l ELSE written_n END AS cache_write_usd_low,
            output_tokens * rate_output AS output_usd_low,
-           CASE WHEN high_l THEN reads_l ELSE reads_n END AS cache_read_usd_high,
-           CASE WHEN rate_write > rate_input THEN 0 * rate_input
+           CASE WHEN writes_known IS NOT NULL OR high_l THEN reads_l ELSE reads_n END
+               AS cache_read_usd_high,
+           CASE WHEN writes_known IS NOT NULL THEN unwritten_k
+                WHEN rate_write > rate_input THEN 0 * rate_input
                 WHEN high_l THEN unwritten_l ELSE unwritten_n END AS uncached_input_usd_high,
            -- at equal rates (a list with no write surcharge) a write is uncached input
-           CASE WHEN rate_write <= rate_input THEN 0 * rate_input
+           CASE WHEN writes_known IS NOT NULL THEN written_k
+                WHEN rate_write <= rate_input THEN 0 * rate_input
                 WHEN high_l THEN written_l ELSE written_n END AS cache_write_usd_high,
            (output_tokens + output_tokens_unsure) * rate_output AS output_usd_high
     FROM bounds
@@ -111,8 +126,12 @@ WITH usage AS (
 SELECT app_name, user_id, session_id, call_id, call_index, turn, invocation_id, agent, kind,
        epoch AS started_at, day, model, provider, price_model, price_source, tier_above,
        convention AS usage_convention,
-       input_tokens, cache_read_tokens, output_tokens, input_n - input_tokens AS input_tokens_unsure,
-       output_tokens_unsure,
+       input_tokens, cache_read_tokens, output_tokens,
+       CASE WHEN writes_known IS NULL THEN input_n - input_tokens ELSE 0 END
+           AS input_tokens_unsure,
+       output_tokens_unsure, writes_known AS cache_write_tokens,
+       CASE WHEN writes_known IS NOT NULL THEN 'litellm (' || logged_match || ')' END
+           AS cache_write_source,
        rate_input * 1000000 AS input_usd_per_mtok,
        rate_read * 1000000 AS cache_read_usd_per_mtok,
        rate_write * 1000000 AS cache_write_usd_per_mtok,

@@ -1,0 +1,45 @@
+-- name: logged_writes
+-- Per model call of the sessions in `scope_sessions`, the LiteLLM payload that logged the same request and the cache writes it counted (ADK stores none): matched by the ids the app put in the payload's metadata (`id`: session and event id), else by model, start within 5 s and prompt tokens within 1% (`near`, each payload to its nearest call and each call to its nearest payload).
+-- params: (none)
+WITH calls AS (
+    SELECT c.app_name, c.user_id, c.session_id, c.call_id, c.epoch,
+           coalesce(c.model_version, c.model) AS model, c.prompt_tokens
+    FROM fact_calls AS c
+    SEMI JOIN scope_sessions AS o USING (app_name, user_id, session_id)
+    WHERE c.prompt_tokens IS NOT NULL
+), payloads AS (
+    SELECT record_key, session_id, event_id, started_at, model, input_tokens,
+           cache_write_tokens
+    FROM logged
+    WHERE family = 'litellm' AND kind = 'call' AND status = 'ok'
+      AND cache_write_tokens IS NOT NULL
+), by_id AS (
+    SELECT c.app_name, c.user_id, c.session_id, c.call_id, p.record_key,
+           'id' AS logged_match, p.cache_write_tokens
+    FROM calls AS c
+    JOIN payloads AS p ON p.session_id = c.session_id AND p.event_id = c.call_id
+), near AS (
+    SELECT c.app_name, c.user_id, c.session_id, c.call_id, p.record_key,
+           'near' AS logged_match, p.cache_write_tokens,
+           row_number() OVER (PARTITION BY c.app_name, c.user_id, c.session_id, c.call_id
+                              ORDER BY abs(p.started_at - c.epoch), p.record_key) AS by_call,
+           row_number() OVER (PARTITION BY p.record_key
+                              ORDER BY abs(p.started_at - c.epoch), c.session_id, c.call_id)
+               AS by_payload
+    FROM calls AS c
+    JOIN payloads AS p
+      ON (p.session_id IS NULL OR p.session_id = c.session_id)
+     AND abs(p.started_at - c.epoch) <= 5
+     AND (p.model = c.model OR p.model LIKE '%/' || c.model)
+     AND abs(p.input_tokens - c.prompt_tokens) <= 0.01 * c.prompt_tokens
+    WHERE p.record_key NOT IN (SELECT record_key FROM by_id)
+      AND NOT EXISTS (SELECT 1 FROM by_id AS b
+                      WHERE b.app_name = c.app_name AND b.user_id = c.user_id
+                        AND b.session_id = c.session_id AND b.call_id = c.call_id)
+)
+SELECT app_name, user_id, session_id, call_id, record_key, logged_match, cache_write_tokens
+FROM by_id
+UNION ALL
+SELECT app_name, user_id, session_id, call_id, record_key, logged_match, cache_write_tokens
+FROM near
+WHERE by_call = 1 AND by_payload = 1;
