@@ -33,7 +33,7 @@ from .columns import COST_BY, EVENTS, FIDELITY, INGEST_SKIPS, INGESTS, SESSIONS
 from .cost import billed
 from .cost.prices import PriceBook, parse_overrides, read_overrides
 from .engines.local import Refresh, refresh
-from .errors import FactsInterrupted, ForensicsError, StoreError
+from .errors import FactsInterrupted, ForensicsError, SourceError, StoreError
 from .families.adk.releases import given as given_release
 from .families.mapping import Mapping
 from .families.mapping import load as load_mapping
@@ -411,6 +411,10 @@ def ingest_opensearch_files(
 
     chosen = _mapping(mapping)
     files = [Path(p) for p in paths]
+    for path in files:  # every file checked before any is read: no half-run ledger row
+        if not path.is_file():
+            what = "a directory" if path.is_dir() else "not found"
+            raise SourceError(f"cannot read {path}: {what}")
 
     def every() -> Iterator[Any]:
         for path in files:
@@ -560,6 +564,9 @@ def _merged_failures(store: Store, chosen: Selection, calls: pl.DataFrame) -> pl
     logged = store.frame(
         "failures/logged", since=chosen.since, until=chosen.until, session=chosen.session
     )
+    if chosen.app is not None or chosen.user is not None:
+        # a logged record names no app or user: it is the selection's when its session is
+        logged = logged.filter(pl.col("session_id").is_in(calls["session_id"].unique()))
     failed = calls.filter(pl.col("kind") == "failed")
     errors = store.frame(
         "failures/adk_errors",

@@ -761,10 +761,11 @@ COST_CALLS = Spec(
                "billed output under ADK's native path, already inside candidates under "
                "LiteLLM's; counted in the high bound only"),
         Column("cache_write_tokens", I64, LOGGED, help="cache writes, where a LiteLLM "
-               "payload logged the request (ADK stores none): both bounds use them"),
-        Column("cache_write_source", S, help="which payload: `litellm (id)` (matched by "
-               "the session and event id the app put in its metadata) or `litellm (near)` "
-               "(by model, start within 5 s and prompt tokens within 1%)"),
+               "payload or a span logged the request's (ADK stores none): both bounds use "
+               "them"),
+        Column("cache_write_source", S, help="which record: `litellm (id)` / `otel-span "
+               "(id)` (matched by session and event id) or `litellm (near)` / `otel-span "
+               "(near)` (by model, start within 5 s and prompt tokens within 1%)"),
         Column("input_usd_per_mtok", USD, PRICED),
         Column("cache_read_usd_per_mtok", USD, PRICED),
         Column("cache_write_usd_per_mtok", USD, PRICED),
@@ -971,8 +972,8 @@ FAILURES = Spec(
             S,
             help="the records that saw this failure, merged into one: `otel-log`, "
             "`otel-span`, `litellm`, `mapping:<name>` (logged) and `adk` (the session's "
-            "stored event); records of one session within 5 s (or naming the same event) "
-            "are one failure",
+            "stored event); records naming the same event, or of one session (else one "
+            "trace) within 5 s naming no other event, are one failure",
         ),
         Column("error_code", S),
         Column("error_text", S),

@@ -78,6 +78,7 @@ to searches and scroll pages, not to the PIT or clear-scroll calls, from request
 from __future__ import annotations
 
 import base64
+import bisect
 import fnmatch
 import functools
 import json
@@ -475,6 +476,9 @@ class _Context:
         self.hits: list[dict[str, Any]] = []  # a scroll's remaining hits
         self.size = 10  # a scroll's page size: its first search's
         self.total: dict[str, Any] | None = None
+        # a point in time's matching documents, sorted, per (query, sort): a real node
+        # keeps its searcher; here it saves re-sorting a large index on every page
+        self.sorted: dict[str, list[tuple[list[Any], Doc]]] = {}
 
 
 def _keep_alive_ms(text: str) -> int:
@@ -803,16 +807,25 @@ class LoopbackOpenSearch:
                                  "way to request large data sets. This limit can be set by "
                                  "changing the [index.max_result_window] index level setting.")
         query = body.get("query") or {"match_all": {}}
-        matched = [d for d in docs if matches(d, query)]
         fields = _sort_fields(body["sort"]) if "sort" in body else []
         self._check_sort(fields, names, pit is not None)
         orders = [order for _, order, _ in fields]
-        keyed: list[tuple[list[Any], Doc]] = [(_sort_key(d, fields), d) for d in matched]
-        if fields:
-            def by_key(a: tuple[list[Any], Doc], b: tuple[list[Any], Doc]) -> int:
-                return _compare(a[0], b[0], orders)
 
-            keyed.sort(key=functools.cmp_to_key(by_key))
+        def by_key(a: tuple[list[Any], Doc], b: tuple[list[Any], Doc]) -> int:
+            return _compare(a[0], b[0], orders)
+
+        cache_key = json.dumps([query, body.get("sort")], sort_keys=True, default=str)
+        cached = context.sorted.get(cache_key) if pit is not None else None
+        if cached is None:
+            keyed: list[tuple[list[Any], Doc]] = [
+                (_sort_key(d, fields), d) for d in docs if matches(d, query)
+            ]
+            if fields:
+                keyed.sort(key=functools.cmp_to_key(by_key))
+            if pit is not None:
+                context.sorted[cache_key] = keyed
+        else:
+            keyed = cached
         total = self._total(len(keyed), body.get("track_total_hits", 10000))
         after = body.get("search_after")
         if after is not None:
@@ -828,7 +841,13 @@ class LoopbackOpenSearch:
                              f"{len(fields)}.")
             bound = [self._after_value(value, field, names)
                      for value, (field, _, _) in zip(after, fields, strict=True)]
-            keyed = [kd for kd in keyed if _compare(kd[0], bound, orders) > 0]
+            # the first document after `bound` (the list is sorted by the same order)
+            wrapped = functools.cmp_to_key(by_key)
+            first = bisect.bisect_right(keyed, wrapped((bound, None)), key=wrapped)  # type: ignore[arg-type]
+            keyed = keyed[first:]
+        if scroll is None:
+            keyed = keyed[start:start + size]  # only the page is rendered
+            start = 0
         hits = [self._hit(key, doc, bool(fields)) for key, doc in keyed]
         n = len(names)
         answer: dict[str, Any] = {

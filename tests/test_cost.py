@@ -581,7 +581,9 @@ def test_a_litellm_payload_of_the_call_makes_its_writes_known(tmp_path):
     start = 1_789_992_000.0
     usage = {"prompt_token_count": 10_000, "cached_content_token_count": 8_000,
              "candidates_token_count": 500, "thoughts_token_count": 200}
-    db = _store(tmp_path, {"s": (start, model, [usage]), "t": (start + 600, model, [usage])})
+    db = _store(tmp_path, {"s": (start, model, [usage]), "t": (start + 600, model, [usage]),
+                           "u": (start + 1200, model, [usage]),
+                           "v": (start + 1800, model, [usage])})  # fmt: skip
     when = datetime.fromtimestamp(start + 1, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
     later = datetime.fromtimestamp(start + 601.5, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
 
@@ -596,12 +598,24 @@ def test_a_litellm_payload_of_the_call_makes_its_writes_known(tmp_path):
     logged = tmp_path / "litellm.ndjson"
     logged.write_text(json.dumps(payload("p1", when, {"session_id": "s", "event_id": "e1"}))
                       + "\n" + json.dumps(payload("p2", later, {})) + "\n")  # fmt: skip
-    api.ingest_opensearch_files(db, [logged])
+    # ADK 2.13's own span of session u's call, as Data Prepper stores it
+    span = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": f"generate_content {model}",
+            "startTime": "2026-09-21T12:20:01Z", "endTime": "2026-09-21T12:20:02Z",
+            "span.attributes.gen_ai@conversation@id": "u",
+            "span.attributes.gcp@vertex@agent@event_id": "e1",
+            "span.attributes.gen_ai@usage@input_tokens": 10_000,
+            "span.attributes.gen_ai@usage@output_tokens": 700,
+            "span.attributes.gen_ai@usage@cache_creation@input_tokens": 1_500}  # fmt: skip
+    spans = tmp_path / "spans.ndjson"
+    spans.write_text(json.dumps(span) + "\n")
+    api.ingest_opensearch_files(db, [logged, spans])
     rows = {r["session_id"]: r for r in api.cost(db, by="call").iter_rows(named=True)}
-    for sid, at, match in (("s", start + 1, "id"), ("t", start + 601, "near")):
+    assert rows["v"]["cache_write_tokens"] is None and rows["v"]["cost_source"] == "range"
+    for sid, at, match in (("s", start + 1, "litellm (id)"), ("t", start + 601, "litellm (near)"),
+                           ("u", start + 1201, "otel-span (id)")):  # fmt: skip
         row = rows[sid]
         assert row["cache_write_tokens"] == 1500
-        assert row["cache_write_source"] == f"litellm ({match})"
+        assert row["cache_write_source"] == match
         # the writes are known: the bounds differ only by where the thinking was counted
         assert row["cost_usd_low"] == _oracle(model, at, "anthropic", input_tokens=10_000,
                                               cache_read_tokens=8_000, cache_write_tokens=1_500,

@@ -311,7 +311,8 @@ def test_ctrl_c_during_an_ingest_commits_nothing_and_a_rerun_loads_all(tmp_path)
 
 # -- 7. the README's commands, in its order, on the sample data -----------------------------
 
-NEEDS_A_SERVER = ("ingest adk-postgres", "plan ")  # tests/test_adk_postgres.py, test_plan.py
+# tests/test_adk_postgres.py, test_plan.py; the loopback OpenSearch: test_opensearch_ingest.py
+NEEDS_A_SERVER = ("ingest adk-postgres", "plan ", "ingest opensearch ")
 
 
 def _readme_commands() -> list[str]:

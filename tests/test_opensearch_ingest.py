@@ -152,7 +152,10 @@ def test_a_document_that_maps_to_nothing_is_one_skip(tmp_path: Path) -> None:
     assert "mixed/odd-1: maps to nothing" in out.stdout
 
 
-def test_ctrl_c_mid_scan_releases_the_pit_and_commits_nothing(tmp_path: Path) -> None:
+def test_ctrl_c_mid_scan_releases_the_pit_and_keeps_what_it_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("forensics.ingest.logged.BATCH_RECORDS", 10)  # a commit per page
     db = tmp_path / "c.duckdb"
     pages: list[int] = []
 
@@ -167,6 +170,13 @@ def test_ctrl_c_mid_scan_releases_the_pit_and_commits_nothing(tmp_path: Path) ->
         assert server.open_pits() == []
     assert pages == [10, 20]
     with Store.open(db, read_only=True) as store:
-        assert store.run("SELECT count(*) FROM logged")[0][0] == 0
-        assert store.run("SELECT status, error FROM ingests")[0] == (
-            "interrupted", "interrupted (Ctrl-C); nothing committed")
+        kept = store.run("SELECT count(*) FROM logged")[0][0]
+        assert store.run("SELECT status, error, rows_loaded FROM ingests")[0] == (
+            "interrupted",
+            f"interrupted (Ctrl-C); the {kept:,} records loaded before it are kept; the same "
+            "run again loads the rest", kept)  # fmt: skip
+    assert 0 < kept < 61
+    with LoopbackOpenSearch(_indices(), mappings=MAPPINGS) as server:
+        with api.connect_opensearch(server.url) as cluster:
+            again = api.ingest_opensearch(db, cluster, SPANS, page_size=10)
+    assert again.rows_loaded == 61 - kept and again.rows_already_stored == kept

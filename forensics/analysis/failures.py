@@ -39,6 +39,7 @@ class _Failure:
     failed_at: float | None
     session_id: str | None
     event_ids: set[str] = field(default_factory=set)
+    trace_ids: set[str] = field(default_factory=set)
     evidence: list[str] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)  # logged rows, in time order
     adk: dict[str, Any] | None = None  # the failing ADK call (a row of `calls`)
@@ -46,28 +47,42 @@ class _Failure:
     adk_limit: int | None = None
     adk_error: tuple[str | None, str | None] = (None, None)
 
-    def takes(self, session_id: str | None, event_id: str | None, at: float | None) -> bool:
-        if session_id is None or session_id != self.session_id:
-            return False
+    def takes(
+        self, session_id: str | None, event_id: str | None, at: float | None,
+        trace_id: str | None = None,
+    ) -> bool:
+        """Whether a record is of this failure: the same event; else, in the same session
+        (or, with no session, the same trace), within MERGE_SECONDS and naming no other
+        event than this failure's."""
         if event_id is not None and event_id in self.event_ids:
-            return True
+            return None in (session_id, self.session_id) or session_id == self.session_id
+        if event_id is not None and self.event_ids:
+            return False  # two events: two requests that failed, however close
+        if session_id is None and self.session_id is None:
+            if trace_id is None or trace_id not in self.trace_ids:
+                return False
+        elif session_id != self.session_id:
+            return False
         return at is not None and self.failed_at is not None and abs(at - self.failed_at) <= (
             MERGE_SECONDS
         )
 
 
 def _merge(failures: list[_Failure], session_id: str | None, event_id: str | None,
-           at: float | None) -> _Failure:
+           at: float | None, trace_id: str | None = None) -> _Failure:
     for failure in failures:
-        if failure.takes(session_id, event_id, at):
+        if failure.takes(session_id, event_id, at, trace_id):
             if at is not None and (failure.failed_at is None or at < failure.failed_at):
                 failure.failed_at = at
+            failure.session_id = failure.session_id or session_id
             break
     else:
         failure = _Failure(at, session_id)
         failures.append(failure)
     if event_id is not None:
         failure.event_ids.add(event_id)
+    if trace_id is not None:
+        failure.trace_ids.add(trace_id)
     return failure
 
 
@@ -85,7 +100,9 @@ def failures(logged: pl.DataFrame, calls: pl.DataFrame, adk_errors: pl.DataFrame
     }
     merged: list[_Failure] = []
     for row in logged.iter_rows(named=True):
-        failure = _merge(merged, row["session_id"], row["event_id"], row["started_at"])
+        failure = _merge(
+            merged, row["session_id"], row["event_id"], row["started_at"], row["trace_id"]
+        )
         failure.rows.append(row)
         if row["family"] not in failure.evidence:
             failure.evidence.append(row["family"])
@@ -94,14 +111,18 @@ def failures(logged: pl.DataFrame, calls: pl.DataFrame, adk_errors: pl.DataFrame
         code, message = texts.get((call["session_id"], call["call_id"]), (None, None))
         found = context_limit.parse(code, message)
         at = _epoch(call["timestamp"])
+        session, event = call["session_id"], call["call_id"]
+        # the failure that names this event first; else one close in time, not yet matched
+        open_ = [f for f in merged if f.adk is None]
         existing = next(
-            (f for f in merged if f.takes(call["session_id"], call["call_id"], at)), None
-        )
+            (f for f in open_ if event in f.event_ids and f.session_id in (None, session)), None
+        ) or next((f for f in open_ if not f.event_ids and f.takes(session, event, at)), None)
         if found is None and existing is None:
             continue  # a failed call, but not a context failure, and nothing logged it
-        failure = existing or _merge(merged, call["session_id"], call["call_id"], at)
-        failure.event_ids.add(call["call_id"])
-        failure.adk = by_event[(call["session_id"], call["call_id"])]
+        failure = existing or _merge(merged, session, event, at)
+        failure.session_id = failure.session_id or session
+        failure.event_ids.add(event)
+        failure.adk = by_event[(session, event)]
         failure.adk_figure = found.requested if found else None
         failure.adk_limit = found.limit if found else None
         failure.adk_error = (code, message)

@@ -20,7 +20,7 @@ MAX_CELL = 60
 MONEY_PLACES = 6  # a table rounds USD amounts to this many places; JSON and CSV keep all
 # cut nowhere: what a reader must copy whole (a skipped row's place and reason, a
 # suggested statement)
-WHOLE = frozenset({"locator", "reason", "suggested_index", "definition", "advice"})
+WHOLE = frozenset({"locator", "reason", "suggested_index", "definition", "advice", "problem"})
 
 
 def shorten(text: str, limit: int = MAX_CELL) -> str:

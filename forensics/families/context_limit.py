@@ -22,7 +22,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_NUMBER = r"(\d[\d,_ ]*\d|\d)"
+# a count as providers print it (216230, 216,230, 1 439 860): groups of three, bounded,
+# so a long run of digits cannot make the search quadratic
+_NUMBER = r"(\d{1,3}(?:[,_ ]\d{3})+|\d{1,19})"
 
 # (pattern, which group is the requested size, which the limit): first match wins
 _SIZED = (
@@ -45,11 +47,14 @@ _SIZED = (
     (re.compile(rf"{_NUMBER}\s*tokens?\s*>\s*{_NUMBER}\s*(?:tokens?\s*)?maximum", re.I), 1, 2),
 )
 _MARKERS = re.compile(
-    r"ContextWindowExceeded|context[_ ]length[_ ]exceeded|context window|context length|"
+    r"ContextWindowExceeded|context[_ ]length[_ ]exceeded|"
+    r"context (?:window|length)[^.\n]{0,40}(?:exceed|too long|too large|maximum|limit)|"
+    r"(?:exceed|too long|too large)[^.\n]{0,40}context (?:window|length)|"
     r"prompt is too long|exceeds the maximum number of tokens|input is too long|"
     r"maximum context length|too many (?:input )?tokens|token limit exceeded",
     re.I,
 )
+_LONGEST = 4000  # characters of error text searched: the sizes come first in every one
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ def _int(text: str) -> int:
 
 def parse(*texts: str | None) -> ContextError | None:
     """The context failure the texts (error code, class, message) describe, or None."""
-    joined = "\n".join(t for t in texts if t)
+    joined = "\n".join(t[:_LONGEST] for t in texts if t)
     if not joined:
         return None
     for pattern, requested, limit in _SIZED:

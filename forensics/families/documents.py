@@ -42,8 +42,10 @@ def read(document: Any, locator: str, mapping: Mapping | None = None) -> Read:
             return Read(spans.record(document, locator), "otel-span")
         if logs.is_log(document):
             return Read(logs.record(document, locator), "otel-log")
-    except ValueError as e:
-        return Read(problem=str(e))
+    except (ValueError, TypeError, OverflowError) as e:  # a field that holds something else
+        return Read(problem=str(e) or type(e).__name__)
+    except RecursionError:
+        return Read(problem="nested too deeply to read")
     keys = ", ".join(sorted(document)[:6])
     return Read(
         problem="maps to nothing: not a Data Prepper span or log document nor a LiteLLM "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -65,44 +66,68 @@ def epoch(value: Any) -> float | None:
     if isinstance(value, bool):
         raise ValueError(f"not a time: {value!r}")
     if isinstance(value, int | float):
-        return _scaled(float(value))
+        return _scaled(value)
     if not isinstance(value, str):
         raise ValueError(f"not a time: {type(value).__name__}")
     text = value.strip()
-    if re.fullmatch(r"\d+(\.\d+)?", text):
+    if re.fullmatch(r"\d{1,20}(\.\d{1,9})?", text):
         return _scaled(float(text))
     found = _ISO.match(text)
     if not found:
         raise ValueError(f"not a time: {text[:40]!r}")
     year, month, day, hour, minute, second, fraction, zone = found.groups()
-    when = datetime(
-        int(year), int(month), int(day), int(hour), int(minute), int(second or 0), tzinfo=UTC
-    )
+    try:
+        when = datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second or 0), tzinfo=UTC
+        )
+    except ValueError as e:
+        raise ValueError(f"not a time: {text[:40]!r} ({e})") from None
+    fraction = (fraction or "")[:9]
     seconds = when.timestamp() + (int(fraction) / 10 ** len(fraction) if fraction else 0.0)
     if zone and zone.upper() != "Z":
         sign = 1 if zone[0] == "+" else -1
         digits = zone[1:].replace(":", "")
-        seconds -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
+        hours, minutes = int(digits[:2]), int(digits[2:])
+        if hours > 14 or minutes > 59:
+            raise ValueError(f"not a time zone: {zone!r} in {text[:40]!r}")
+        seconds -= sign * (hours * 3600 + minutes * 60)
+    return _bounded(seconds, text)
+
+
+_EARLIEST, _LATEST = -62_135_596_800.0, 253_402_300_799.0  # years 1 and 9999, UTC
+
+
+def _bounded(seconds: float, shown: object) -> float:
+    if not math.isfinite(seconds) or not _EARLIEST <= seconds <= _LATEST:
+        raise ValueError(f"not a time between years 1 and 9999: {str(shown)[:40]!r}")
     return seconds
 
 
-def _scaled(number: float) -> float:
-    for scale in (1.0, 1e3, 1e6, 1e9):  # seconds until year 5138, then ms, us, ns
-        if abs(number) < 1e11 * scale:
-            return number / scale
-    return number / 1e9
+def _scaled(number: int | float) -> float:
+    """Epoch seconds from a count of seconds (before year 5138), else milliseconds,
+    microseconds or nanoseconds; ValueError for what is none of them (inf, NaN, 1e30)."""
+    if isinstance(number, float) and not math.isfinite(number):
+        raise ValueError(f"not a time: {number!r}")
+    for scale in (1, 1_000, 1_000_000, 1_000_000_000):
+        if abs(number) < 100_000_000_000 * scale:
+            return _bounded(number / scale, number)
+    raise ValueError(f"not a time: {str(number)[:40]!r} (too large for epoch nanoseconds)")
+
+
+_MAX_COUNT = 2**63 - 1  # what the store's BIGINT holds
 
 
 def count(value: Any) -> int | None:
-    """A token count: an int, an integral float, or a string of digits; else None."""
+    """A token count: a non-negative int, integral float or string of digits that fits
+    a BIGINT; else None (a count cannot be negative, and a huge one is not a count)."""
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, int):
-        return value
     if isinstance(value, float):
-        return int(value) if value.is_integer() else None
-    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
-        return int(value)
+        value = int(value) if value.is_integer() else None
+    elif isinstance(value, str):
+        value = int(value) if re.fullmatch(r"\s*\d{1,19}\s*", value) else None
+    if isinstance(value, int) and 0 <= value <= _MAX_COUNT:
+        return value
     return None
 
 
@@ -110,13 +135,18 @@ def number(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
         try:
-            return float(value)
+            found = float(value)
+        except OverflowError:
+            return None
+    elif isinstance(value, str):
+        try:
+            found = float(value)
         except ValueError:
             return None
-    return None
+    else:
+        return None
+    return found if math.isfinite(found) else None
 
 
 def text(value: Any, limit: int = 2000) -> str | None:

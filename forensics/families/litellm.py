@@ -53,7 +53,10 @@ def record(document: dict[str, Any], locator: str) -> LoggedRecord:
     ended = epoch(payload.get("endTime"))
     identity = payload.get("id")
     return LoggedRecord(
-        record_key=f"litellm:{identity}" if identity else f"litellm:{digest(payload)}",
+        # a cache hit repeats the cached response's id: its start time tells them apart
+        record_key=f"litellm:{identity}:{payload.get('startTime')}"
+        if identity
+        else f"litellm:{digest(payload)}",
         family="litellm",
         shape="litellm",
         kind="call",

@@ -86,7 +86,11 @@ class Mapping:
         if not self.matches(document):
             return None
         value = {name: get(document, path) for name, path in self.fields.items()}
-        started = epoch(value.get("time"))
+        try:
+            started = epoch(value.get("time"))
+            ended = epoch(value.get("end_time"))
+        except ValueError as e:
+            raise ValueError(f"mapping {self.name}: [fields] time or end_time: {e}") from None
         if started is None:
             return None
         kind = "log"
@@ -107,7 +111,7 @@ class Mapping:
             locator=locator,
             name=text(value.get("kind") or value.get("error_text"), 200),
             started_at=started,
-            ended_at=epoch(value.get("end_time")),
+            ended_at=ended,
             session_id=text(value.get("session")),
             invocation_id=text(value.get("invocation")),
             event_id=text(value.get("event")),
@@ -129,6 +133,24 @@ class Mapping:
             trace_id=text(value.get("trace_id")),
             span_id=text(value.get("span_id")),
         )
+
+
+def _dotted(table: dict[str, Any], where: str, prefix: str = "") -> dict[str, Any]:
+    """[match] with nested tables (`[match.labels] env = "prod"`) as dotted paths; its
+    values must be what a JSON document holds: text, a number or true/false."""
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_dotted(value, where, f"{path}."))
+        elif isinstance(value, str | int | float | bool):
+            out[path] = value
+        else:
+            raise ForensicsError(
+                f"{where}: [match] {path!r} must be text, a number or true/false, "
+                f"not {type(value).__name__}"
+            )
+    return out
 
 
 def load(path: Path) -> Mapping:
@@ -163,6 +185,7 @@ def load(path: Path) -> Mapping:
     match = data.get("match", {})
     if not isinstance(match, dict):
         raise ForensicsError(f"{where}: [match] must be a table of path = value")
+    match = _dotted(match, where)
     kinds = data.get("kinds", {})
     if not isinstance(kinds, dict):
         raise ForensicsError(f"{where}: [kinds] must be a table of value = kind")

@@ -88,8 +88,10 @@ def write(
     finished: datetime,
     status: str,
     error: str | None,
+    committed: bool = False,
 ) -> None:
-    """The run's ledger row and its first MAX_SKIPS_KEPT skipped rows."""
+    """The run's ledger row and its first MAX_SKIPS_KEPT skipped rows; `committed`: a run
+    that committed as it went, so what it loaded counts whatever its status."""
     store.run(
         "INSERT INTO ingests VALUES "
         "(?, ?, ?, ?::JSON, ?, ?, ?, ?, ?, ?, ?, ?::JSON, ?, ?, ?::JSON)",
@@ -103,7 +105,7 @@ def write(
             status,
             error,
             result.rows_read,
-            result.rows_loaded if status == "ok" else 0,
+            result.rows_loaded if status == "ok" or committed else 0,
             result.rows_skipped,
             json.dumps(result.skip_reasons),
             result.watermark_before,
@@ -128,17 +130,27 @@ def is_interrupt(error: BaseException) -> bool:
 
 
 def write_stopped(
-    store: Store, result: IngestResult, started: datetime, finished: datetime, error: BaseException
+    store: Store,
+    result: IngestResult,
+    started: datetime,
+    finished: datetime,
+    error: BaseException,
+    committed: bool = False,
 ) -> None:
     """The ledger row of a run that did not finish (`interrupted` or `failed`, with why),
-    in a transaction of its own; it never raises over the error it records."""
+    in a transaction of its own; it never raises over the error it records. `committed`:
+    the run committed as it went, and what it loaded stays."""
     stopped = is_interrupt(error)
     status = "interrupted" if stopped else "failed"
-    why = (
-        "interrupted (Ctrl-C); nothing committed" if stopped else f"{type(error).__name__}: {error}"
+    kept = (
+        f"the {result.rows_loaded:,} records loaded before it are kept; the same run again "
+        "loads the rest"
+        if committed
+        else "nothing committed"
     )
+    why = f"interrupted (Ctrl-C); {kept}" if stopped else f"{type(error).__name__}: {error}"
     try:
         with store.transaction():
-            write(store, result, started, finished, status, why)
+            write(store, result, started, finished, status, why, committed)
     except (duckdb.Error, KeyboardInterrupt):
         pass

@@ -1,5 +1,5 @@
 -- name: calls
--- Per model call of the sessions in `scope_sessions`, in the time of `cost_window` (a failed request without usage is not billed; a summarizer without a model is priced as its session's main model): its usage as the provider bills it (the convention `cost_models` names for its model), and its cost at the rates of `cost_rates` (USD per token, by model and UTC day; the one tier its input reaches) under a low and a high bound, each split into cache reads, uncached input, cache writes, output and request fees that sum to it; where a LiteLLM payload logged the request (`cost_logged_writes`), its cache writes are known and both bounds use them.
+-- Per model call of the sessions in `scope_sessions`, in the time of `cost_window` (a failed request without usage is not billed; a summarizer without a model is priced as its session's main model): its usage as the provider bills it (the convention `cost_models` names for its model), and its cost at the rates of `cost_rates` (USD per token, by model and UTC day; the one tier its input reaches) under a low and a high bound, each split into cache reads, uncached input, cache writes, output and request fees that sum to it; where a LiteLLM payload or a span logged the request's writes (`cost_logged_writes`), they are known and both bounds use them.
 -- params: (none)
 WITH usage AS (
     SELECT c.app_name, c.user_id, c.session_id, c.call_id, c.call_index, c.turn,
@@ -130,8 +130,7 @@ SELECT app_name, user_id, session_id, call_id, call_index, turn, invocation_id, 
        CASE WHEN writes_known IS NULL THEN input_n - input_tokens ELSE 0 END
            AS input_tokens_unsure,
        output_tokens_unsure, writes_known AS cache_write_tokens,
-       CASE WHEN writes_known IS NOT NULL THEN 'litellm (' || logged_match || ')' END
-           AS cache_write_source,
+       CASE WHEN writes_known IS NOT NULL THEN logged_match END AS cache_write_source,
        rate_input * 1000000 AS input_usd_per_mtok,
        rate_read * 1000000 AS cache_read_usd_per_mtok,
        rate_write * 1000000 AS cache_write_usd_per_mtok,

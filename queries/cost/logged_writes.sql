@@ -1,5 +1,5 @@
 -- name: logged_writes
--- Per model call of the sessions in `scope_sessions`, the LiteLLM payload that logged the same request and the cache writes it counted (ADK stores none): matched by the ids the app put in the payload's metadata (`id`: session and event id), else by model, start within 5 s and prompt tokens within 1% (`near`, each payload to its nearest call and each call to its nearest payload).
+-- Per model call of the sessions in `scope_sessions`, the logged record of the same request that counted its cache writes (ADK stores none): a LiteLLM payload or a span (ADK 2.13's `gen_ai.usage.cache_creation.input_tokens`), matched by session and event id (`id`: the ids ADK puts on its spans, or an app in a payload's metadata), else by model, start within 5 s and prompt tokens within 1% (`near`, each record to its nearest call and each call to its nearest record; a span before a payload at equal distance).
 -- params: (none)
 WITH calls AS (
     SELECT c.app_name, c.user_id, c.session_id, c.call_id, c.epoch,
@@ -8,21 +8,24 @@ WITH calls AS (
     SEMI JOIN scope_sessions AS o USING (app_name, user_id, session_id)
     WHERE c.prompt_tokens IS NOT NULL
 ), payloads AS (
-    SELECT record_key, session_id, event_id, started_at, model, input_tokens,
+    SELECT record_key, family, session_id, event_id, started_at, model, input_tokens,
            cache_write_tokens
     FROM logged
-    WHERE family = 'litellm' AND kind = 'call' AND status = 'ok'
-      AND cache_write_tokens IS NOT NULL
+    WHERE family IN ('litellm', 'otel-span') AND kind = 'call'
+      AND coalesce(status, 'ok') = 'ok' AND cache_write_tokens IS NOT NULL
 ), by_id AS (
     SELECT c.app_name, c.user_id, c.session_id, c.call_id, p.record_key,
-           'id' AS logged_match, p.cache_write_tokens
+           p.family || ' (id)' AS logged_match, p.cache_write_tokens,
+           row_number() OVER (PARTITION BY c.app_name, c.user_id, c.session_id, c.call_id
+                              ORDER BY p.family DESC, p.record_key) AS by_call
     FROM calls AS c
     JOIN payloads AS p ON p.session_id = c.session_id AND p.event_id = c.call_id
 ), near AS (
     SELECT c.app_name, c.user_id, c.session_id, c.call_id, p.record_key,
-           'near' AS logged_match, p.cache_write_tokens,
+           p.family || ' (near)' AS logged_match, p.cache_write_tokens,
            row_number() OVER (PARTITION BY c.app_name, c.user_id, c.session_id, c.call_id
-                              ORDER BY abs(p.started_at - c.epoch), p.record_key) AS by_call,
+                              ORDER BY abs(p.started_at - c.epoch), p.family DESC,
+                                       p.record_key) AS by_call,
            row_number() OVER (PARTITION BY p.record_key
                               ORDER BY abs(p.started_at - c.epoch), c.session_id, c.call_id)
                AS by_payload
@@ -39,6 +42,7 @@ WITH calls AS (
 )
 SELECT app_name, user_id, session_id, call_id, record_key, logged_match, cache_write_tokens
 FROM by_id
+WHERE by_call = 1
 UNION ALL
 SELECT app_name, user_id, session_id, call_id, record_key, logged_match, cache_write_tokens
 FROM near

@@ -27,7 +27,7 @@ from typing import Any
 
 from ...model import LoggedRecord
 from .. import context_limit
-from ..fields import chars, count, epoch, first, flattened, get, text
+from ..fields import chars, count, digest, epoch, first, get, text
 
 _ERROR_CODES = {2, "2", "STATUS_CODE_ERROR", "ERROR", "Error", "error"}
 _OK_CODES = {1, "1", "STATUS_CODE_OK", "OK", "Ok", "ok"}
@@ -81,17 +81,49 @@ def is_span(document: dict[str, Any]) -> bool:
     )
 
 
+def _default_shape(document: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(span attributes, resource attributes) of the default shape, in one pass over the
+    keys: `span.attributes.a@b` (older releases kept the dots) and `resource.attributes.`
+    or `resource.attributes@` keys, and nested objects where a collector kept them."""
+    attributes: dict[str, Any] = {}
+    resource: dict[str, Any] = {}
+    for key, value in document.items():
+        if key.startswith("span.attributes."):
+            attributes[key[16:].replace("@", ".")] = value
+        elif key.startswith(("resource.attributes.", "resource.attributes@")):
+            resource[key[20:].replace("@", ".")] = value
+    for prefix, into in (("span.attributes", attributes), ("resource.attributes", resource)):
+        nested = get(document, prefix)
+        if isinstance(nested, dict):
+            for key, value in nested.items():
+                into.setdefault(key.replace("@", "."), value)
+    return attributes, resource
+
+
+def _pick(attributes: dict[str, Any], *keys: str) -> Any:
+    """The first of `keys` an attribute dict holds (its keys are the original ones)."""
+    for key in keys:
+        value = attributes.get(key)
+        if value is not None and value != "":
+            return value
+    return None
+
+
 def normalise(document: dict[str, Any]) -> Span:
     """One span document of either shape; ValueError for a time that is not one."""
     nested = document.get("attributes")
+    if isinstance(nested, str):  # a collector that stored the map as JSON text
+        try:
+            nested = json.loads(nested)
+        except json.JSONDecodeError:
+            nested = None
     if isinstance(nested, dict):
         shape, attributes = "otel", dict(nested)
         resource = get(document, "resource.attributes")
         resource = resource if isinstance(resource, dict) else {}
     else:
         shape = "data-prepper"
-        attributes = flattened(document, "span.attributes")
-        resource = flattened(document, "resource.attributes")
+        attributes, resource = _default_shape(document)
     status = document.get("status")
     status = status if isinstance(status, dict) else {}
     code = status.get("code", document.get("status.code"))
@@ -111,9 +143,9 @@ def normalise(document: dict[str, Any]) -> Span:
         started_at=epoch(document.get("startTime")),
         ended_at=epoch(document.get("endTime")),
         status_code=code,
-        status_message=message if isinstance(message, str) and message else None,
+        status_message=text(message) if isinstance(message, str) else None,
         service=text(
-            first(resource, "service.name")
+            _pick(resource, "service.name")
             or document.get("serviceName")
         ),
         attributes=attributes,
@@ -173,15 +205,16 @@ def record(document: dict[str, Any], locator: str) -> LoggedRecord | None:
     if kind is None:
         return None
     a = span.attributes
-    failed = span.status_code in _ERROR_CODES
-    status = "error" if failed else ("ok" if span.status_code in _OK_CODES else None)
+    code = span.status_code if isinstance(span.status_code, int | str) else None
+    failed = code in _ERROR_CODES
+    status = "error" if failed else ("ok" if code in _OK_CODES else None)
     if a.get("success") is False:  # Claude Code's llm_request spans
         status, failed = "error", True
     elif kind == "call" and status is None and (
-        a.get("success") is True or count(first(a, *OUTPUT)) is not None
+        a.get("success") is True or count(_pick(a, *OUTPUT)) is not None
     ):
         status = "ok"  # a call that answered: its usage was recorded
-    error_code = text(first(a, "error.type", "gcp.vertex.agent.error_code"))
+    error_code = text(_pick(a, "error.type", "gcp.vertex.agent.error_code"))
     error_text = span.status_message or _exception(span)
     found = context_limit.parse(error_code, error_text) if (failed or error_code) else None
     latency = (
@@ -189,9 +222,11 @@ def record(document: dict[str, Any], locator: str) -> LoggedRecord | None:
         if span.ended_at is not None and span.started_at is not None
         else None
     )
-    agent = first(a, *AGENT)
+    agent = _pick(a, *AGENT)
     return LoggedRecord(
-        record_key=f"span:{span.trace_id}:{span.span_id}",
+        record_key=f"span:{span.trace_id}:{span.span_id}"
+        if span.trace_id and span.span_id
+        else f"span:{digest(document)}",  # no ids: the document is its own key
         family="otel-span",
         shape=span.shape,
         kind=kind,
@@ -200,18 +235,18 @@ def record(document: dict[str, Any], locator: str) -> LoggedRecord | None:
         started_at=span.started_at,
         ended_at=span.ended_at,
         session_id=text(
-            first(a, "gcp.vertex.agent.session_id", "gen_ai.conversation.id", "session.id")
+            _pick(a, "gcp.vertex.agent.session_id", "gen_ai.conversation.id", "session.id")
         ),
-        invocation_id=text(first(a, "gcp.vertex.agent.invocation_id")),
-        event_id=text(first(a, "gcp.vertex.agent.event_id")),
+        invocation_id=text(_pick(a, "gcp.vertex.agent.invocation_id")),
+        event_id=text(_pick(a, "gcp.vertex.agent.event_id")),
         agent=text(agent),
         service=span.service,
-        model=text(first(a, *MODEL)),
-        provider=text(first(a, "gen_ai.provider.name", "gen_ai.system", "llm.provider")),
-        input_tokens=count(first(a, *INPUT)),
-        output_tokens=count(first(a, *OUTPUT)),
+        model=text(_pick(a, *MODEL)),
+        provider=text(_pick(a, "gen_ai.provider.name", "gen_ai.system", "llm.provider")),
+        input_tokens=count(_pick(a, *INPUT)),
+        output_tokens=count(_pick(a, *OUTPUT)),
         cache_read_tokens=count(
-            first(
+            _pick(
                 a,
                 "gen_ai.usage.cache_read.input_tokens",
                 "gen_ai.usage.cache_read_input_tokens",
@@ -219,7 +254,7 @@ def record(document: dict[str, Any], locator: str) -> LoggedRecord | None:
             )
         ),
         cache_write_tokens=count(
-            first(
+            _pick(
                 a,
                 "gen_ai.usage.cache_creation.input_tokens",
                 "gen_ai.usage.cache_creation_input_tokens",
@@ -235,10 +270,10 @@ def record(document: dict[str, Any], locator: str) -> LoggedRecord | None:
         tool_name=text(a.get("gen_ai.tool.name")) if kind == "tool" else None,
         tool_call_id=text(a.get("gen_ai.tool.call.id")) if kind == "tool" else None,
         latency_s=latency,
-        args_chars=chars(first(a, "gcp.vertex.agent.tool_call_args", "gen_ai.tool.call.arguments"))
+        args_chars=chars(_pick(a, "gcp.vertex.agent.tool_call_args", "gen_ai.tool.call.arguments"))
         if kind == "tool"
         else None,
-        result_chars=chars(first(a, "gcp.vertex.agent.tool_response", "gen_ai.tool.call.result"))
+        result_chars=chars(_pick(a, "gcp.vertex.agent.tool_response", "gen_ai.tool.call.result"))
         if kind == "tool"
         else None,
         trace_id=span.trace_id,

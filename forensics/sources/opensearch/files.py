@@ -53,42 +53,88 @@ def documents(path: Path) -> Iterator[tuple[str, Any] | Skip]:
     """(locator, document) for each document of one file, or a Skip for what cannot be
     read; SourceError when the file itself cannot be opened."""
     try:
-        handle = path.open(encoding="utf-8-sig", errors="strict")
+        handle = path.open("rb")
     except OSError as e:
         raise SourceError(f"cannot read {path}: {e.strerror or e}") from e
     with handle:
-        try:
-            head = handle.readline()
+        head = handle.readline(1 << 20)
+        if not head.strip() and not handle.read(1):
+            yield Skip(str(path), "empty file")
+            return
+        handle.seek(0)
+        if _whole_document(head):
             try:
-                first = json.loads(head) if head.strip() else None
-                one_per_line = isinstance(first, dict) and "hits" not in first
-            except json.JSONDecodeError:
-                one_per_line = False
-            if not one_per_line:
-                handle.seek(0)
-                yield from _whole(path, handle.read())
+                text = handle.read().decode("utf-8-sig")
+            except UnicodeDecodeError as e:
+                yield Skip(str(path), f"not UTF-8 text: {e.reason} at byte {e.start}")
                 return
-            handle.seek(0)
+            yield from _whole(path, text)
+        else:
             yield from _lines(path, handle)
-        except UnicodeDecodeError as e:
-            yield Skip(str(path), f"not UTF-8 text: {e.reason} at byte {e.start}")
+
+
+def _whole_document(head: bytes) -> bool:
+    """Whether the file is one JSON value (a list, a `_search` body, a pretty-printed
+    document) rather than one document per line: its first line is `[`-led, or not a
+    complete JSON value, or a `_search` body (`hits.hits`)."""
+    line = head.decode("utf-8-sig", errors="replace").strip()
+    if line.startswith("["):
+        return True
+    try:
+        first = json.loads(line)
+    except (json.JSONDecodeError, RecursionError):
+        return line.startswith("{") and not line.endswith("}")  # an object over lines
+    return _search_hits(first) is not None
+
+
+def _an_object(lines: list[bytes]) -> bool:
+    try:
+        return bool(lines) and isinstance(json.loads(lines[0]), dict)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return False
+
+
+def _search_hits(value: Any) -> list[Any] | None:
+    """A `_search` response body's hits, or None for a value that is not one."""
+    if isinstance(value, dict) and isinstance(value.get("hits"), dict):
+        hits = value["hits"].get("hits")
+        return hits if isinstance(hits, list) else None
+    return None
 
 
 def _lines(path: Path, handle: Any) -> Iterator[tuple[str, Any] | Skip]:
     pending: str | None = None  # the index/_id a `_bulk` action line named
-    for number, line in enumerate(handle, 1):
-        if not line.strip():
+    for number, raw in enumerate(handle, 1):
+        if not raw.strip():
             continue
         locator = f"{path}:{number}"
+        try:
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as e:
+            yield Skip(locator, f"not UTF-8 text: {e.reason} at column {e.start + 1}")
+            pending = None
+            continue
         try:
             value = json.loads(line)
         except json.JSONDecodeError as e:
             yield Skip(f"{locator}:{e.colno}", f"not valid JSON: {e.msg}")
             pending = None
             continue
+        except RecursionError:
+            yield Skip(locator, "not read: JSON nested too deeply")
+            pending = None
+            continue
         action = _action(value)
         if action is not None:
             pending = action or f"line {number}"
+            continue
+        hits = _search_hits(value)
+        if hits is not None:  # NDJSON of _search bodies: one per line
+            for index, item in enumerate(hits):
+                found = _hit(item)
+                where, doc = found if found else (None, item)
+                yield f"{locator}: hits.hits[{index}]" + (f" ({where})" if where else ""), doc
+            pending = None
             continue
         hit = _hit(value)
         if hit is not None:
@@ -104,15 +150,23 @@ def _whole(path: Path, text: str) -> Iterator[tuple[str, Any] | Skip]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
+        lines = text.encode("utf-8").splitlines(keepends=True)
+        if e.msg == "Extra data" or _an_object(lines[1:2]):
+            # one value per line after all (_search bodies; NDJSON whose first line is bad)
+            yield from _lines(path, iter(lines))
+            return
         yield Skip(f"{path}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}")
         return
-    if isinstance(value, dict) and isinstance(value.get("hits"), dict):
-        hits = value["hits"].get("hits")
-        if not isinstance(hits, list):
-            yield Skip(str(path), "a _search response whose hits.hits is not a list")
-            return
+    except RecursionError:
+        yield Skip(str(path), "not read: JSON nested too deeply")
+        return
+    hits = _search_hits(value)
+    if isinstance(value, dict) and isinstance(value.get("hits"), dict) and hits is None:
+        yield Skip(str(path), "a _search response whose hits.hits is not a list")
+        return
+    if hits is not None:
         items: list[Any] = hits
-        label = "hits.hits"
+        label: str | None = "hits.hits"
     elif isinstance(value, list):
         items, label = value, ""
     else:
