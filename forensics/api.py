@@ -566,7 +566,7 @@ def _merged_failures(store: Store, chosen: Selection, calls: pl.DataFrame) -> pl
     )
     if chosen.app is not None or chosen.user is not None:
         # a logged record names no app or user: it is the selection's when its session is
-        logged = logged.filter(pl.col("session_id").is_in(calls["session_id"].unique()))
+        logged = logged.filter(pl.col("session_id").is_in(calls["session_id"].unique().to_list()))
     failed = calls.filter(pl.col("kind") == "failed")
     errors = store.frame(
         "failures/adk_errors",
@@ -587,6 +587,149 @@ def failures_by(frame: pl.DataFrame, by: str) -> pl.DataFrame:
     if by == "cluster":
         return clusters(frame)
     raise ForensicsError(f"--by {by!r} is not a grouping", hint="one of: failure, agent, cluster")
+
+
+# ---------------------------------------------------------------------------
+# Outcomes and tasks
+# ---------------------------------------------------------------------------
+
+
+def load_outcomes(
+    store: StoreLike,
+    paths: Sequence[str | Path],
+    *,
+    arm: str | None = None,
+    threshold: float | None = None,
+) -> IngestResult:
+    """Load task outcomes (CSV/JSON rows, or ADK's EvalSetResult files) as one ingest."""
+    from .ingest.outcomes import ingest_outcomes
+
+    with using(store, read_only=False) as target:
+        return ingest_outcomes(target, [Path(p) for p in paths], arm=arm, threshold=threshold)
+
+
+def executions(scope: Scope, book: PriceBook) -> pl.DataFrame:
+    """One row per loaded outcome of the selected sessions: its task, arm, success, cost
+    bounds, model calls and turns (an outcome of one turn: that turn's)."""
+    outcomes = scope.store.frame("store/outcomes")
+    by_session = scope.cost(book, "session").select(
+        "session_id", "calls", "cost_usd_low", "cost_usd_high"
+    )
+    turns = scope.sessions().select("session_id", "turns")
+    whole = (
+        outcomes.filter(pl.col("invocation_id") == "")
+        .join(by_session, on="session_id", how="inner")
+        .join(turns, on="session_id", how="left")
+    )
+    by_turn = scope.cost(book, "turn").select(
+        "session_id", "invocation_id", "calls", "cost_usd_low", "cost_usd_high"
+    )
+    one_turn = (
+        outcomes.filter(pl.col("invocation_id") != "")
+        .join(by_turn, on=["session_id", "invocation_id"], how="inner")
+        .with_columns(pl.lit(1, dtype=pl.Int64).alias("turns"))
+    )
+    columns = ["session_id", "invocation_id", "task_id", "arm", "success", "calls", "turns",
+               "cost_usd_low", "cost_usd_high"]  # fmt: skip
+    return pl.concat([whole.select(columns), one_turn.select(columns)], how="vertical")
+
+
+def compare_executions(frame: pl.DataFrame, baseline: str, arm: str) -> pl.DataFrame:
+    """The paired comparison (TASK_COMPARE) of an `executions` frame's two arms."""
+    from .analysis.tasks import compare as paired
+
+    known = set(frame["arm"].unique().to_list())
+    for name in (baseline, arm):
+        if name not in known:
+            raise ForensicsError(
+                f"no outcomes under arm {name!r}",
+                hint=f"arms loaded: {', '.join(sorted(known)) or 'none'}"
+                " (`forensics outcomes load FILE --arm NAME`)",
+            )
+    return paired(frame, baseline, arm)
+
+
+def arms_of(executions_frame: pl.DataFrame) -> pl.DataFrame:
+    """Per arm (TASK_ARMS) of an `executions` frame."""
+    from .analysis.tasks import arms
+
+    return arms(executions_frame)
+
+
+def tasks(store: StoreLike, selection: SelectionLike = None, *, by: str = "task",
+          prices: PricesLike = None) -> pl.DataFrame:  # fmt: skip
+    """Cost per successful task and trajectory length, per task and arm or per arm."""
+    from .analysis.tasks import arms
+    from .analysis.tasks import tasks as per_task
+
+    with using(store) as s:
+        frame = executions(Scope(s, selection), price_book(prices, s))
+    if by == "arm":
+        return arms(frame)
+    if by == "task":
+        return per_task(frame)
+    raise ForensicsError(f"--by {by!r} is not a grouping", hint="one of: task, arm")
+
+
+def compare(store: StoreLike, baseline: str, arm: str, selection: SelectionLike = None,
+            *, prices: PricesLike = None) -> pl.DataFrame:  # fmt: skip
+    """The paired comparison of two arms (analysis/tasks.py: bootstrap, seeded)."""
+    with using(store) as s:
+        frame = executions(Scope(s, selection), price_book(prices, s))
+    return compare_executions(frame, baseline, arm)
+
+
+def breakeven(store: StoreLike, selection: SelectionLike = None, *, agent: str | None = None,
+              reduction: float = 0.384, prices: PricesLike = None) -> pl.DataFrame:  # fmt: skip
+    """How many extra turns cutting the tool-output slice by `reduction` pays for, per
+    agent and for all (analysis/tasks.py)."""
+    from decimal import Decimal
+
+    from .analysis.tasks import breakeven as rows_of
+
+    with using(store) as s:
+        scope = Scope(s, selection)
+        book = price_book(prices, s)
+        calls = scope.call_costs(book).filter(pl.col("kind") != "summarizer")
+        tools = scope.tool_call_costs(book).join(
+            scope.growth().select("session_id", "function_call_id", "agent"),
+            on=["session_id", "function_call_id"],
+            how="left",
+        )
+    zero = Decimal(0)
+
+    def money(series: pl.Series) -> Decimal:
+        return sum((v for v in series.to_list() if v is not None), zero)
+
+    groups = []
+    names = sorted(calls["agent"].drop_nulls().unique().to_list())
+    for name in [*names, None] if agent is None else [agent]:
+        mine = calls if name is None else calls.filter(pl.col("agent") == name)
+        used = tools if name is None else tools.filter(pl.col("agent") == name)
+        if not mine.height:
+            raise ForensicsError(f"no model calls of agent {name!r}",
+                                 hint=f"agents: {', '.join(names)}")  # fmt: skip
+        last = (
+            mine.filter(pl.col("kind") != "failed")
+            .sort("call_index")
+            .group_by("session_id")
+            .last()
+        )
+        inputs = [
+            money(last[c])
+            for c in ("cache_read_usd_low", "uncached_input_usd_low", "cache_write_usd_low")
+        ]
+        groups.append(
+            {
+                "agent": name or "all",
+                "sessions": mine["session_id"].n_unique(),
+                "total_usd": money(mine["cost_usd_low"]),
+                "cache_usd": money(mine["cache_read_usd_low"]) + money(mine["cache_write_usd_low"]),
+                "tool_usd": money(used["first_send_usd_low"]) + money(used["resend_usd_low"]),
+                "turn_usd": sum(inputs, zero) / last.height if last.height else None,
+            }
+        )
+    return rows_of(groups, reduction)
 
 
 # ---------------------------------------------------------------------------

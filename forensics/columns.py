@@ -1123,6 +1123,101 @@ MAPPING_EXPLAIN = Spec(
 )
 
 
+# ---------------------------------------------------------------------------
+# Tasks and arms: outcomes, cost per successful task, paired arms, break-even
+# ---------------------------------------------------------------------------
+
+_TASK_FIGURES = (
+    Column("executions", I64, help="outcomes loaded: sessions (or turns) that ran the task"),
+    Column("successes", I64),
+    Column("success_rate", F64, help="percent of the evaluated executions that succeeded"),
+    Column("cost_usd_low", USD, PRICED),
+    Column("cost_usd_high", USD, PRICED),
+    Column("cost_per_success_usd_low", USD, PRICED, help="the whole cost, failed "
+           "executions included (they were billed), over the successful ones"),
+    Column("cost_per_success_usd_high", USD, PRICED),
+    Column("calls_mean", F64, help="model calls per execution: the trajectory's length "
+           "(the cost study's `turns`)"),
+    Column("calls_histogram", S, help="executions by their number of model calls (JSON)"),
+    Column("turns_mean", F64, help="ADK turns (invocations) per execution"),
+    Column("turns_histogram", S),
+)
+_HISTOGRAMS = ("calls_histogram", "turns_histogram")
+
+TASKS = Spec(
+    "tasks",
+    (Column("task_id", S), Column("arm", S), *_TASK_FIGURES),
+    table=("task_id", "arm", "executions", "successes", "success_rate", "cost_usd_low",
+           "cost_usd_high", "cost_per_success_usd_low", "calls_mean", "turns_mean"),
+    totals=("executions", "successes", "cost_usd_low", "cost_usd_high"),
+    json_columns=_HISTOGRAMS,
+    command="tasks",
+)
+
+TASK_ARMS = Spec(
+    "task_arms",
+    (Column("arm", S), Column("tasks", I64), *_TASK_FIGURES),
+    table=("arm", "tasks", "executions", "successes", "success_rate", "cost_usd_low",
+           "cost_usd_high", "cost_per_success_usd_low", "cost_per_success_usd_high",
+           "calls_mean", "calls_histogram"),
+    totals=("executions", "successes", "cost_usd_low", "cost_usd_high"),
+    json_columns=_HISTOGRAMS,
+    command="tasks --by arm",
+)
+
+TASK_COMPARE = Spec(
+    "task_compare",
+    (
+        Column("bound", S, help="which cost bound the comparison uses (low, high)"),
+        Column("baseline", S),
+        Column("arm", S),
+        Column("pairs", I64, help="tasks run under both arms"),
+        Column("mean_cost_diff_pct", F64, PRICED, help="mean over the pairs of (arm - "
+               "baseline) / baseline, each task's mean cost per execution, in percent"),
+        Column("ci_low_pct", F64, PRICED, help="its percentile bootstrap interval "
+               "(`method`)"),
+        Column("ci_high_pct", F64, PRICED),
+        Column("cost_per_success_ratio", F64, PRICED, help="the arm's cost per successful "
+               "execution over the baseline's"),
+        Column("success_rate_baseline", F64),
+        Column("success_rate_arm", F64),
+        Column("calls_baseline", S, help="the baseline's executions by model calls (JSON)"),
+        Column("calls_arm", S),
+        Column("unpaired_tasks", S, help="tasks run under one of the arms only: listed, "
+               "not compared (JSON)"),
+        Column("method", S),
+        Column("note", S),
+    ),
+    table=("bound", "baseline", "arm", "pairs", "mean_cost_diff_pct", "ci_low_pct",
+           "ci_high_pct", "cost_per_success_ratio", "success_rate_baseline",
+           "success_rate_arm", "note"),
+    json_columns=("calls_baseline", "calls_arm", "unpaired_tasks"),
+    command="compare",
+)
+
+BREAKEVEN = Spec(
+    "breakeven",
+    (
+        Column("agent", S, help="the agent (all: every agent's calls together)"),
+        Column("sessions", I64),
+        Column("cost_usd", USD, PRICED, help="the low bound of the bill"),
+        Column("cache_share_pct", F64, PRICED, help="cache reads and writes, percent of it"),
+        Column("tool_output_share_pct", F64, "estimated", help="tool results' first sends "
+               "and re-sends, percent of it"),
+        Column("reduction_pct", F64, help="the cut of the tool-output slice assumed "
+               "(`--reduction`)"),
+        Column("breakeven_turns", F64, INFERRED, help="s_cache / (r * s_tool): the "
+               "trajectory length from which the saving pays for one more turn"),
+        Column("saving_usd", USD, "estimated", help="r times the tool-output slice"),
+        Column("one_more_turn_usd", USD, PRICED, help="the mean input cost of a session's "
+               "last call: what one more turn re-sends, from real calls"),
+        Column("turns_paid_for", F64, INFERRED, help="the saving over the cost of one more "
+               "turn: how many extra turns it pays for before it is lost"),
+    ),
+    command="breakeven",
+)
+
+
 ALL: tuple[Spec, ...] = (
     SESSIONS,
     EVENTS,
@@ -1148,6 +1243,10 @@ ALL: tuple[Spec, ...] = (
     FAILURES_BY_AGENT,
     FAILURE_CLUSTERS,
     MAPPING_EXPLAIN,
+    TASKS,
+    TASK_ARMS,
+    TASK_COMPARE,
+    BREAKEVEN,
 )
 
 

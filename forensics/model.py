@@ -296,3 +296,23 @@ def logged_table(records: list[LoggedRecord]) -> pa.Table:
         {name: [getattr(r, name) for r in records] for name in LOGGED_SCHEMA.names},
         schema=LOGGED_SCHEMA,
     )
+
+
+# ---------------------------------------------------------------------------
+# Task outcomes: which executions of which task succeeded, under which arm
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One execution of a task: an ADK session (or one of its turns, by invocation id),
+    the task it ran, the arm it ran under, and whether it succeeded."""
+
+    session_id: str
+    invocation_id: str | None  # None: the whole session is the execution
+    task_id: str
+    arm: str  # '' when the file names none
+    success: bool | None  # None: not evaluated
+    score: float | None
+    source: str  # csv | json | adk-eval
+    locator: str  # file:row, for messages

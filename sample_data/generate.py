@@ -30,6 +30,12 @@ exporter, converted as Data Prepper's ``otel_traces`` processor indexes them),
 and, written in the shape of those tools, the app's OTel log records and
 LiteLLM's StandardLoggingPayload per agent model call. See README.md in this
 directory.
+
+A second app, ``support``, runs after the store's storage runs on its own clock,
+ids and RNGs (so the store's files do not change with it): 12 tasks, each under
+two tool-output guards (arms ``conservative`` and ``aggressive``), into
+``tasks.db``, with their outcomes in ``outcomes.csv`` and the conservative arm's
+as ADK eval results in ``tasks.evalset_result.json``.
 """
 
 from __future__ import annotations
@@ -110,7 +116,7 @@ CONTEXT_LIMIT_TOKENS = 200_000
 CLOCK_TICK_US = 1_000
 MODEL_NAME = "scripted-store-model"
 
-DB_FILES = ("adk_v1.db", "adk_sqlite_service.db", "adk_v0.db")
+DB_FILES = ("adk_v1.db", "adk_sqlite_service.db", "adk_v0.db", "tasks.db")
 OUTPUT_DIRS = ("exports", "oracle", "opensearch")
 
 # --------------------------------------------------------------------------
@@ -165,8 +171,8 @@ class FakeClock:
         self.us = max(self.us, self.model_done_us + round(latency * 1_000_000))
 
 
-def make_id_provider(seed: int) -> Callable[[], str]:
-    rng = random.Random(f"{seed}:ids")
+def make_id_provider(seed: int, stream: str = "ids") -> Callable[[], str]:
+    rng = random.Random(f"{seed}:{stream}")
 
     def new_id() -> str:
         return str(uuid.UUID(int=rng.getrandbits(128), version=4))
@@ -438,6 +444,8 @@ class RunContext:
     # event id -> fake-clock epoch seconds at which the Runner yielded it to
     # the caller (read with peek(), so recording it does not move the clock).
     yielded_at: dict[str, float] = field(default_factory=dict)
+    # session id -> whether the scripted model answered the task (the support run).
+    outcomes: dict[str, bool] = field(default_factory=dict)
 
     def next_result_id(self, tool: str) -> str:
         n = self.result_counter.get(self.session_id, 0) + 1
@@ -1774,6 +1782,413 @@ def write_opensearch(
     return {name: len(docs) for name, docs in files.items()}
 
 
+# --------------------------------------------------------------------------
+# The support app: paired arms for task outcomes (tasks.db, outcomes.csv,
+# tasks.evalset_result.json)
+# --------------------------------------------------------------------------
+#
+# The founding cost study compared two tool-output guards on the same tasks: a
+# conservative row cap (few, large results) and an aggressive one (small
+# results, but the agent must page). Each of SUPPORT_TASKS runs once under each
+# arm. The scripted model pages through search_tickets until a result holds the
+# ticket of the order the task names, and answers; it stops when the results
+# run out or when its budget of SUPPORT_MAX_MODEL_CALLS model calls is spent.
+
+SUPPORT_APP = "support"
+SUPPORT_AGENT = "support_agent"
+SUPPORT_DB = "tasks.db"
+OUTCOMES_FILE = "outcomes.csv"
+EVAL_RESULT_FILE = "tasks.evalset_result.json"
+EVAL_SET_ID = "support-tasks"
+# ISO week 2026-W43 runs from Monday 2026-10-19 to Sunday 2026-10-25 (UTC).
+SUPPORT_START = datetime(2026, 10, 19, 0, 0, 0, tzinfo=UTC)
+# Rows per search_tickets page under each arm's guard, in run order.
+ARMS = {"conservative": 40, "aggressive": 8}
+SUPPORT_MAX_MODEL_CALLS = 8  # per task: at most seven searches, then an answer
+# Rough list rates of Gemini 2.5 Flash (USD per token), what prices.toml prices the
+# scripted model as; used for the stats the generator prints, nothing is written.
+ROUGH_RATES = {"input": 0.30e-6, "cached": 0.03e-6, "output": 2.50e-6}
+
+
+@dataclass(frozen=True)
+class SupportTask:
+    task_id: str
+    topic: str  # what the task says the ticket is about: the search query
+    matches: int  # tickets that match the query
+    rank: int | None  # 0-based position of the task's ticket in them (newest first)
+    day: int  # days after SUPPORT_START
+    slot: int  # the task's place in that day's schedule
+
+
+# Conservative pages 40 rows: every ticket ranked below 40 is on page 1, 40-79 on
+# page 2. Aggressive pages 8 rows: rank r is on page r // 8 + 1, and from rank 56
+# on it lies past the seventh page, beyond the budget. t11's ticket was filed
+# under another topic, so neither arm finds it.
+SUPPORT_TASKS = (
+    SupportTask("t01", "damaged parcel", 14, 3, 0, 0),
+    SupportTask("t02", "refund not received", 18, 9, 0, 1),
+    SupportTask("t03", "wrong size", 34, 12, 0, 2),
+    SupportTask("t04", "courier no-show", 60, 5, 1, 0),
+    SupportTask("t05", "promo code rejected", 25, 10, 1, 1),
+    SupportTask("t06", "missing item", 38, 15, 2, 0),
+    SupportTask("t07", "duplicate charge", 22, 1, 2, 1),
+    SupportTask("t08", "late delivery", 96, 61, 2, 2),
+    SupportTask("t09", "return label", 30, 11, 3, 0),
+    SupportTask("t10", "address change", 75, 58, 3, 1),
+    SupportTask("t11", "gift card balance", 7, None, 4, 0),
+    SupportTask("t12", "loyalty points", 27, 6, 4, 1),
+)
+MISFILED_TOPIC = "voucher expired"  # where t11's ticket really is
+
+SUPPORT_ASSIGNEES = ["Ana M.", "Ben O.", "Chiara L.", "Dario R.", "Elif Y.", "Femi N."]
+RESOLUTIONS = [
+    "Refund of {amount:.2f} EUR issued to the original payment method",
+    "Replacement shipped with express delivery at no charge",
+    "Voucher of {amount:.2f} EUR sent to the customer's account",
+    "Carrier claim opened, customer compensated {amount:.2f} EUR",
+    "Prepaid return label emailed, refund on receipt",
+    "Charge reversed by payments team, confirmed to the customer",
+]
+
+
+@dataclass
+class SupportData:
+    tickets: list[dict[str, Any]]  # every ticket, newest first
+    targets: dict[str, dict[str, Any]]  # task id -> the ticket the task asks about
+    playbook: str
+
+
+def make_ticket(rng: random.Random, topic: str, opened: datetime, ticket_no: int) -> dict[str, Any]:
+    order_day = opened - timedelta(days=rng.randint(2, 20))
+    row: dict[str, Any] = {
+        "ticket_id": f"TCK-{ticket_no}",
+        "opened_at": opened.isoformat().replace("+00:00", "Z"),
+        "customer_id": f"C-{rng.randint(2000, 9999)}",
+        "order_id": f"ORD-{order_day:%y%m%d}-{rng.randint(10000, 99999)}",
+        "topic": topic,
+        "channel": rng.choice(["email", "chat", "phone", "web form"]),
+        "status": rng.choice(["resolved", "resolved", "closed", "pending customer"]),
+        "priority": rng.choice(["low", "normal", "normal", "high"]),
+        "assignee": rng.choice(SUPPORT_ASSIGNEES),
+        "resolution": rng.choice(RESOLUTIONS).format(amount=rng.choice([9.5, 19.0, 34.0, 59.0]))
+        + ". "
+        + sentence(rng, 6, 12),
+        "summary": sentence(rng, 8, 14),
+    }
+    pad_to(row, "summary", rng, rng.randint(380, 480))
+    return row
+
+
+def build_support_data(seed: int) -> SupportData:
+    rng = random.Random(f"{seed}:support")
+    tickets: list[dict[str, Any]] = []
+    targets: dict[str, dict[str, Any]] = {}
+    numbers = iter(rng.sample(range(100000, 999999), k=sum(t.matches for t in SUPPORT_TASKS) + 1))
+    for task in SUPPORT_TASKS:
+        opened = SUPPORT_START - timedelta(days=1, hours=rng.randint(0, 12))
+        for rank in range(task.matches):
+            opened -= timedelta(hours=rng.randint(3, 40), minutes=rng.randint(0, 59))
+            ticket = make_ticket(rng, task.topic, opened, next(numbers))
+            tickets.append(ticket)
+            if rank == task.rank:
+                targets[task.task_id] = ticket
+        if task.rank is None:
+            opened = SUPPORT_START - timedelta(days=rng.randint(10, 30), hours=rng.randint(0, 23))
+            ticket = make_ticket(rng, MISFILED_TOPIC, opened, next(numbers))
+            tickets.append(ticket)
+            targets[task.task_id] = ticket
+    order_ids = [t["order_id"] for t in tickets]
+    if len(set(order_ids)) != len(order_ids):
+        raise AssertionError("two support tickets share an order id")
+    tickets.sort(key=lambda t: t["opened_at"], reverse=True)
+    return SupportData(tickets, targets, paragraph(rng, 72))
+
+
+SUPPORT_INSTRUCTION = (
+    "You are a support analyst of an online clothing store. Staff ask you what happened "
+    "on a customer's support ticket. Find the ticket with search_tickets: search for the "
+    "topic the question names, and page through the results (newest first) until a row "
+    "has the order id the question gives. Then answer with the ticket id, when it was "
+    "opened, its status and its resolution, quoted exactly. You have at most "
+    f"{SUPPORT_MAX_MODEL_CALLS} model calls per question: after {SUPPORT_MAX_MODEL_CALLS - 1} "
+    "searches, answer with what you found. Never guess a resolution.\n\nSupport playbook:\n"
+)
+
+
+def support_question(task: SupportTask, order_id: str) -> str:
+    return (
+        f"A customer with order {order_id} says they opened a ticket about "
+        f'"{task.topic}". What did we decide on it?'
+    )
+
+
+def build_search_tool(ctx: RunContext, data: SupportData, rows_per_page: int) -> Callable:
+    async def search_tickets(query: str, page: int = 1) -> dict:
+        """Searches the support tickets by topic, newest first, one page at a time.
+
+        Args:
+          query: Words of the ticket topic, e.g. "damaged parcel".
+          page: The page of results, from 1.
+        """
+        q = query.strip().lower()
+        hits = [t for t in data.tickets if q and q in t["topic"]]
+        start = (max(page, 1) - 1) * rows_per_page
+        rows = hits[start : start + rows_per_page]
+        ctx.clock.tool_done(round(0.18 + 0.006 * len(rows), 3))
+        return {
+            "status": "success",
+            "result_id": ctx.next_result_id("search_tickets"),
+            "query": query,
+            "page": page,
+            "rows_per_page": rows_per_page,
+            "total_matches": len(hits),
+            "has_more": start + rows_per_page < len(hits),
+            "rows": rows,
+        }
+
+    return search_tickets
+
+
+ORDER_RE = re.compile(r"\bORD-\d{6}-\d{5}\b")
+TOPIC_RE = re.compile(r'about "([^"]+)"')
+
+
+def support_script(view: RequestView, ctx: RunContext) -> Step:
+    order_id = ORDER_RE.search(view.user_text).group(0)  # type: ignore[union-attr]
+    topic = TOPIC_RE.search(view.user_text).group(1)  # type: ignore[union-attr]
+    pages = [r.response or {} for r in view.turn_responses if r.name == "search_tickets"]
+    if not pages:
+        return Step(
+            calls=[("search_tickets", {"query": topic, "page": 1})],
+            text=f'Searching the tickets about "{topic}" for order {order_id}.',
+        )
+    seen = [row for p in pages for row in p["rows"]]
+    ticket = next((row for row in seen if row["order_id"] == order_id), None)
+    last = pages[-1]
+    if ticket is not None:
+        ctx.outcomes[ctx.session_id] = True
+        return Step(
+            text=f"Found it: ticket {ticket['ticket_id']} on order {order_id}, opened "
+            f"{ticket['opened_at'][:10]} by {ticket['channel']}, {ticket['status']} "
+            f"(handled by {ticket['assignee']}). Resolution: {ticket['resolution']}"
+        )
+    if not last["has_more"] or len(pages) >= SUPPORT_MAX_MODEL_CALLS - 1:
+        ctx.outcomes[ctx.session_id] = False
+        why = (
+            f"I have used my {SUPPORT_MAX_MODEL_CALLS} model calls for this question"
+            if last["has_more"]
+            else "there are no more results"
+        )
+        return Step(
+            text=f"I could not find a ticket for order {order_id}: it is not among the "
+            f'{len(seen)} of {last["total_matches"]} tickets about "{topic}" I looked at, '
+            f"and {why}. Please search by ticket id or check the topic."
+        )
+    rows = last["rows"]
+    first = (last["page"] - 1) * last["rows_per_page"] + 1
+    return Step(
+        calls=[("search_tickets", {"query": topic, "page": last["page"] + 1})],
+        text=f'Page {last["page"]} of "{topic}" (tickets {first}-{first + len(rows) - 1} of '
+        f"{last['total_matches']}, opened {rows[0]['opened_at'][:10]} back to "
+        f"{rows[-1]['opened_at'][:10]}) has no ticket for order {order_id}; the ticket is "
+        f"older, so I fetch page {last['page'] + 1}.",
+    )
+
+
+SCRIPTS[SUPPORT_AGENT] = support_script
+
+
+@dataclass
+class SupportPlan:
+    task: SupportTask
+    arm: str
+    starts_at: datetime
+
+    @property
+    def session_id(self) -> str:
+        return f"{self.task.task_id}-{self.arm}"
+
+    @property
+    def user_id(self) -> str:
+        return f"eval-{self.arm}"
+
+
+def support_plans() -> list[SupportPlan]:
+    """Each task under each arm, the arms 15 minutes apart, in time order."""
+    rng = random.Random(f"{SEED}:support-schedule")
+    plans = []
+    for task in SUPPORT_TASKS:
+        at = SUPPORT_START + timedelta(
+            days=task.day, hours=13, minutes=40 * task.slot + rng.randint(0, 9)
+        )
+        for k, arm in enumerate(ARMS):
+            plans.append(SupportPlan(task, arm, at + timedelta(minutes=15 * k)))
+    plans.sort(key=lambda p: p.starts_at)
+    return plans
+
+
+async def run_support(
+    path: Path, data: SupportData, store_data: DataSet
+) -> tuple[RunContext, dict[str, Session], list[SupportPlan]]:
+    """Runs every (task, arm) session into a V1 DatabaseSessionService at `path`."""
+    clock = FakeClock(SUPPORT_START)
+    platform_time.set_time_provider(clock)
+    platform_uuid.set_id_provider(make_id_provider(SEED, "support-ids"))
+    adk_rng = random.Random(f"{SEED}:support-adk")
+    set_random_provider(lambda: adk_rng)
+    # The RunContext type is the store's; the support tool reads `data`, not ctx.data.
+    ctx = RunContext(
+        data=store_data, clock=clock, durations=random.Random(f"{SEED}:support-durations")
+    )
+    service = DatabaseSessionService(f"sqlite+aiosqlite:///{path}")
+    plans = support_plans()
+    for plan in plans:
+        ctx.session_id = plan.session_id
+        agent = LlmAgent(
+            name=SUPPORT_AGENT,
+            description="Looks up what happened on support tickets.",
+            model=ScriptedLlm(model=MODEL_NAME, agent_name=SUPPORT_AGENT).bind(ctx),
+            instruction=SUPPORT_INSTRUCTION + data.playbook,
+            tools=[build_search_tool(ctx, data, ARMS[plan.arm])],
+        )
+        runner = Runner(app=App(name=SUPPORT_APP, root_agent=agent), session_service=service)
+        clock.jump_to(plan.starts_at)
+        await service.create_session(
+            app_name=SUPPORT_APP, user_id=plan.user_id, session_id=plan.session_id
+        )
+        clock.jump_to(plan.starts_at + timedelta(seconds=1))
+        question = support_question(plan.task, data.targets[plan.task.task_id]["order_id"])
+        async for event in runner.run_async(
+            user_id=plan.user_id,
+            session_id=plan.session_id,
+            new_message=types.Content(role="user", parts=[types.Part(text=question)]),
+        ):
+            ctx.yielded_at[event.id] = clock.peek()
+        await runner.close()
+    sessions = {}
+    for plan in plans:
+        session = await service.get_session(
+            app_name=SUPPORT_APP, user_id=plan.user_id, session_id=plan.session_id
+        )
+        assert session is not None
+        sessions[plan.session_id] = session
+    await service.close()
+    return ctx, sessions, plans
+
+
+def check_support(
+    ctx: RunContext, sessions: dict[str, Session], plans: list[SupportPlan], data: SupportData
+) -> None:
+    """Every session ends on a text answer, which names the ticket exactly when the
+    script counted the task a success; no session goes over the call budget."""
+    for plan in plans:
+        sid = plan.session_id
+        if sid not in ctx.outcomes:
+            raise AssertionError(f"{sid}: the script decided no outcome")
+        last = sessions[sid].events[-1]
+        text = "".join(p.text or "" for p in (last.content.parts if last.content else []))
+        if last.author != SUPPORT_AGENT or not text or not last.is_final_response():
+            raise AssertionError(f"{sid}: the session does not end on the agent's answer")
+        named = data.targets[plan.task.task_id]["ticket_id"] in text
+        if named != ctx.outcomes[sid]:
+            raise AssertionError(f"{sid}: the answer and the recorded outcome disagree")
+        calls = sum(1 for c in ctx.calls if c["session_id"] == sid)
+        if calls > SUPPORT_MAX_MODEL_CALLS:
+            raise AssertionError(f"{sid}: {calls} model calls, over the budget")
+
+
+def write_outcomes(path: Path, plans: list[SupportPlan], outcomes: dict[str, bool]) -> None:
+    with path.open("w", encoding="utf-8", newline="\n") as f:
+        f.write("session_id,task_id,arm,success\n")
+        for plan in plans:
+            success = "true" if outcomes[plan.session_id] else "false"
+            f.write(f"{plan.session_id},{plan.task.task_id},{plan.arm},{success}\n")
+
+
+def write_eval_result(
+    path: Path, plans: list[SupportPlan], outcomes: dict[str, bool], sessions: dict[str, Session]
+) -> None:
+    """The conservative arm as `adk eval` writes `<name>.evalset_result.json`."""
+    from google.adk.evaluation.eval_result import EvalCaseResult, EvalSetResult
+    from google.adk.evaluation.evaluator import EvalStatus
+
+    arm = next(iter(ARMS))
+    chosen = [p for p in plans if p.arm == arm]
+    cases = [
+        EvalCaseResult(
+            eval_set_file=EVAL_SET_ID,  # ADK's eval service still fills the deprecated field
+            eval_set_id=EVAL_SET_ID,
+            eval_id=p.task.task_id,
+            final_eval_status=EvalStatus.PASSED if outcomes[p.session_id] else EvalStatus.FAILED,
+            overall_eval_metric_results=[],
+            eval_metric_result_per_invocation=[],
+            session_id=p.session_id,
+            user_id=p.user_id,
+        )
+        for p in sorted(chosen, key=lambda p: p.task.task_id)
+    ]
+    # As google.adk.evaluation._eval_set_results_manager_utils.create_eval_set_result
+    # names it, at the fake-clock time the arm's last session ended.
+    timestamp = round(max(sessions[p.session_id].events[-1].timestamp for p in chosen) + 2.5, 6)
+    result_id = f"{SUPPORT_APP}_{EVAL_SET_ID}_{timestamp}"
+    result = EvalSetResult(
+        eval_set_result_id=result_id,
+        eval_set_result_name=result_id.replace("/", "_"),
+        eval_set_id=EVAL_SET_ID,
+        eval_case_results=cases,
+        creation_timestamp=timestamp,
+    )
+    # LocalEvalSetResultsManager writes model_dump_json(indent=2), no final newline.
+    path.write_text(result.model_dump_json(indent=2), encoding="utf-8")
+
+
+def rough_cost(call: dict[str, Any]) -> float:
+    cached = call["cached_content_token_count"]
+    return (
+        (call["prompt_token_count"] - cached) * ROUGH_RATES["input"]
+        + cached * ROUGH_RATES["cached"]
+        + call["candidates_token_count"] * ROUGH_RATES["output"]
+    )
+
+
+def support_stats(ctx: RunContext, plans: list[SupportPlan]) -> dict[str, Any]:
+    arm_of = {p.session_id: p.arm for p in plans}
+    stats: dict[str, Any] = {}
+    for arm in ARMS:
+        sids = [p.session_id for p in plans if p.arm == arm]
+        calls = [c for c in ctx.calls if arm_of[c["session_id"]] == arm]
+        successes = sum(ctx.outcomes[s] for s in sids)
+        cost = sum(rough_cost(c) for c in calls)
+        stats[arm] = {
+            "sessions": len(sids),
+            "model_calls": len(calls),
+            "calls_per_task": round(len(calls) / len(sids), 2),
+            "successes": successes,
+            "prompt_tokens": sum(c["prompt_token_count"] for c in calls),
+            "cached_tokens": sum(c["cached_content_token_count"] for c in calls),
+            "output_tokens": sum(c["candidates_token_count"] for c in calls),
+            "rough_cost_usd": round(cost, 5),
+            "rough_cost_per_success_usd": round(cost / successes, 5) if successes else None,
+        }
+    return stats
+
+
+def write_support(out: Path, store_data: DataSet) -> dict[str, Any]:
+    data = build_support_data(SEED)
+    ctx, sessions, plans = asyncio.run(run_support(out / SUPPORT_DB, data, store_data))
+    fill_event_ids(ctx, sessions)
+    check_support(ctx, sessions, plans, data)
+    end_time = max(e.timestamp for s in sessions.values() for e in s.events)
+    normalise_state_clocks(out / SUPPORT_DB, end_time)
+    write_outcomes(out / OUTCOMES_FILE, plans, ctx.outcomes)
+    write_eval_result(out / EVAL_RESULT_FILE, plans, ctx.outcomes, sessions)
+    return {
+        "sessions": len(sessions),
+        "events": sum(len(s.events) for s in sessions.values()),
+        "arms": support_stats(ctx, plans),
+    }
+
+
 def clean(out: Path) -> None:
     for name in DB_FILES:
         for suffix in ("", "-wal", "-shm", "-journal"):
@@ -1783,6 +2198,9 @@ def clean(out: Path) -> None:
     for d in OUTPUT_DIRS:
         if (out / d).exists():
             shutil.rmtree(out / d)
+    for name in (OUTCOMES_FILE, EVAL_RESULT_FILE):
+        if (out / name).exists():
+            (out / name).unlink()
 
 
 def generate(out: Path, quiet: bool = False) -> dict[str, Any]:
@@ -1830,6 +2248,9 @@ def generate(out: Path, quiet: bool = False) -> dict[str, Any]:
     )
     write_exports(out, ref_sessions)
     opensearch = write_opensearch(out, ref_ctx, ref_sessions, spans)
+    # The support app runs last, on its own clock, ids and RNGs: the store's files
+    # above are the same with or without it.
+    support = write_support(out, data)
 
     stats = {
         "sessions": len(ref_sessions),
@@ -1845,6 +2266,7 @@ def generate(out: Path, quiet: bool = False) -> dict[str, Any]:
         "v0_pickled_actions": pickles,
         "opensearch_documents": opensearch,
         "spans": dict(sorted(Counter(s.name for s in spans).items())),
+        "support": support,
         "seconds": round(time.perf_counter() - t0, 1),
     }
     if not quiet:

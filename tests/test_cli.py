@@ -173,7 +173,14 @@ def test_demo_loads_the_bundled_samples(tmp_path):
     assert f"Loaded {events:,} events" in result.stdout
     sessions = _json(["sessions", "--db", str(tmp_path / "d.duckdb")])
     by_id = {s["session_id"]: s for s in sessions}
-    assert sum(s["events"] for s in sessions) == events
+    con = sqlite3.connect(ROOT / "sample_data" / "tasks.db")
+    task_events = con.execute("SELECT count(*) FROM events").fetchone()[0]
+    con.close()
+    # the store app's events, then the support app's 12 tasks under two arms
+    assert sum(s["events"] for s in sessions if s["app_name"] == "store") == events
+    assert sum(s["events"] for s in sessions) == events + task_events
+    assert f"Loaded {task_events:,} events of 12 tasks" in result.stdout
+    assert "Weekly review: " in result.stdout and (tmp_path / "review.html").is_file()
     assert by_id["incident"]["errors"] == 1
     # compaction events carry invocation ids of their own and are not turns
     oracle = [json.loads(line) for line in

@@ -8,6 +8,7 @@ sessions. Expected numbers are computed from the data, not written down.
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import math
@@ -29,6 +30,7 @@ SAMPLE = ROOT / "sample_data"
 GENERATOR = SAMPLE / "generate.py"
 SESSIONS = ("incident", "parallel", "compaction")
 OPENSEARCH_FILES = ("otel-v1-apm-span.ndjson", "logs-otel-v1.ndjson", "litellm.ndjson")
+SUPPORT_FILES = ("outcomes.csv", "tasks.evalset_result.json")
 
 
 def _load_generator() -> Any:
@@ -110,6 +112,17 @@ def _v0_events(db: Path) -> list[dict[str, Any]]:
     return events
 
 
+def _sessions(db: Path) -> list[tuple[Any, ...]]:
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute(
+            "SELECT app_name, user_id, id, create_time, update_time FROM sessions ORDER BY id"
+        ).fetchall()
+    finally:
+        con.close()
+    return rows
+
+
 def _identity(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [
         (
@@ -164,8 +177,17 @@ def test_regeneration_reproduces_the_sidecar_and_exports(regenerated: Path) -> N
         "exports/incident.events.json",
         "exports/incident.ndjson",
         *(f"opensearch/{name}" for name in OPENSEARCH_FILES),
+        *SUPPORT_FILES,
     ):
         assert (regenerated / rel).read_bytes() == (SAMPLE / rel).read_bytes(), rel
+
+
+def test_regeneration_reproduces_the_support_sessions(regenerated: Path) -> None:
+    committed = _identity(_v1_events(SAMPLE / "tasks.db"))
+    fresh = _identity(_v1_events(regenerated / "tasks.db"))
+    assert committed, "the committed tasks.db holds no events"
+    assert fresh == committed
+    assert _sessions(regenerated / "tasks.db") == _sessions(SAMPLE / "tasks.db")
 
 
 def test_every_storage_path_holds_the_same_events() -> None:
@@ -430,3 +452,139 @@ def test_opensearch_documents_join_the_stored_sessions(calls: list[dict[str, Any
         failed["event_id"]
     ]
     assert failures[0]["error_information"]["error_class"] == "ContextWindowExceededError"
+
+
+# -- the support app: paired arms ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def support_events() -> list[dict[str, Any]]:
+    return _v1_events(SAMPLE / "tasks.db")
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> list[dict[str, str]]:
+    with (SAMPLE / "outcomes.csv").open(encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _text(event: dict[str, Any]) -> str:
+    return "".join(p.get("text", "") for p in _parts(event))
+
+
+def _support_sessions(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    sessions: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        sessions.setdefault(e["session_id"], []).append(e)
+    return sessions
+
+
+def test_support_sessions_pair_every_task_under_both_arms(
+    support_events: list[dict[str, Any]], outcomes: list[dict[str, str]]
+) -> None:
+    rows = _sessions(SAMPLE / "tasks.db")
+    arms = list(gen.ARMS)
+    tasks = [t.task_id for t in gen.SUPPORT_TASKS]
+    assert len(tasks) == 12 and set(arms) == {"conservative", "aggressive"}
+    expected = sorted(f"{t}-{a}" for t in tasks for a in arms)
+    assert sorted(sid for _, _, sid, _, _ in rows) == expected
+    assert {app for app, *_ in rows} == {"support"}
+    for _, user, sid, _, _ in rows:
+        assert user == f"eval-{sid.split('-', 1)[1]}"
+    # ISO week 2026-W43, over several days.
+    days = {datetime.fromtimestamp(e["timestamp"], UTC).date() for e in support_events}
+    assert all(d.isocalendar()[:2] == (2026, 43) for d in days) and len(days) >= 4
+    assert [(r["session_id"], r["task_id"], r["arm"]) for r in outcomes] == sorted(
+        ((f"{t}-{a}", t, a) for t in tasks for a in arms),
+        key=lambda k: min(e["timestamp"] for e in support_events if e["session_id"] == k[0]),
+    )
+    # The scripted model is the one prices.toml prices.
+    models = {e.get("model_version") for e in support_events if e.get("usage_metadata")}
+    assert models == {gen.MODEL_NAME}
+    assert f'model = "{gen.MODEL_NAME}"' in (SAMPLE / "prices.toml").read_text("utf-8")
+
+
+def test_support_outcomes_follow_the_answers(
+    support_events: list[dict[str, Any]], outcomes: list[dict[str, str]]
+) -> None:
+    """success is true exactly when a search result held the order's ticket and the
+    final answer names it; otherwise the agent ran out of results or of calls."""
+    sessions = _support_sessions(support_events)
+    for row in outcomes:
+        events = sessions[row["session_id"]]
+        question, answer = events[0], events[-1]
+        assert question["author"] == "user" and answer["author"] == gen.SUPPORT_AGENT
+        assert answer["content"]["parts"] == [{"text": _text(answer)}]  # a text answer
+        order_id = re.search(r"ORD-\d{6}-\d{5}", _text(question)).group(0)
+        pages = [fr["response"] for _, fr in _function_responses(events)]
+        assert all(fr["name"] == "search_tickets" for _, fr in _function_responses(events))
+        rows_per_page = gen.ARMS[row["arm"]]
+        assert pages and all(p["rows_per_page"] == rows_per_page for p in pages)
+        assert all(len(p["rows"]) <= rows_per_page for p in pages)
+        assert [p["page"] for p in pages] == list(range(1, len(pages) + 1))
+        hits = [r["ticket_id"] for p in pages for r in p["rows"] if r["order_id"] == order_id]
+        calls = sum(1 for e in events if e.get("usage_metadata"))
+        assert calls == len(pages) + 1 <= gen.SUPPORT_MAX_MODEL_CALLS
+        success = row["success"] == "true"
+        assert row["success"] in ("true", "false")
+        assert success == bool(hits)
+        if success:
+            assert hits[0] in _text(answer) and order_id in _text(answer)
+        else:  # out of results, or out of calls
+            assert not pages[-1]["has_more"] or calls == gen.SUPPORT_MAX_MODEL_CALLS
+
+
+def test_support_aggressive_arm_takes_more_calls_and_costs_more_per_success(
+    support_events: list[dict[str, Any]], outcomes: list[dict[str, str]]
+) -> None:
+    arm_of = {r["session_id"]: r["arm"] for r in outcomes}
+    calls = {arm: 0 for arm in gen.ARMS}
+    cost = {arm: 0.0 for arm in gen.ARMS}
+    result_chars: dict[str, list[int]] = {arm: [] for arm in gen.ARMS}
+    rates = gen.ROUGH_RATES
+    for e in support_events:
+        arm = arm_of[e["session_id"]]
+        for _, fr in _function_responses([e]):
+            result_chars[arm].append(gen.part_chars({"function_response": fr}))
+        usage = e.get("usage_metadata")
+        if not usage:
+            continue
+        calls[arm] += 1
+        cached = usage.get("cached_content_token_count") or 0
+        cost[arm] += (
+            (usage["prompt_token_count"] - cached) * rates["input"]
+            + cached * rates["cached"]
+            + usage["candidates_token_count"] * rates["output"]
+        )
+    successes = {arm: sum(r["success"] == "true" for r in outcomes if r["arm"] == arm)
+                 for arm in gen.ARMS}  # fmt: skip
+    tasks = len(gen.SUPPORT_TASKS)
+    base, aggressive = "conservative", "aggressive"
+    # Smaller results, more calls: 30-60% more calls per task.
+    assert sum(result_chars[aggressive]) / len(result_chars[aggressive]) < sum(
+        result_chars[base]
+    ) / len(result_chars[base])
+    assert 1.3 <= (calls[aggressive] / tasks) / (calls[base] / tasks) <= 1.6
+    # Conservative succeeds most tasks; the aggressive arm fails some.
+    assert successes[base] >= tasks - 1 and 0 < successes[aggressive] < successes[base]
+    # And it costs more per successful task.
+    assert cost[aggressive] / successes[aggressive] > cost[base] / successes[base]
+
+
+def test_support_eval_result_is_the_conservative_arm(outcomes: list[dict[str, str]]) -> None:
+    from google.adk.evaluation.eval_result import EvalSetResult
+    from google.adk.evaluation.evaluator import EvalStatus
+
+    raw = (SAMPLE / "tasks.evalset_result.json").read_text("utf-8")
+    result = EvalSetResult.model_validate_json(raw)
+    assert raw == result.model_dump_json(indent=2)  # as adk eval writes it
+    assert result.eval_set_id == gen.EVAL_SET_ID
+    assert result.eval_set_result_id == f"support_{gen.EVAL_SET_ID}_{result.creation_timestamp}"
+    conservative = {r["session_id"]: r for r in outcomes if r["arm"] == "conservative"}
+    assert [c.session_id for c in result.eval_case_results] == sorted(conservative)
+    for case in result.eval_case_results:
+        row = conservative[case.session_id]
+        assert case.eval_id == row["task_id"]
+        passed = EvalStatus.PASSED if row["success"] == "true" else EvalStatus.FAILED
+        assert case.final_eval_status == passed
+        assert case.user_id == "eval-conservative"

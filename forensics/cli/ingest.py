@@ -96,6 +96,8 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
 def _noun(kind: str) -> str:
     if kind == "adk-trace":
         return "traced request"
+    if kind == "outcomes":
+        return "outcome"
     return "document" if kind.startswith("opensearch") else "event"
 
 

@@ -1,4 +1,4 @@
-"""`forensics report incident` and `forensics demo`: the HTML incident report."""
+"""`forensics report incident`, `report weekly` and `forensics demo`: the HTML reports."""
 
 from __future__ import annotations
 
@@ -55,6 +55,75 @@ def _write_incident(
             prices=prices,
         )
     return write_incident(context, out)
+
+
+def _out_path(out: Path, default_name: str) -> Path:
+    if out.is_dir():
+        out = out / default_name
+    if not out.parent.is_dir():  # said before the report is built, not after
+        raise ForensicsError(
+            f"cannot write {out}: the folder {out.parent} does not exist",
+            hint="create it first, or give --out an existing folder or file path",
+        )
+    return out
+
+
+@report_app.command("weekly")
+@boundary
+def report_weekly(
+    week: Annotated[
+        str | None,
+        typer.Option("--week", help="An ISO week, e.g. 2026-W47 (default: the newest "
+                     "call's week)."),  # fmt: skip
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Instead of --week: from this time.")
+    ] = None,
+    until: Annotated[str | None, typer.Option("--until", help="... to this time.")] = None,
+    tz: Annotated[
+        str, typer.Option("--tz", help="The time zone of the week's days (IANA name).")
+    ] = "UTC",
+    app_name: Annotated[str | None, typer.Option("--app", help="One app.")] = None,
+    budget: Annotated[
+        int, typer.Option("--budget", min=1, help="Tokens per tool result before it is flagged.")
+    ] = 16_000,
+    out: Annotated[
+        Path, typer.Option("--out", help="The HTML file (or a folder for review-WEEK.html).")
+    ] = Path("review.html"),
+    baseline: Annotated[
+        str | None, typer.Option("--baseline", help="With --arm: compare two arms' tasks.")
+    ] = None,
+    arm: Annotated[str | None, typer.Option("--arm", help="The arm compared.")] = None,
+    prices: PricesOption = None,
+    db: DbOption = None,
+) -> None:
+    """The weekly cost review: one self-contained HTML page a team reads on Monday.
+
+    The week's billed cost against the week before, by day (stacked by agent), agent,
+    model and tool (results sent and re-sent), the sessions that cost most, where the
+    money went, context failures, the tool calls that grew windows most and the tools
+    over --budget, and cost per successful task where outcomes are loaded. ISO weeks
+    (Monday 00:00) in --tz. Example: forensics report weekly --week 2026-W47 --out review.html
+    """
+    from datetime import UTC, datetime
+
+    from .. import api
+    from ..reports.render import write_weekly
+    from ..reports.weekly import build_weekly
+
+    if week is not None and (since or until):
+        raise ForensicsError("give --week or --since/--until, not both")
+    if (baseline is None) != (arm is None):
+        raise ForensicsError("--baseline and --arm go together")
+    chosen = selection(since=since, until=until)
+    start = datetime.fromtimestamp(chosen.since, UTC) if chosen.since is not None else None
+    end = datetime.fromtimestamp(chosen.until, UTC) if chosen.until is not None else None
+    target = _out_path(out, f"review-{week or 'week'}.html")
+    with api.open_store(db) as store:
+        context = build_weekly(store, week_label=week, tz=tz, since=start, until=end,
+                               app=app_name, budget=budget, prices=prices,
+                               arms=(baseline, arm) if baseline and arm else None)  # fmt: skip
+    echo(str(write_weekly(context, target)))
 
 
 @report_app.command("incident")
@@ -121,7 +190,7 @@ def demo(
     import tempfile
 
     from .. import api
-    from ..columns import FAILURES, SESSIONS, cost_spec
+    from ..columns import FAILURES, SESSIONS, TASK_ARMS, cost_spec
     from ..resources import resource_dir
 
     samples = resource_dir("sample_data")
@@ -154,5 +223,21 @@ def demo(
     report = _write_incident(
         target, "incident", out or target.parent / "incident.html", prices=prices
     )
+    from ..reports.render import write_weekly
+    from ..reports.weekly import build_weekly
+
+    # the sample's second app: 12 tasks under two arms, and their outcomes
+    tasks = api.ingest_sqlite(target, samples / "tasks.db")
+    outcomes = api.load_outcomes(target, [samples / "outcomes.csv"])
+    echo(
+        f"\nLoaded {tasks.rows_loaded:,} events of 12 tasks run under two arms from "
+        f"{samples / 'tasks.db'}, and their {outcomes.rows_loaded} outcomes:\n"
+    )
+    emit(api.tasks(target, by="arm", prices=prices), Format.table, TASK_ARMS)
+    review = write_weekly(
+        build_weekly(target, prices=prices, arms=("conservative", "aggressive")),
+        (out.parent if out else target.parent) / "review.html",
+    )
     echo(f"\nIncident report: {report}")
+    echo(f"Weekly review: {review}")
     echo(f"Next: forensics turns incident --db {target}")

@@ -1,4 +1,5 @@
-"""The incident report's chart: per call, the window by role against cumulative input, as SVG.
+"""The reports' charts, as SVG: the incident's window per call by role against
+cumulative input, and the weekly review's cost per day by agent.
 
 matplotlib writes text as glyph paths (`svg.fonttype = "path"`), never as markup, and
 with a fixed hash salt and no date, so the same chart is the same bytes.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import io
 
 from .incident import CallPoint, Chart
+from .weekly import DayChart
 
 ROLE_COLOURS = {  # colour-blind safe (Okabe-Ito)
     "user": "#0072B2",
@@ -146,3 +148,34 @@ def _tick(point: CallPoint) -> str:
         + ("✕" if point.kind == "failed" else "")
     )
     return f"{point.label}{marks}"
+
+
+def daily_cost_svg(chart: DayChart) -> str:
+    """The week's cost per day, stacked by agent, in USD (the low bound)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "agent-forensics"}):
+        from matplotlib import pyplot as plt
+        from matplotlib.ticker import FuncFormatter
+
+        fig, ax = plt.subplots(figsize=(10, 3.2), dpi=100)
+        try:
+            bottom = [0.0] * len(chart.days)
+            palette = list(ROLE_COLOURS.values()) + ["#56B4E9", "#D55E00", "#F0E442", "#000000"]
+            for index, (agent, values) in enumerate(sorted(chart.series.items())):
+                ax.bar(chart.days, values, bottom=bottom, label=agent,
+                       color=palette[index % len(palette)])  # fmt: skip
+                bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+            ax.set_ylabel("cost (USD, low bound)")
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"${v:,.2f}"))
+            ax.spines[["top", "right"]].set_visible(False)
+            if chart.series:
+                ax.legend(frameon=False, fontsize=8, ncols=min(4, len(chart.series)),
+                          loc="lower left", bbox_to_anchor=(0, 1.0))  # above the bars
+            fig.tight_layout()
+            out = io.StringIO()
+            fig.savefig(out, format="svg", metadata={"Date": None})
+            return out.getvalue()
+        finally:
+            plt.close(fig)

@@ -16,8 +16,9 @@ from markupsafe import Markup
 from ..errors import ForensicsError
 from ..resources import resource_dir
 from ..sanitize import visible
-from .charts import chart_svg
+from .charts import chart_svg, daily_cost_svg
 from .incident import IncidentContext
+from .weekly import WeeklyContext
 
 
 def isolated(value: object) -> object:
@@ -57,6 +58,22 @@ def render_incident(context: IncidentContext) -> str:
 
 def write_incident(context: IncidentContext, out: Path) -> Path:
     page = render_incident(context)
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise ForensicsError(f"cannot write {out}: {e.strerror or e}") from e
+    return out
+
+
+def render_weekly(context: WeeklyContext) -> str:
+    """The weekly review's HTML: its chart drawn, the template rendered, autoescaped."""
+    context.by_day.svg = daily_cost_svg(context.by_day)
+    template = environment().get_template("weekly.html.j2")
+    return template.render(ctx=context, svg=lambda chart: Markup(chart.svg))  # noqa: S704
+
+
+def write_weekly(context: WeeklyContext, out: Path) -> Path:
+    page = render_weekly(context)
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:

@@ -1,0 +1,86 @@
+"""Task outcomes into the store, as one ingest: every row checked before any is kept.
+
+A row is skipped, with its file and row, when it cannot be read, when its session is
+not in the store (load the sessions first: an outcome of a session the store does not
+hold has no cost), or when it repeats an execution (session, invocation) an earlier
+row of the same load gave. A row for an execution the store already has replaces it
+(counted in the ledger's notes).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..model import Outcome, Skip
+from ..sources.files.outcomes import read_outcomes
+from ..store import Store, ledger
+from ..store.ledger import IngestResult
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def ingest_outcomes(
+    store: Store,
+    paths: Sequence[Path],
+    *,
+    arm: str | None = None,
+    threshold: float | None = None,
+) -> IngestResult:
+    shown = ", ".join(str(p) for p in paths[:3]) + (
+        f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+    )
+    filters: dict[str, object] = {
+        k: v for k, v in (("arm", arm), ("threshold", threshold)) if v is not None
+    }
+    result = IngestResult(ledger.next_id(store), "outcomes", shown, filters)
+    started, clock = _now(), time.monotonic()
+    rows: list[Outcome] = []
+    for path in paths:
+        before = len(result.skips)
+        found = read_outcomes(Path(path), result.skips, arm=arm, threshold=threshold)
+        result.rows_read += len(found) + len(result.skips) - before
+        rows += found
+    known = {r[0] for r in store.run("SELECT DISTINCT session_id FROM sessions")}
+    seen: dict[tuple[str, str], str] = {}
+    kept: list[Outcome] = []
+    for row in rows:
+        key = (row.session_id, row.invocation_id or "")
+        if row.session_id not in known:
+            why = f"session {row.session_id!r} is not in the store"
+            result.skips.append(Skip(row.locator, why))
+        elif key in seen:
+            result.skips.append(Skip(row.locator, f"the same execution as {seen[key]}"))
+        else:
+            seen[key] = row.locator
+            kept.append(row)
+    try:
+        with store.transaction():
+            (replaced,) = store.run(
+                "SELECT count(*) FROM outcomes WHERE (session_id, invocation_id) IN "
+                "(SELECT (unnest(?::VARCHAR[]), unnest(?::VARCHAR[])))",
+                [[r.session_id for r in kept], [r.invocation_id or "" for r in kept]],
+            )[0]
+            store.con.executemany(
+                "INSERT OR REPLACE INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (r.session_id, r.invocation_id or "", r.task_id, r.arm, r.success, r.score,
+                     r.source, r.locator, result.ingest_id)
+                    for r in kept
+                ],  # fmt: skip
+            )
+            result.rows_loaded = len(kept) - int(replaced)
+            if replaced:
+                result.notes["replaced"] = int(replaced)
+            result.notes["executions"] = len(kept)
+            result.seconds = time.monotonic() - clock
+            ledger.write(store, result, started, _now(), "ok", None)
+    except BaseException as e:
+        result.seconds = time.monotonic() - clock
+        ledger.write_stopped(store, result, started, _now(), e)
+        raise
+    return result

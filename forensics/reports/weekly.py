@@ -1,0 +1,371 @@
+"""The weekly cost review: what the week cost and why, which agents, models, tools and
+sessions drove it, whether context failures happened, and, where outcomes are loaded,
+what a successful task cost.
+
+A week is an ISO week (Monday to Monday) in a stated time zone; every figure comes from
+the api frames of the calls started in it (`cost` and its groupings, `cost --share`,
+`cost --by tool`, `growth`, `failures`, `tasks`), so the page says nothing the
+commands would not. The context holds text and cells only; render.py draws the chart
+and fills the template.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import polars as pl
+
+from .. import __version__, api
+from ..errors import ForensicsError
+from ..provenance import ESTIMATED, LOGGED, MEASURED, PRICED
+from .incident import Cell, n, usd
+
+DEFAULT_BUDGET = 16_000  # tokens a single tool result may hold before it is flagged
+TOP_SESSIONS = 10
+
+
+@dataclass(frozen=True)
+class Week:
+    """[start, end) of an ISO week in a time zone, as UTC instants."""
+
+    label: str  # 2026-W47
+    tz: str
+    start: datetime
+    end: datetime
+
+    @property
+    def previous(self) -> Week:
+        return week_of(self.start - timedelta(days=7), self.tz)
+
+    def days(self) -> list[date]:
+        local = self.start.astimezone(ZoneInfo(self.tz)).date()
+        return [local + timedelta(days=i) for i in range(7)]
+
+
+def _zone(tz: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ForensicsError(
+            f"--tz {tz!r} is not a time zone", hint="an IANA name: UTC, Europe/Berlin"
+        ) from None
+
+
+def week(label: str, tz: str = "UTC") -> Week:
+    """The ISO week `YYYY-Www` in `tz`."""
+    zone = _zone(tz)
+    try:
+        year, number = label.upper().split("-W")
+        monday = date.fromisocalendar(int(year), int(number), 1)
+    except ValueError:
+        raise ForensicsError(
+            f"--week {label!r} is not an ISO week", hint="e.g. 2026-W47 (Monday to Sunday)"
+        ) from None
+    start = datetime(monday.year, monday.month, monday.day, tzinfo=zone)
+    end = start + timedelta(days=7)  # a wall-clock week: DST changes keep Monday 00:00
+    end = datetime(end.year, end.month, end.day, tzinfo=zone)
+    return Week(f"{year}-W{int(number):02d}", tz, start.astimezone(UTC), end.astimezone(UTC))
+
+
+def week_of(moment: datetime, tz: str = "UTC") -> Week:
+    year, number, _ = moment.astimezone(_zone(tz)).isocalendar()
+    return week(f"{year}-W{number:02d}", tz)
+
+
+@dataclass
+class Table:
+    """One table of the page: its column titles (numeric ones right-aligned), rows of
+    cells, and a note under it."""
+
+    columns: list[tuple[str, bool]]
+    rows: list[list[Cell]]
+    note: str | None = None
+
+
+@dataclass
+class DayChart:
+    """Cost per day of the week, stacked by agent (low bound)."""
+
+    days: list[str]
+    series: dict[str, list[float]]  # agent -> USD per day
+    svg: str = ""  # drawn by the renderer
+
+
+@dataclass
+class WeeklyContext:
+    """Everything weekly.html.j2 shows; built by `build_weekly`."""
+
+    title: str
+    period: str
+    tz: str
+    headline: list[str]
+    by_day: DayChart
+    days: Table
+    agents: Table
+    models: Table
+    tools: Table
+    sessions: Table
+    share: Table
+    failures: Table
+    growth: Table
+    budget: Table
+    tasks: Table | None
+    tasks_help: str
+    comparison: Table | None = None  # the paired arms, when --baseline and --arm are given
+    evidence: dict[str, list[str]] = field(default_factory=dict)
+    method: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _money(row: dict[str, Any], kind: str | None = PRICED) -> Cell:
+    return Cell(usd(row.get("cost_usd_low"), row.get("cost_usd_high")), kind)
+
+
+def _total(frame: pl.DataFrame, column: str) -> Decimal:
+    return sum((v for v in frame[column].to_list() if v is not None), Decimal(0))
+
+
+def _grouped(frame: pl.DataFrame, key: str, title: str) -> Table:
+    rows = [
+        [Cell(str(r[key]) if r[key] is not None else "—"), Cell(n(r["calls"])),
+         Cell(n(r["input_tokens"]), MEASURED), Cell(n(r["output_tokens"]), MEASURED),
+         _money(r)]
+        for r in frame.sort("cost_usd_low", descending=True, nulls_last=True).iter_rows(named=True)
+    ]  # fmt: skip
+    return Table([(title, False), ("calls", True), ("input tokens", True),
+                  ("output tokens", True), ("cost (USD)", True)], rows)  # fmt: skip
+
+
+def build_weekly(
+    store: api.StoreLike,
+    *,
+    week_label: str | None = None,
+    tz: str = "UTC",
+    since: datetime | None = None,
+    until: datetime | None = None,
+    app: str | None = None,
+    budget: int = DEFAULT_BUDGET,
+    prices: api.PricesLike = None,
+    arms: tuple[str, str] | None = None,
+) -> WeeklyContext:
+    """The review of one ISO week (or of [since, until)), its money priced as `cost`."""
+    with api.using(store) as opened:
+        book = api.price_book(prices, opened)
+        if since is not None or until is not None:
+            if since is None or until is None:
+                raise ForensicsError("a review needs both --since and --until, or --week")
+            period = Week("custom", tz, since.astimezone(UTC), until.astimezone(UTC))
+        elif week_label is not None:
+            period = week(week_label, tz)
+        else:
+            newest = opened.run("SELECT max(epoch) FROM events")[0][0]
+            if newest is None:
+                raise ForensicsError("the store holds no sessions to review")
+            period = week_of(datetime.fromtimestamp(newest, UTC), tz)
+        return _build(opened, period, app, budget, book, arms)
+
+
+def _scope(store: api.Store, period: Week, app: str | None) -> api.Scope:
+    return api.Scope(
+        store, api.Selection(app=app, since=period.start.timestamp(), until=period.end.timestamp())
+    )
+
+
+def _build(store: api.Store, period: Week, app: str | None, budget: int,
+           book: api.PriceBook, arms: tuple[str, str] | None) -> WeeklyContext:  # fmt: skip
+    scope = _scope(store, period, app)
+    calls = scope.call_costs(book)
+    zone = ZoneInfo(period.tz)
+    total_low, total_high = _total(calls, "cost_usd_low"), _total(calls, "cost_usd_high")
+    before = None
+    if period.label != "custom":
+        before = _scope(store, period.previous, app).call_costs(book)
+    by_session = scope.cost(book, "session")
+    agents, models = scope.cost(book, "agent"), scope.cost(book, "model")
+    tools = scope.tool_costs(book)
+    share = scope.cost_share(book)
+    failures = scope.failures()
+    growth = scope.growth()
+
+    local_day = calls.with_columns(
+        pl.col("started_at").dt.convert_time_zone(period.tz).dt.date().alias("local_day")
+    )
+    days = (
+        sorted(set(local_day["local_day"].to_list())) if period.label == "custom"
+        else period.days()
+    )
+    agents_seen = sorted({a for a in local_day["agent"].to_list() if a})
+    series = {a: [0.0] * len(days) for a in agents_seen}
+    per_day = local_day.group_by(["local_day", "agent"]).agg(pl.col("cost_usd_low").sum())
+    for day, agent, cost in per_day.iter_rows():
+        if agent in series and day in days and cost is not None:
+            series[agent][days.index(day)] += float(cost)
+    day_rows = []
+    for day in days:
+        mine = local_day.filter(pl.col("local_day") == day)
+        day_rows.append([
+            Cell(day.isoformat()), Cell(n(mine.height)),
+            Cell(usd(_total(mine, "cost_usd_low"), _total(mine, "cost_usd_high")), PRICED),
+        ])  # fmt: skip
+
+    headline = [
+        f"The week cost {usd(total_low, total_high)} over {n(calls.height)} model calls in "
+        f"{n(by_session.height)} sessions."
+    ]
+    if before is not None:
+        previous = _total(before, "cost_usd_low")
+        change = (
+            f"{(total_low - previous) / previous * 100:+.1f}%" if previous else "no cost before"
+        )
+        headline.append(f"The week before cost {usd(previous, _total(before, 'cost_usd_high'))}"
+                        f" ({change}).")  # fmt: skip
+    if not agents.is_empty():
+        top = agents.sort("cost_usd_low", descending=True, nulls_last=True).row(0, named=True)
+        headline.append(f"Most of it went to agent {top['agent']}: {usd(top['cost_usd_low'])}.")
+    if not tools.is_empty():
+        tool = tools.sort("cost_usd_low", descending=True, nulls_last=True).row(0, named=True)
+        headline.append(
+            f"Tool results cost {usd(_total(tools, 'cost_usd_low'))} sent and re-sent; "
+            f"{tool['tool_name']}'s {usd(tool['cost_usd_low'])} the most."
+        )
+    if failures.height:
+        headline.append(
+            f"{n(failures.height)} context failure{'s' if failures.height != 1 else ''} in "
+            f"{n(failures['session_id'].n_unique())} session(s)."
+        )
+
+    session_rows = [
+        [Cell(r["session_id"]), Cell(r["app_name"] or "—"), Cell(n(r["calls"])), _money(r),
+         Cell(f"forensics report incident {r['session_id']}")]
+        for r in by_session.sort("cost_usd_low", descending=True, nulls_last=True)
+        .head(TOP_SESSIONS).iter_rows(named=True)
+    ]  # fmt: skip
+    share_rows = [
+        [Cell(r["component"]), Cell(usd(r["usd_low"], r["usd_high"]), PRICED),
+         Cell(n(r["share_low"], "%"), PRICED)]
+        for r in share.iter_rows(named=True)
+    ]  # fmt: skip
+    tool_rows = [
+        [Cell(r["tool_name"]), Cell(n(r["results"])), Cell(n(r["sends"])),
+         Cell(n(r["result_tokens_estimated"]), ESTIMATED), _money(r, ESTIMATED)]
+        for r in tools.sort("cost_usd_low", descending=True, nulls_last=True).iter_rows(named=True)
+    ]  # fmt: skip
+    failure_rows = [
+        [Cell(r["agent"] or "—"), Cell(n(r["failures"])), Cell(n(r["sessions"])),
+         Cell(_hist(r["first_failure_turn"])), Cell(_hist(r["first_failure_responses_before"]),
+                                                    LOGGED)]
+        for r in api.failures_by(failures, "agent").iter_rows(named=True)
+    ]  # fmt: skip
+    growth_rows = [
+        [Cell(r["session_id"]), Cell(n(r["turn"])), Cell(r["tool_name"] or "—"),
+         Cell(n(r["result_tokens_estimated"]), ESTIMATED), Cell(n(r["growth_tokens"]), ESTIMATED)]
+        for r in growth.head(5).iter_rows(named=True)
+    ]  # fmt: skip
+    over = growth.filter(pl.col("result_tokens_estimated") > budget)
+    budget_rows = [
+        [Cell(tool), Cell(n(group.height)),
+         Cell(n(int(group["result_tokens_estimated"].max())), ESTIMATED)]  # type: ignore[arg-type]
+        for (tool,), group in sorted(over.group_by(["tool_name"]), key=lambda g: str(g[0][0]))
+    ]  # fmt: skip
+
+    executions = api.executions(scope, book)
+    tasks_table = None
+    if executions.height:
+        tasks_table = Table(
+            [("arm", False), ("tasks", True), ("executions", True), ("success rate", True),
+             ("cost per successful task (USD)", True), ("model calls per execution", True),
+             ("executions by model calls", False)],
+            [[Cell(r["arm"] or "—"), Cell(n(r["tasks"])), Cell(n(r["executions"])),
+              Cell(n(r["success_rate"], "%")),
+              Cell(usd(r["cost_per_success_usd_low"], r["cost_per_success_usd_high"]), PRICED),
+              Cell(n(r["calls_mean"])), Cell(_hist(r["calls_histogram"]))]
+             for r in api.arms_of(executions).iter_rows(named=True)],
+        )  # fmt: skip
+
+    comparison = None
+    if arms is not None and executions.height:
+        compared = api.compare_executions(executions, *arms)
+        comparison = Table(
+            [("bound", False), ("pairs", True), ("mean cost difference", True),
+             ("95% interval", True), ("cost per success, arm / baseline", True),
+             ("success rate, baseline → arm", True), ("note", False)],
+            [[Cell(r["bound"]), Cell(n(r["pairs"])),
+              Cell(n(r["mean_cost_diff_pct"], "%"), PRICED),
+              Cell(f"{n(r['ci_low_pct'])} to {n(r['ci_high_pct'])} %", PRICED),
+              Cell(n(r["cost_per_success_ratio"]), PRICED),
+              Cell(f"{n(r['success_rate_baseline'])} % → {n(r['success_rate_arm'])} %"),
+              Cell(r["note"] or "")]
+             for r in compared.iter_rows(named=True)],
+            f"{arms[1]} against {arms[0]}, tasks run under both; "
+            + compared["method"][0],
+        )  # fmt: skip
+    evidence = {
+        MEASURED: ["Token counts: the provider's usage stored with each response."],
+        PRICED: [f"Money: measured usage times the price of each call's UTC day ({book.sources})."],
+        ESTIMATED: ["Tool-result tokens and what their sends cost: characters over the "
+                    "chars-per-token ratio."],  # fmt: skip
+        LOGGED: ["Context failures' size figures and responses before them: the application's "
+                 "logs and traces, where loaded."] if failures.height else [],  # fmt: skip
+        "open": [],
+    }
+    if total_low != total_high:
+        evidence["open"].append("Cache writes (and a Claude call's thinking): ADK stores none, "
+                                "so the cost is a range.")  # fmt: skip
+    if tasks_table is None:
+        evidence["open"].append("Whether the week's tasks succeeded: no outcomes loaded.")
+    start_local = period.start.astimezone(zone)
+    end_local = period.end.astimezone(zone)
+    return WeeklyContext(
+        title=f"Weekly cost review: {period.label}" if period.label != "custom"
+        else "Cost review",
+        period=f"{start_local:%Y-%m-%d %H:%M} to {end_local:%Y-%m-%d %H:%M} {period.tz}"
+        + (f" · app {app}" if app else ""),
+        tz=period.tz,
+        headline=headline,
+        by_day=DayChart([d.isoformat() for d in days], series),
+        days=Table([("day", False), ("calls", True), ("cost (USD)", True)], day_rows),
+        agents=_grouped(agents, "agent", "agent"),
+        models=_grouped(models, "model", "model"),
+        tools=Table([("tool", False), ("results", True), ("sends", True),
+                     ("result tokens", True), ("cost sent and re-sent (USD)", True)],
+                    tool_rows),  # fmt: skip
+        sessions=Table([("session", False), ("app", False), ("calls", True),
+                        ("cost (USD)", True), ("open its incident report", False)],
+                       session_rows),  # fmt: skip
+        share=Table([("component", False), ("USD", True), ("share (low)", True)], share_rows),
+        failures=Table([("agent", False), ("failures", True), ("sessions", True),
+                        ("first-failure ADK turn (turn: sessions)", False),
+                        ("responses logged before (count: sessions)", False)], failure_rows,
+                       None if failures.height else "No context failure this week."),  # fmt: skip
+        growth=Table([("session", False), ("turn", True), ("tool", False),
+                      ("result tokens", True), ("growth (tokens)", True)], growth_rows),
+        budget=Table([("tool", False), ("results over the budget", True),
+                      ("largest (tokens)", True)], budget_rows,
+                     f"budget: {budget:,} tokens per result" if budget_rows
+                     else f"No tool result over {budget:,} tokens."),  # fmt: skip
+        tasks=tasks_table,
+        comparison=comparison,
+        tasks_help="Load outcomes to see what a successful task cost: "
+        "`forensics outcomes load outcomes.csv` (session_id, task_id, arm, success) or "
+        "`forensics outcomes load --adk-eval runs/*.evalset_result.json`.",
+        evidence=evidence,
+        method=[
+            ("week", f"ISO week {period.label}, Monday 00:00 to Monday 00:00 in {period.tz}"
+             if period.label != "custom" else f"[since, until) in {period.tz}"),
+            ("calls", "the model calls that started in it (`forensics cost --since --until`)"),
+            ("prices", book.sources),
+            ("toolkit", f"agent-forensics {__version__}"),
+            ("generated", datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
+        ],
+    )
+
+
+def _hist(text: str | None) -> str:
+    if not text:
+        return "—"
+    counted = json.loads(text)
+    return ", ".join(f"{k}: {v}" for k, v in counted.items()) or "—"

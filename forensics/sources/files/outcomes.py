@@ -1,0 +1,177 @@
+"""Task outcomes from files: a team's CSV or JSON, or ADK's own eval results.
+
+- CSV (a header row) or JSON (a list of objects, or `{"outcomes": [...]}`), one row per
+  execution: `session_id` (required), `invocation_id` (optional: the execution is one
+  turn), `task_id` (required), `arm` (optional), and `success` (true/false, 1/0,
+  yes/no, pass/fail, passed/failed) or a `score` with a `threshold` (a column, or the
+  loader's `threshold`): success is score >= threshold.
+- ADK's `EvalSetResult` JSON, as `adk eval` writes `<name>.evalset_result.json`
+  (google.adk.evaluation.eval_result: snake_case from `model_dump_json`, camelCase
+  accepted; the legacy double-encoded file, a JSON string holding the JSON, too): each
+  eval case result is one execution, its `session_id` the session the eval ran, its
+  task `<eval_set_id>/<eval_id>`, its success `final_eval_status` (1 PASSED, 2 FAILED;
+  3 NOT_EVALUATED and 4 INFORMATIONAL: not evaluated).
+
+A row that cannot be read is a Skip naming the file and row; the others are read.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ...errors import SourceError
+from ...model import Outcome, Skip
+
+_TRUE = {"true", "1", "yes", "y", "pass", "passed", "success", "ok"}
+_FALSE = {"false", "0", "no", "n", "fail", "failed", "failure"}
+_STATUS = {1: True, 2: False, 3: None, 4: None, "PASSED": True, "FAILED": False,
+           "NOT_EVALUATED": None, "INFORMATIONAL": None}  # fmt: skip
+ALIASES = {"session": "session_id", "invocation": "invocation_id", "task": "task_id"}
+
+
+def _flag(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueError(f"success is not true or false: {str(value)[:40]!r}")
+
+
+def _number(value: Any, name: str) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} is not a number: {str(value)[:40]!r}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{name} is not a finite number: {value!r}")
+    return number
+
+
+def _text(row: dict[str, Any], name: str) -> str | None:
+    value = row.get(name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str | int):
+        raise ValueError(f"{name} is not text: {type(value).__name__}")
+    return str(value).strip()
+
+
+def outcome(
+    row: dict[str, Any], source: str, locator: str, arm: str | None, threshold: float | None
+) -> Outcome:
+    """One row as an Outcome; ValueError says what is wrong with it."""
+    row = {ALIASES.get(str(k).strip().lower(), str(k).strip().lower()): v for k, v in row.items()}
+    session, task = _text(row, "session_id"), _text(row, "task_id")
+    if session is None:
+        raise ValueError("no session_id")
+    if task is None:
+        raise ValueError("no task_id")
+    score = _number(row.get("score"), "score")
+    given = _number(row.get("threshold"), "threshold")
+    limit = given if given is not None else threshold
+    if row.get("success") not in (None, ""):
+        success: bool | None = _flag(row["success"])
+    elif score is not None:
+        if limit is None:
+            raise ValueError("a score without a threshold: give a threshold column or --threshold")
+        success = score >= limit
+    else:
+        raise ValueError("neither success nor score")
+    return Outcome(
+        session_id=session,
+        invocation_id=_text(row, "invocation_id"),
+        task_id=task,
+        arm=_text(row, "arm") or arm or "",
+        success=success,
+        score=score,
+        source=source,
+        locator=locator,
+    )
+
+
+def _eval_results(document: Any) -> dict[str, Any] | None:
+    if isinstance(document, str):  # the legacy double-encoded file
+        try:
+            document = json.loads(document)
+        except json.JSONDecodeError:
+            return None
+    if isinstance(document, dict) and (
+        "eval_case_results" in document or "evalCaseResults" in document
+    ):
+        return document
+    return None
+
+
+def _from_eval(document: dict[str, Any], path: Path, arm: str | None,
+               skips: list[Skip]) -> list[Outcome]:  # fmt: skip
+    set_id = document.get("eval_set_id") or document.get("evalSetId") or ""
+    cases = document.get("eval_case_results") or document.get("evalCaseResults") or []
+    found = []
+    for index, case in enumerate(cases if isinstance(cases, list) else []):
+        locator = f"{path}: eval_case_results[{index}]"
+        if not isinstance(case, dict):
+            skips.append(Skip(locator, "an eval case result is not an object"))
+            continue
+        status = case.get("final_eval_status", case.get("finalEvalStatus"))
+        if status not in _STATUS:
+            skips.append(Skip(locator, f"final_eval_status is not an EvalStatus: {status!r}"))
+            continue
+        session = case.get("session_id") or case.get("sessionId")
+        eval_id = case.get("eval_id") or case.get("evalId") or ""
+        if not isinstance(session, str) or not session:
+            skips.append(Skip(locator, "no session_id: the eval ran no session"))
+            continue
+        found.append(Outcome(session, None, f"{set_id}/{eval_id}", arm or "", _STATUS[status],
+                             None, "adk-eval", locator))  # fmt: skip
+    return found
+
+
+def read_outcomes(
+    path: Path, skips: list[Skip], *, arm: str | None = None, threshold: float | None = None
+) -> list[Outcome]:
+    """The outcomes of one file; SourceError when the file cannot be read at all."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SourceError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from e
+    if path.suffix.lower() == ".csv":
+        rows: list[tuple[str, Any]] = [
+            (f"{path}:{number}", row)
+            for number, row in enumerate(csv.DictReader(text.splitlines()), 2)
+        ]
+        source = "csv"
+    else:
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SourceError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from e
+        results = _eval_results(document)
+        if results is not None:
+            return _from_eval(results, path, arm, skips)
+        if isinstance(document, dict) and isinstance(document.get("outcomes"), list):
+            document = document["outcomes"]
+        if not isinstance(document, list):
+            raise SourceError(
+                f"{path}: not outcomes: expected a CSV, a JSON list of rows, "
+                "{\"outcomes\": [...]}, or an ADK EvalSetResult"
+            )
+        rows = [(f"{path}: [{index}]", row) for index, row in enumerate(document)]
+        source = "json"
+    found = []
+    for locator, row in rows:
+        if not isinstance(row, dict):
+            skips.append(Skip(locator, "a row is not an object"))
+            continue
+        try:
+            found.append(outcome(row, source, locator, arm, threshold))
+        except ValueError as e:
+            skips.append(Skip(locator, str(e)))
+    return found

@@ -1,0 +1,175 @@
+"""Outcomes, cost per successful task, paired arms and break-even, each figure checked
+against a hand computation; ADK's eval results written by google-adk's own model."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from forensics import api
+from forensics.analysis.tasks import (
+    MIN_PAIRS,
+    RESAMPLES,
+    arms,
+    bootstrap_mean,
+    breakeven_turns,
+    compare,
+)
+from forensics.cli import app
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+PRICES = SAMPLE / "prices.toml"
+
+
+def test_the_studys_shares_break_even_at_63_turns() -> None:
+    # 80% of the bill is cache traffic, 3.3% tool output, cut by 38.4%
+    assert breakeven_turns(80.0, 3.3, 0.384) == pytest.approx(0.8 / (0.384 * 0.033))
+    assert round(breakeven_turns(80.0, 3.3, 0.384), 1) == 63.1  # type: ignore[arg-type]
+    assert breakeven_turns(80.0, 0.0, 0.384) is None
+
+
+def test_bootstrap_is_seeded_and_brackets_the_mean() -> None:
+    values = [1.0, 2.0, 4.0, 8.0, 16.0]
+    first, again = bootstrap_mean(values), bootstrap_mean(values)
+    assert first == again
+    mean, low, high = first
+    assert mean == pytest.approx(6.2) and low < mean < high
+    assert bootstrap_mean([5.0] * 12) == (5.0, 5.0, 5.0)
+
+
+def _executions(rows: list[tuple[str, str, bool | None, str, int]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [{"session_id": f"s{i}", "invocation_id": "", "task_id": t, "arm": a, "success": ok,
+          "calls": calls, "turns": 1, "cost_usd_low": Decimal(c), "cost_usd_high": Decimal(c)}
+         for i, (t, a, ok, c, calls) in enumerate(rows)],  # fmt: skip
+        schema={"session_id": pl.String, "invocation_id": pl.String, "task_id": pl.String,
+                "arm": pl.String, "success": pl.Boolean, "calls": pl.Int64, "turns": pl.Int64,
+                "cost_usd_low": pl.Decimal(38, 18), "cost_usd_high": pl.Decimal(38, 18)},
+    )  # fmt: skip
+
+
+def test_paired_arms_by_hand() -> None:
+    rows = []
+    for n in range(MIN_PAIRS):  # each task: baseline 1.00, the arm 1.20 (+20%), or 0.90
+        rows.append((f"t{n}", "base", True, "1.00", 10))
+        rows.append((f"t{n}", "cut", n % 2 == 0, "1.20" if n < 5 else "0.90", 14))
+    rows.append(("only-base", "base", True, "5.00", 3))  # unpaired: listed, not mixed in
+    frame = compare(_executions(rows), "base", "cut")
+    low = frame.row(0, named=True)
+    # mean of five +20% and five -10%: +5%
+    assert low["pairs"] == MIN_PAIRS and low["mean_cost_diff_pct"] == pytest.approx(5.0)
+    assert low["ci_low_pct"] < 5.0 < low["ci_high_pct"] and low["note"] is not None
+    assert json.loads(low["unpaired_tasks"]) == ["only-base"]
+    # cost per success: base 15.00/11 successes; cut 10.50/5 successes
+    assert low["cost_per_success_ratio"] == pytest.approx((10.5 / 5) / (15.0 / 11))
+    assert (low["success_rate_baseline"], low["success_rate_arm"]) == (100.0, 50.0)
+    assert json.loads(low["calls_arm"]) == {"14": 10}
+    assert str(RESAMPLES).replace("0000", "0,000") in low["method"]
+    few = compare(_executions(rows[:4]), "base", "cut").row(0, named=True)
+    assert few["note"] == "2 pairs, fewer than 10: the interval is too wide to decide"
+
+
+def test_cost_per_successful_task_counts_the_failures_cost() -> None:
+    frame = arms(_executions([("t1", "a", True, "1.00", 3), ("t2", "a", False, "3.00", 9),
+                              ("t3", "a", None, "2.00", 5)]))  # fmt: skip
+    row = frame.row(0, named=True)
+    assert (row["tasks"], row["executions"], row["successes"]) == (3, 3, 1)
+    assert row["success_rate"] == 50.0  # one of the two evaluated
+    assert row["cost_per_success_usd_low"] == Decimal("6.00")
+    assert json.loads(row["calls_histogram"]) == {"3": 1, "5": 1, "9": 1}
+
+
+@pytest.fixture
+def sample_store(tmp_path: Path) -> Path:
+    db = tmp_path / "t.duckdb"
+    api.ingest_sqlite(db, SAMPLE / "adk_v1.db")
+    return db
+
+
+def test_outcomes_files_and_their_bad_rows(sample_store: Path, tmp_path: Path) -> None:
+    rows = tmp_path / "outcomes.csv"
+    rows.write_text(
+        "session_id,task_id,arm,success,score\n"
+        "incident,orders,a,false,\n"
+        "parallel,shipping,a,,0.9\n"          # a score: needs the threshold
+        "nosuch,shipping,a,true,\n"           # unknown session
+        "incident,orders,a,true,\n"           # the same execution again
+        "compaction,shipping,b,maybe,\n"      # not a boolean
+    )  # fmt: skip
+    result = api.load_outcomes(sample_store, [rows], threshold=0.8)
+    assert result.rows_loaded == 2
+    assert [(s.locator, s.reason) for s in result.skips] == [
+        (f"{rows}:6", "success is not true or false: 'maybe'"),
+        (f"{rows}:4", "session 'nosuch' is not in the store"),
+        (f"{rows}:5", f"the same execution as {rows}:2"),
+    ]
+    again = api.load_outcomes(sample_store, [rows], threshold=0.95)  # replaces both
+    assert again.notes["replaced"] == 2 and again.rows_loaded == 0
+    shown = api.tasks(sample_store, prices=PRICES)
+    assert shown.select("task_id", "arm", "successes").rows() == [("orders", "a", 0),
+                                                                  ("shipping", "a", 0)]
+
+
+def test_adk_eval_results_are_outcomes(sample_store: Path, tmp_path: Path) -> None:
+    from google.adk.evaluation.eval_metrics import EvalStatus
+    from google.adk.evaluation.eval_result import EvalCaseResult, EvalSetResult
+
+    cases = [
+        EvalCaseResult(eval_set_id="store-set", eval_id=eid, final_eval_status=status,
+                       overall_eval_metric_results=[], eval_metric_result_per_invocation=[],
+                       session_id=sid)
+        for eid, status, sid in (("c1", EvalStatus.PASSED, "parallel"),
+                                 ("c2", EvalStatus.FAILED, "incident"),
+                                 ("c3", EvalStatus.NOT_EVALUATED, "compaction"))
+    ]  # fmt: skip
+    result = EvalSetResult(eval_set_result_id="r1", eval_set_id="store-set",
+                           eval_case_results=cases)  # fmt: skip
+    path = tmp_path / "store-set_r1.evalset_result.json"
+    path.write_text(result.model_dump_json(indent=2))  # what adk eval writes
+    legacy = tmp_path / "legacy.evalset_result.json"
+    legacy.write_text(json.dumps(result.model_dump_json()))  # the double-encoded file
+    loaded = api.load_outcomes(sample_store, [path], arm="cap-16k")
+    assert (loaded.rows_loaded, loaded.rows_skipped) == (3, 0)
+    frame = api.tasks(sample_store, prices=PRICES)
+    assert frame.select("task_id", "arm", "executions", "successes").rows() == [
+        ("store-set/c1", "cap-16k", 1, 1),
+        ("store-set/c2", "cap-16k", 1, 0),
+        ("store-set/c3", "cap-16k", 1, 0),
+    ]
+    assert frame.filter(pl.col("task_id") == "store-set/c3")["success_rate"].to_list() == [None]
+    replaced = api.load_outcomes(sample_store, [legacy], arm="cap-16k")
+    assert replaced.notes["replaced"] == 3
+
+
+def test_the_commands(sample_store: Path, tmp_path: Path) -> None:
+    rows = tmp_path / "o.json"
+    rows.write_text(json.dumps({"outcomes": [
+        {"session_id": "incident", "task_id": "orders", "arm": "a", "success": False},
+        {"session_id": "parallel", "task_id": "shipping", "arm": "a", "success": True},
+        {"session_id": "compaction", "task_id": "shipping", "arm": "b", "success": True},
+    ]}))  # fmt: skip
+    runner = CliRunner()
+    db = ["--db", str(sample_store)]
+    loaded = runner.invoke(app, ["outcomes", "load", str(rows), *db])
+    assert loaded.exit_code == 0 and "read 3 outcomes: loaded 3 new" in loaded.stdout
+    by_arm = runner.invoke(app, ["tasks", "--by", "arm", "--prices", str(PRICES), *db,
+                                 "-f", "json"])  # fmt: skip
+    arms_ = {r["arm"]: r for r in json.loads(by_arm.stdout)}
+    assert arms_["a"]["cost_per_success_usd_low"] == str(
+        Decimal(arms_["a"]["cost_usd_low"]) / 1)  # one success pays for both executions
+    compared = runner.invoke(app, ["compare", "--baseline", "a", "--arm", "b",
+                                   "--prices", str(PRICES), *db, "-f", "json"])  # fmt: skip
+    assert json.loads(compared.stdout)[0]["pairs"] == 1
+    missing = runner.invoke(app, ["compare", "--baseline", "a", "--arm", "zzz", *db])
+    assert missing.exit_code == 1 and "no outcomes under arm 'zzz'" in missing.stderr
+    even = runner.invoke(app, ["breakeven", "--prices", str(PRICES), *db, "-f", "json"])
+    rows_ = {r["agent"]: r for r in json.loads(even.stdout)}
+    orders = rows_["orders_specialist"]
+    assert orders["breakeven_turns"] == pytest.approx(
+        orders["cache_share_pct"] / (0.384 * orders["tool_output_share_pct"]), abs=0.06)
+    assert Decimal(orders["saving_usd"]) > 0 and rows_["all"]["sessions"] == 3

@@ -1,0 +1,113 @@
+"""The weekly cost review: ISO weeks in a time zone, the page's figures from the same
+frames as the commands, and the page in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from forensics import api
+from forensics.cli import app
+from forensics.errors import ForensicsError
+from forensics.reports.render import render_weekly
+from forensics.reports.weekly import build_weekly, week, week_of
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+PRICES = SAMPLE / "prices.toml"
+
+
+def test_iso_weeks_in_a_time_zone() -> None:
+    w47 = week("2026-W47")
+    assert (w47.start, w47.end) == (datetime(2026, 11, 16, tzinfo=UTC),
+                                    datetime(2026, 11, 23, tzinfo=UTC))  # fmt: skip
+    berlin = week("2026-w47", "Europe/Berlin")
+    assert berlin.start == datetime(2026, 11, 15, 23, tzinfo=UTC)
+    # the week the clocks go back: Monday to Monday is 7 days and one hour
+    autumn = week("2026-W43", "Europe/Berlin")
+    assert (autumn.end - autumn.start).total_seconds() == 7 * 86400 + 3600
+    assert week_of(datetime(2026, 10, 22, 9, tzinfo=UTC)).label == "2026-W43"
+    assert w47.previous.label == "2026-W46" and week("2027-W01").previous.label == "2026-W53"
+    with pytest.raises(ForensicsError, match="is not an ISO week"):
+        week("2026-47")
+    with pytest.raises(ForensicsError, match="is not a time zone"):
+        week("2026-W47", "Mars/Olympus")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("weekly") / "w.duckdb"
+    api.ingest_sqlite(db, SAMPLE / "adk_v1.db")
+    api.ingest_opensearch_files(db, sorted((SAMPLE / "opensearch").glob("*.ndjson")))
+    return db
+
+
+def test_the_review_adds_up_to_the_commands(store: Path) -> None:
+    context = build_weekly(store, week_label="2026-W43", prices=PRICES)
+    bill = api.cost(store, prices=PRICES)
+    total = sum(bill["cost_usd_low"].to_list())
+    assert context.headline[0] == f"The week cost ${total:,.4f} over 25 model calls in 3 sessions."
+    assert [row[1].text for row in context.days.rows] == ["0", "0", "0", "25", "0", "0", "0"]
+    assert sum(sum(v) for v in context.by_day.series.values()) == pytest.approx(float(total))
+    assert context.sessions.rows[0][0].text == "incident"
+    assert context.sessions.rows[0][4].text == "forensics report incident incident"
+    assert context.failures.rows[0][:3] and context.failures.rows[0][1].text == "1"
+    assert [r[0].text for r in context.budget.rows] == ["get_order_history", "get_return_history"]
+    assert context.tasks is None and "forensics outcomes load" in context.tasks_help
+    empty = build_weekly(store, week_label="2026-W44", prices=PRICES)
+    assert empty.headline[0] == "The week cost $0.0000 over 0 model calls in 0 sessions."
+    assert empty.headline[1].startswith(f"The week before cost ${total:,.4f}")
+
+
+def test_outcomes_make_the_tasks_section(store: Path, tmp_path: Path) -> None:
+    rows = tmp_path / "o.csv"
+    rows.write_text("session_id,task_id,arm,success\nincident,orders,a,false\n"
+                    "parallel,shipping,a,true\ncompaction,shipping,b,true\n")  # fmt: skip
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(store.read_bytes())
+    api.load_outcomes(copy, [rows])
+    context = build_weekly(copy, week_label="2026-W43", prices=PRICES)
+    assert context.tasks is not None
+    assert [(r[0].text, r[3].text) for r in context.tasks.rows] == [("a", "50 %"), ("b", "100 %")]
+
+
+def test_the_page_in_chromium_and_on_the_command_line(store: Path, tmp_path: Path) -> None:
+    from tests.browser import ChromiumNotFound, chromium_required, load_page
+
+    out = CliRunner().invoke(app, ["report", "weekly", "--week", "2026-W43", "--tz",
+                                   "Europe/Berlin", "--prices", str(PRICES), "--db", str(store),
+                                   "--out", str(tmp_path)])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    page = tmp_path / "review-2026-W43.html"
+    assert out.stdout.strip() == str(page)
+    html = page.read_text()
+    assert "<script" not in html  # no scripts; the browser below sees no requests
+    assert "Weekly cost review: 2026-W43" in html and "Europe/Berlin" in html
+    try:
+        report = load_page(page)
+    except ChromiumNotFound as e:
+        if chromium_required():
+            raise
+        pytest.skip(str(e))
+    assert report.console_errors == [] and report.requests == []
+    assert report.title == "Weekly cost review: 2026-W43"
+
+
+def test_hostile_text_from_data_is_escaped(store: Path, tmp_path: Path) -> None:
+    events = [{"id": "u1", "invocation_id": "i1", "author": "user", "timestamp": 1_792_659_600.0,
+               "content": {"role": "user", "parts": [{"text": "hi"}]}},
+              {"id": "m1", "invocation_id": "i1", "author": "<img src=x onerror=alert(1)>",
+               "timestamp": 1_792_659_601.0, "model_version": "gemini-2.5-flash",
+               "content": {"role": "model", "parts": [{"text": "ok"}]},
+               "usage_metadata": {"prompt_token_count": 10, "candidates_token_count": 2}}]
+    session = tmp_path / "evil.json"
+    session.write_text(json.dumps({"id": "<script>x</script>", "app_name": "a", "user_id": "u",
+                                   "events": events}))  # fmt: skip
+    db = tmp_path / "e.duckdb"
+    api.ingest_json(db, [session])
+    html = render_weekly(build_weekly(db, week_label="2026-W43"))
+    assert "<script>x" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;x&lt;/script&gt;" in html
