@@ -5,6 +5,11 @@ the one named by FORENSICS_TEST_PG_DSN; `pg_db` (function) is a fresh empty
 database on it, as a `postgresql://user@host:port/name` DSN. Without a
 PostgreSQL installation these tests skip, unless FORENSICS_REQUIRE_PG=1 (CI),
 where they fail.
+
+OpenSearch: `opensearch_node` and `opensearch3_node` (session) are real single-node
+clusters of the 2.x and 3.x lines (tests/opensearch_node.py, built by .ci/run from
+tests/opensearch_java/); they skip when not built, unless FORENSICS_REQUIRE_OPENSEARCH=1
+(and FORENSICS_REQUIRE_OPENSEARCH3=1).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.opensearch_node import opensearch3_node, opensearch_node  # noqa: F401 - fixtures
 from tests.pg import PgNotFound, PgServer, pg_required, start_pg_server
 
 # ---------------------------------------------------------------------------
