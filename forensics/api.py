@@ -687,22 +687,30 @@ def breakeven(store: StoreLike, selection: SelectionLike = None, *, agent: str |
 
     from .analysis.tasks import breakeven as rows_of
 
+    if not 0 < reduction <= 1:
+        raise ForensicsError(
+            f"--reduction {reduction} is not a fraction in (0, 1]", hint="e.g. 0.384 for 38.4%"
+        )
     with using(store) as s:
         scope = Scope(s, selection)
         book = price_book(prices, s)
-        calls = scope.call_costs(book).filter(pl.col("kind") != "summarizer")
+        calls = scope.call_costs(book)
         tools = scope.tool_call_costs(book).join(
             scope.growth().select("session_id", "function_call_id", "agent"),
             on=["session_id", "function_call_id"],
             how="left",
         )
-    zero = Decimal(0)
 
-    def money(series: pl.Series) -> Decimal:
-        return sum((v for v in series.to_list() if v is not None), zero)
+    def money(series: pl.Series) -> Decimal | None:  # unknown if any part is
+        found = series.to_list()
+        return None if any(v is None for v in found) else sum(found, Decimal(0))
+
+    def plus(a: Decimal | None, b: Decimal | None) -> Decimal | None:
+        return None if a is None or b is None else a + b
 
     groups = []
-    names = sorted(calls["agent"].drop_nulls().unique().to_list())
+    names = sorted(calls.filter(pl.col("kind") != "summarizer")["agent"].drop_nulls().unique()
+                   .to_list())  # fmt: skip
     for name in [*names, None] if agent is None else [agent]:
         mine = calls if name is None else calls.filter(pl.col("agent") == name)
         used = tools if name is None else tools.filter(pl.col("agent") == name)
@@ -710,7 +718,7 @@ def breakeven(store: StoreLike, selection: SelectionLike = None, *, agent: str |
             raise ForensicsError(f"no model calls of agent {name!r}",
                                  hint=f"agents: {', '.join(names)}")  # fmt: skip
         last = (
-            mine.filter(pl.col("kind") != "failed")
+            mine.filter(~pl.col("kind").is_in(["failed", "summarizer"]))
             .sort("call_index")
             .group_by("session_id")
             .last()
@@ -719,14 +727,20 @@ def breakeven(store: StoreLike, selection: SelectionLike = None, *, agent: str |
             money(last[c])
             for c in ("cache_read_usd_low", "uncached_input_usd_low", "cache_write_usd_low")
         ]
+        known = [v for v in inputs if v is not None]
+        per_call = None
+        if last.height and len(known) == len(inputs):
+            per_call = sum(known, Decimal(0)) / last.height
         groups.append(
             {
                 "agent": name or "all",
                 "sessions": mine["session_id"].n_unique(),
+                "unpriced_calls": mine.filter(pl.col("cost_source") == "unknown").height,
                 "total_usd": money(mine["cost_usd_low"]),
-                "cache_usd": money(mine["cache_read_usd_low"]) + money(mine["cache_write_usd_low"]),
-                "tool_usd": money(used["first_send_usd_low"]) + money(used["resend_usd_low"]),
-                "turn_usd": sum(inputs, zero) / last.height if last.height else None,
+                "cache_usd": plus(money(mine["cache_read_usd_low"]),
+                                  money(mine["cache_write_usd_low"])),  # fmt: skip
+                "tool_usd": money(used["first_send_usd_low"]),
+                "call_usd": per_call,
             }
         )
     return rows_of(groups, reduction)

@@ -1198,21 +1198,25 @@ TASK_COMPARE = Spec(
 BREAKEVEN = Spec(
     "breakeven",
     (
-        Column("agent", S, help="the agent (all: every agent's calls together)"),
+        Column("agent", S, help="the agent (all: every call, the summarizer's included)"),
         Column("sessions", I64),
-        Column("cost_usd", USD, PRICED, help="the low bound of the bill"),
+        Column("unpriced_calls", I64, help="calls with no price: when any, the money "
+               "figures are unknown (never 0)"),
+        Column("cost_usd_low", USD, PRICED, help="the bill, low bound"),
         Column("cache_share_pct", F64, PRICED, help="cache reads and writes, percent of it"),
-        Column("tool_output_share_pct", F64, "estimated", help="tool results' first sends "
-               "and re-sends, percent of it"),
+        Column("tool_output_share_pct", F64, ESTIMATED, help="tool results' first sends "
+               "(the slice of `cost --share`), percent of it"),
         Column("reduction_pct", F64, help="the cut of the tool-output slice assumed "
                "(`--reduction`)"),
-        Column("breakeven_turns", F64, INFERRED, help="s_cache / (r * s_tool): the "
-               "trajectory length from which the saving pays for one more turn"),
-        Column("saving_usd", USD, "estimated", help="r times the tool-output slice"),
-        Column("one_more_turn_usd", USD, PRICED, help="the mean input cost of a session's "
-               "last call: what one more turn re-sends, from real calls"),
-        Column("turns_paid_for", F64, INFERRED, help="the saving over the cost of one more "
-               "turn: how many extra turns it pays for before it is lost"),
+        Column("breakeven_calls", F64, INFERRED, help="s_cache / (r * s_tool): the "
+               "trajectory length, in model calls (the cost study's turns), from which the "
+               "saving pays for one more call"),
+        Column("saving_usd_low", USD, ESTIMATED, help="r times the tool-output slice, over "
+               "the whole selection"),
+        Column("one_more_call_usd_low", USD, PRICED, help="the mean input cost of a "
+               "session's last call: what one more call re-sends, from real calls"),
+        Column("calls_paid_for", F64, INFERRED, help="the saving over the cost of one more "
+               "call: how many extra calls it pays for before it is lost"),
     ),
     command="breakeven",
 )

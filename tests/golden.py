@@ -8,8 +8,9 @@ review the diff before committing:
 
     .venv/bin/python -m tests.golden
 
-The store is built from `sample_data/adk_v1.db` and the sample's OpenSearch documents
-(`sample_data/opensearch/`), read by their paths relative to the repository root;
+The store is built from `sample_data/adk_v1.db`, the sample's OpenSearch documents
+(`sample_data/opensearch/`), its second app (`sample_data/tasks.db`) and that app's
+outcomes (`sample_data/outcomes.csv`), read by their paths relative to the repository root;
 the ledger's two clock readings (`started_at`, `finished_at`) are set to a fixed
 time, the only figures that differ from run to run.
 """
@@ -62,6 +63,12 @@ COMMANDS: dict[str, list[str]] = {
     "failures": ["failures"],
     "failures-by-agent": ["failures", "--by", "agent"],
     "failures-by-cluster": ["failures", "--by", "cluster"],
+    # the sample's second app: 12 tasks under two arms, with their outcomes (build_store)
+    "tasks": ["tasks", "--prices", SAMPLE_PRICES],
+    "tasks-by-arm": ["tasks", "--by", "arm", "--prices", SAMPLE_PRICES],
+    "compare": ["compare", "--baseline", "conservative", "--arm", "aggressive",
+                "--prices", SAMPLE_PRICES],
+    "breakeven": ["breakeven", "--prices", SAMPLE_PRICES],
     "explain-mapping": [
         "ingest", "opensearch-file", *SAMPLE_LOGGED[1:2], "--explain-mapping", "--sample", "4"
     ],
@@ -90,11 +97,14 @@ def build_store(db: Path) -> Path:
             app, ["ingest", "adk-sqlite", "sample_data/adk_v1.db", "--db", str(db)]
         )
     assert result.exit_code == 0, result.output
-    with in_root():
-        result = CliRunner().invoke(
-            app, ["ingest", "opensearch-file", *SAMPLE_LOGGED, "--db", str(db)]
-        )
-    assert result.exit_code == 0, result.output
+    for extra in (
+        ["ingest", "opensearch-file", *SAMPLE_LOGGED],
+        ["ingest", "adk-sqlite", "sample_data/tasks.db"],
+        ["outcomes", "load", "sample_data/outcomes.csv"],
+    ):
+        with in_root():
+            result = CliRunner().invoke(app, [*extra, "--db", str(db)])
+        assert result.exit_code == 0, result.output
     con = duckdb.connect(str(db))
     try:
         con.execute(

@@ -65,8 +65,8 @@ def test_paired_arms_by_hand() -> None:
     assert low["pairs"] == MIN_PAIRS and low["mean_cost_diff_pct"] == pytest.approx(5.0)
     assert low["ci_low_pct"] < 5.0 < low["ci_high_pct"] and low["note"] is not None
     assert json.loads(low["unpaired_tasks"]) == ["only-base"]
-    # cost per success: base 15.00/11 successes; cut 10.50/5 successes
-    assert low["cost_per_success_ratio"] == pytest.approx((10.5 / 5) / (15.0 / 11))
+    # cost per success, on the paired tasks only: base 10.00/10 successes; cut 10.50/5
+    assert low["cost_per_success_ratio"] == pytest.approx((10.5 / 5) / (10.0 / 10))
     assert (low["success_rate_baseline"], low["success_rate_arm"]) == (100.0, 50.0)
     assert json.loads(low["calls_arm"]) == {"14": 10}
     assert str(RESAMPLES).replace("0000", "0,000") in low["method"]
@@ -170,6 +170,66 @@ def test_the_commands(sample_store: Path, tmp_path: Path) -> None:
     even = runner.invoke(app, ["breakeven", "--prices", str(PRICES), *db, "-f", "json"])
     rows_ = {r["agent"]: r for r in json.loads(even.stdout)}
     orders = rows_["orders_specialist"]
-    assert orders["breakeven_turns"] == pytest.approx(
+    assert orders["breakeven_calls"] == pytest.approx(
         orders["cache_share_pct"] / (0.384 * orders["tool_output_share_pct"]), abs=0.06)
-    assert Decimal(orders["saving_usd"]) > 0 and rows_["all"]["sessions"] == 3
+    assert Decimal(orders["saving_usd_low"]) > 0 and rows_["all"]["sessions"] == 3
+    assert rows_["all"]["cost_usd_low"] == str(sum(
+        Decimal(r["cost_usd_low"]) for r in json.loads(runner.invoke(
+            app, ["cost", "--prices", str(PRICES), *db, "-f", "json"]).stdout)))
+
+
+def test_unknown_costs_stay_unknown(sample_store: Path, tmp_path: Path) -> None:
+    """Without prices the sample's scripted model has none: no figure becomes $0."""
+    rows = tmp_path / "o.csv"
+    rows.write_text("session_id,task_id,arm,success\nincident,orders,a,false\n"
+                    "parallel,shipping,a,true\n")  # fmt: skip
+    api.load_outcomes(sample_store, [rows])
+    per_arm = api.tasks(sample_store, by="arm").row(0, named=True)
+    assert per_arm["cost_usd_low"] is None and per_arm["cost_per_success_usd_low"] is None
+    even = {r["agent"]: r for r in api.breakeven(sample_store).iter_rows(named=True)}
+    assert even["all"]["unpriced_calls"] > 0
+    assert even["all"]["cost_usd_low"] is None and even["all"]["breakeven_calls"] is None
+    with pytest.raises(Exception, match=r"--reduction 38.4 is not a fraction"):
+        api.breakeven(sample_store, reduction=38.4)
+
+
+def test_pairs_with_unknown_cost_are_named_not_dropped_silently() -> None:
+    rows = [("t1", "base", True, "1.00", 2), ("t1", "cut", True, "2.00", 2),
+            ("t2", "base", True, "0", 2), ("t2", "cut", True, "1.00", 2)]  # fmt: skip
+    low = compare(_executions(rows), "base", "cut").row(0, named=True)
+    assert low["pairs"] == 1 and low["note"].startswith(
+        "1 paired task(s) not compared, their cost unknown or 0 under the baseline: t2; ")
+
+
+def test_csv_rows_are_named_by_their_line_and_a_header_is_required(
+    sample_store: Path, tmp_path: Path
+) -> None:
+    rows = tmp_path / "o.csv"
+    rows.write_text('session_id,task_id,success\n\nincident,"multi\nline",maybe\n')
+    result = api.load_outcomes(sample_store, [rows])
+    assert [(s.locator, s.reason) for s in result.skips] == [
+        (f"{rows}:4", "success is not true or false: 'maybe'")]
+    headless = tmp_path / "h.csv"
+    headless.write_text("incident,orders,true\n")
+    good = tmp_path / "g.csv"
+    good.write_text("session_id,task_id,success\nparallel,shipping,true\n")
+    both = api.load_outcomes(sample_store, [headless, good])
+    assert both.rows_loaded == 1 and both.skips[0].locator == str(headless)
+    assert "the header names no session_id and task_id columns" in both.skips[0].reason
+
+
+def test_eval_results_with_odd_statuses_are_skips(sample_store: Path, tmp_path: Path) -> None:
+    path = tmp_path / "odd.evalset_result.json"
+    path.write_text(json.dumps({"eval_set_id": "s", "eval_case_results": [
+        {"eval_id": "a", "final_eval_status": [1], "session_id": "incident"},
+        {"eval_id": "b", "final_eval_status": True, "session_id": "incident"},
+        {"eval_id": "", "final_eval_status": 1, "session_id": "incident"},
+        {"eval_id": "d", "final_eval_status": 2, "session_id": "parallel"},
+    ]}))  # fmt: skip
+    result = api.load_outcomes(sample_store, [path])
+    assert result.rows_loaded == 1
+    assert [s.reason for s in result.skips] == [
+        "final_eval_status is not an EvalStatus: [1]",
+        "final_eval_status is not an EvalStatus: True",
+        "no eval_id: the task cannot be named",
+    ]

@@ -111,3 +111,17 @@ def test_hostile_text_from_data_is_escaped(store: Path, tmp_path: Path) -> None:
     html = render_weekly(build_weekly(db, week_label="2026-W43"))
     assert "<script>x" not in html and "<img src=x" not in html
     assert "&lt;script&gt;x&lt;/script&gt;" in html
+
+
+def test_unpriced_calls_are_said_never_zero(store: Path) -> None:
+    context = build_weekly(store, week_label="2026-W43")  # no prices: the scripted model has none
+    assert "unpriced calls not in it" in context.headline[0]
+    assert any("their model has no price" in line for line in context.evidence["open"])
+
+
+def test_agent_names_are_text_in_the_chart() -> None:
+    from forensics.reports.charts import daily_cost_svg
+    from forensics.reports.weekly import DayChart
+
+    svg = daily_cost_svg(DayChart(["2026-10-19"], {"x$\\frac$y": [1.0], "_hidden": [2.0]}))
+    assert svg.startswith("<?xml") and svg.count("<path") > 10

@@ -14,11 +14,14 @@ on those, so a test can check it by hand.
   95%). Tasks run under one arm only are listed, never mixed in. Under MIN_PAIRS pairs
   the interval is said to be too wide to decide.
 - Break-even: with s_cache the share of the bill that is cache traffic (reads and
-  writes), s_tool the share that is tool output (its first sends and re-sends) and r
-  the reduction of that slice, a saving of r·s_tool of the bill pays for one more turn
-  costing s_cache/T of it when the trajectory has T >= s_cache / (r·s_tool) turns
-  (the study's 80%, 3.3%, 38.4% give 63.1). From the data: the saving in money, and the
-  turns it pays for at the measured cost of one more turn.
+  writes), s_tool the share that is tool output (its first sends: the slice `cost
+  --share` shows; its re-sends are inside the cache traffic) and r the reduction of
+  that slice, a saving of r·s_tool of the bill pays for one more model call (the
+  study's "turn": one more pass over the prefix) costing s_cache/T of it when the
+  trajectory has T >= s_cache / (r·s_tool) calls (the study's 80%, 3.3%, 38.4% give
+  63.1). From the data: the saving in money over the period, and the calls it pays for
+  at the measured cost of one more call. Every money figure is the low bound; an
+  unpriced call makes the group's figures unknown, never 0.
 """
 
 from __future__ import annotations
@@ -49,8 +52,11 @@ def _per_success(cost: Decimal | None, successes: int) -> Decimal | None:
 
 
 def _sum(values: pl.Series) -> Decimal | None:
-    known = [v for v in values.to_list() if v is not None]
-    return sum(known, Decimal(0)) if known else None
+    """A total, or None when any part is unknown (an unpriced call has no cost, not 0)."""
+    found = values.to_list()
+    if not found or any(v is None for v in found):
+        return None
+    return sum(found, Decimal(0))
 
 
 def _row(keys: dict[str, Any], group: pl.DataFrame, tasks: int | None = None) -> dict[str, Any]:
@@ -101,7 +107,11 @@ def bootstrap_mean(values: list[float], resamples: int = RESAMPLES,
     """(mean, low, high): the mean and its percentile bootstrap interval."""
     data = np.asarray(values, dtype=float)
     rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, len(data), size=(resamples, len(data)))].mean(axis=1)
+    chunk = max(1, 5_000_000 // max(1, len(data)))  # resamples at a time: ~40 MB of indices
+    sizes = [min(chunk, resamples - done) for done in range(0, resamples, chunk)]
+    means = np.concatenate(
+        [data[rng.integers(0, len(data), size=(k, len(data)))].mean(axis=1) for k in sizes]
+    )
     tail = (1 - CONFIDENCE) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return float(data.mean()), float(low), float(high)
@@ -111,35 +121,49 @@ def compare(executions: pl.DataFrame, baseline: str, arm: str) -> pl.DataFrame:
     """The paired comparison of `arm` against `baseline` (TASK_COMPARE), one row per
     cost bound."""
     both = executions.filter(pl.col("arm").is_in([baseline, arm]))
+    # a task's mean cost per execution; unknown when any of its executions is unpriced
     per_task = both.group_by(["task_id", "arm"]).agg(
-        pl.col("cost_usd_low").cast(pl.Float64).mean().alias("low"),
-        pl.col("cost_usd_high").cast(pl.Float64).mean().alias("high"),
+        pl.when(pl.col("cost_usd_low").null_count() == 0)
+        .then(pl.col("cost_usd_low").cast(pl.Float64).mean()).alias("low"),
+        pl.when(pl.col("cost_usd_high").null_count() == 0)
+        .then(pl.col("cost_usd_high").cast(pl.Float64).mean()).alias("high"),
     )
     by_arm = {a: per_task.filter(pl.col("arm") == a) for a in (baseline, arm)}
     tasks_of = {a: set(f["task_id"].to_list()) for a, f in by_arm.items()}
     paired = sorted(tasks_of[baseline] & tasks_of[arm])
     unpaired = sorted(tasks_of[baseline] ^ tasks_of[arm])
-    summary = {a: _row({"arm": a}, both.filter(pl.col("arm") == a)) for a in (baseline, arm)}
+    # the arms' summaries are of the paired tasks only: the unpaired are not mixed in
+    on_pairs = both.filter(pl.col("task_id").is_in(paired))
+    summary = {a: _row({"arm": a}, on_pairs.filter(pl.col("arm") == a)) for a in (baseline, arm)}
     rows = []
     for bound in ("low", "high"):
         costs = {a: dict(by_arm[a].select("task_id", bound).iter_rows()) for a in by_arm}
+        dropped = [
+            t for t in paired
+            if costs[baseline][t] is None or costs[arm][t] is None or not costs[baseline][t]
+        ]  # fmt: skip
         diffs = [
             (costs[arm][t] - costs[baseline][t]) / costs[baseline][t] * 100
             for t in paired
-            if costs[baseline][t] and costs[arm][t] is not None
+            if t not in dropped
         ]
         mean = low = high = None
         if diffs:
             mean, low, high = bootstrap_mean(diffs)
         base_per, arm_per = (summary[a][f"cost_per_success_usd_{bound}"] for a in (baseline, arm))
         note = None
-        if len(diffs) < MIN_PAIRS:
+        if dropped:
             note = (
+                f"{len(dropped)} paired task(s) not compared, their cost unknown or 0 under "
+                f"the baseline: {', '.join(dropped[:5])}{' ...' if len(dropped) > 5 else ''}; "
+            )
+        if len(diffs) < MIN_PAIRS:
+            note = (note or "") + (
                 f"{len(diffs)} pair{'s' if len(diffs) != 1 else ''}, fewer than {MIN_PAIRS}: "
                 "the interval is too wide to decide"
             )
         elif low is not None and high is not None and low <= 0 <= high:
-            note = "the interval includes 0: no difference shown"
+            note = (note or "") + "the interval includes 0: no difference shown"
         rows.append(
             {
                 "bound": bound,
@@ -166,9 +190,12 @@ def compare(executions: pl.DataFrame, baseline: str, arm: str) -> pl.DataFrame:
 
 
 def breakeven_turns(cache_share: float, tool_share: float, reduction: float) -> float | None:
-    """The trajectory length from which cutting the tool-output slice by `reduction`
-    pays for one more turn: s_cache / (r · s_tool)."""
-    if tool_share <= 0 or reduction <= 0:
+    """The trajectory length (in model calls: the study's turns) from which cutting the
+    tool-output slice by `reduction` (a fraction) pays for one more call:
+    s_cache / (r · s_tool), the shares in the same unit."""
+    if not 0 < reduction <= 1:
+        raise ValueError(f"the reduction is a fraction in (0, 1], not {reduction}")
+    if tool_share <= 0:
         return None
     return cache_share / (reduction * tool_share)
 
@@ -178,28 +205,30 @@ def breakeven(groups: list[dict[str, Any]], reduction: float) -> pl.DataFrame:
     mean cost of one more turn, and its sessions."""
     rows = []
     for g in groups:
-        total = g["total_usd"]
-        cache = g["cache_usd"] / total * 100 if total else None
-        tool = g["tool_usd"] / total * 100 if total else None
-        turns = (
+        total, cache_usd, tool_usd = g["total_usd"], g["cache_usd"], g["tool_usd"]
+        known = None not in (total, cache_usd, tool_usd) and total
+        cache = cache_usd / total * 100 if known else None
+        tool = tool_usd / total * 100 if known else None
+        calls = (
             breakeven_turns(float(cache), float(tool), reduction)
             if cache is not None and tool is not None
             else None
         )
-        saving = g["tool_usd"] * Decimal(str(reduction))
-        per_turn = g["turn_usd"]
+        saving = tool_usd * Decimal(str(reduction)) if tool_usd is not None else None
+        per_call = g["call_usd"]
         rows.append(
             {
                 "agent": g["agent"],
                 "sessions": g["sessions"],
-                "cost_usd": total,
+                "unpriced_calls": g["unpriced_calls"],
+                "cost_usd_low": total,
                 "cache_share_pct": None if cache is None else round(float(cache), 2),
                 "tool_output_share_pct": None if tool is None else round(float(tool), 2),
                 "reduction_pct": round(reduction * 100, 2),
-                "breakeven_turns": None if turns is None else round(turns, 1),
-                "saving_usd": saving,
-                "one_more_turn_usd": per_turn,
-                "turns_paid_for": float(saving / per_turn) if per_turn else None,
+                "breakeven_calls": None if calls is None else round(calls, 1),
+                "saving_usd_low": saving,
+                "one_more_call_usd_low": per_call,
+                "calls_paid_for": float(saving / per_call) if saving and per_call else None,
             }
         )
     return BREAKEVEN.frame(rows)

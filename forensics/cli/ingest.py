@@ -61,6 +61,11 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
             f"{result.rows_already_stored:,} already stored, {ignored}"
             f"skipped {result.rows_skipped:,} in {result.seconds:.1f} s"
         )
+    if "replaced" in result.notes:
+        echo(
+            f"replaced {result.notes['replaced']:,} stored outcomes, "
+            f"{result.notes['changed']:,} of them changed"
+        )
     if "records" in result.notes:
         kinds = ", ".join(f"{k} {v:,}" for k, v in result.notes["records"].items())  # type: ignore[attr-defined]
         shapes = ", ".join(f"{k} {v:,}" for k, v in result.notes["shapes"].items())  # type: ignore[attr-defined]

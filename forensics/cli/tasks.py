@@ -159,12 +159,13 @@ def breakeven(
     db: DbOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """How many extra turns a tool-output saving can pay for before it is lost.
+    """How many extra model calls a tool-output saving can pay for before it is lost.
 
-    From the bill: the share that is cache traffic (s_cache), the share that is tool
-    output (s_tool, first sends and re-sends), and the mean cost of one more turn (a
-    session's last call's input). The saving r * s_tool pays for one more turn once a
-    trajectory is s_cache / (r * s_tool) turns long.
+    From the bill (low bounds): the share that is cache traffic (s_cache), the share
+    that is tool output (s_tool: its first sends, as `cost --share` shows), and the mean
+    cost of one more call (a session's last call's input). The saving r * s_tool pays
+    for one more call (the cost study's "turn") once a trajectory is s_cache / (r *
+    s_tool) calls long. An unpriced call makes the money unknown, never 0.
     Example: forensics breakeven --reduction 0.4
     """
     from .. import api

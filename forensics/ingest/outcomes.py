@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..errors import SourceError
 from ..model import Outcome, Skip
 from ..sources.files.outcomes import read_outcomes
 from ..store import Store, ledger
@@ -42,7 +43,11 @@ def ingest_outcomes(
     rows: list[Outcome] = []
     for path in paths:
         before = len(result.skips)
-        found = read_outcomes(Path(path), result.skips, arm=arm, threshold=threshold)
+        try:
+            found = read_outcomes(Path(path), result.skips, arm=arm, threshold=threshold)
+        except SourceError as e:  # one unreadable file: a skip; the others still load
+            result.skips.append(Skip(str(path), str(e)))
+            found = []
         result.rows_read += len(found) + len(result.skips) - before
         rows += found
     known = {r[0] for r in store.run("SELECT DISTINCT session_id FROM sessions")}
@@ -60,22 +65,36 @@ def ingest_outcomes(
             kept.append(row)
     try:
         with store.transaction():
-            (replaced,) = store.run(
-                "SELECT count(*) FROM outcomes WHERE (session_id, invocation_id) IN "
-                "(SELECT (unnest(?::VARCHAR[]), unnest(?::VARCHAR[])))",
-                [[r.session_id for r in kept], [r.invocation_id or "" for r in kept]],
-            )[0]
-            store.con.executemany(
-                "INSERT OR REPLACE INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (r.session_id, r.invocation_id or "", r.task_id, r.arm, r.success, r.score,
-                     r.source, r.locator, result.ingest_id)
-                    for r in kept
-                ],  # fmt: skip
+            stored = {
+                (s, i): (t, a, ok, sc)
+                for s, i, t, a, ok, sc in store.run(
+                    "SELECT session_id, invocation_id, task_id, arm, success, score FROM outcomes"
+                    " WHERE (session_id, invocation_id) IN"
+                    " (SELECT (unnest(?::VARCHAR[]), unnest(?::VARCHAR[])))",
+                    [[r.session_id for r in kept], [r.invocation_id or "" for r in kept]],
+                )
+            }
+            replaced = len(stored)
+            changed = sum(
+                1
+                for r in kept
+                if (r.session_id, r.invocation_id or "") in stored
+                and stored[(r.session_id, r.invocation_id or "")]
+                != (r.task_id, r.arm, r.success, r.score)
             )
+            if kept:
+                store.con.executemany(
+                    "INSERT OR REPLACE INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (r.session_id, r.invocation_id or "", r.task_id, r.arm, r.success,
+                         r.score, r.source, r.locator, result.ingest_id)
+                        for r in kept
+                    ],  # fmt: skip
+                )
             result.rows_loaded = len(kept) - int(replaced)
             if replaced:
-                result.notes["replaced"] = int(replaced)
+                result.notes["replaced"] = replaced
+                result.notes["changed"] = changed
             result.notes["executions"] = len(kept)
             result.seconds = time.monotonic() - clock
             ledger.write(store, result, started, _now(), "ok", None)

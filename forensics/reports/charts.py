@@ -155,7 +155,10 @@ def daily_cost_svg(chart: DayChart) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
-    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "agent-forensics"}):
+    # agent names are data: never read as mathtext ($...$), never hidden by a leading _
+    with matplotlib.rc_context(
+        {"svg.fonttype": "path", "svg.hashsalt": "agent-forensics", "text.parse_math": False}
+    ):
         from matplotlib import pyplot as plt
         from matplotlib.ticker import FuncFormatter
 
@@ -164,8 +167,8 @@ def daily_cost_svg(chart: DayChart) -> str:
             bottom = [0.0] * len(chart.days)
             palette = list(ROLE_COLOURS.values()) + ["#56B4E9", "#D55E00", "#F0E442", "#000000"]
             for index, (agent, values) in enumerate(sorted(chart.series.items())):
-                ax.bar(chart.days, values, bottom=bottom, label=agent,
-                       color=palette[index % len(palette)])  # fmt: skip
+                ax.bar(chart.days, values, bottom=bottom, label=f" {agent}" if agent.startswith(
+                       "_") else agent, color=palette[index % len(palette)])  # fmt: skip
                 bottom = [b + v for b, v in zip(bottom, values, strict=True)]
             ax.set_ylabel("cost (USD, low bound)")
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"${v:,.2f}"))

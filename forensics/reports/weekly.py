@@ -126,7 +126,19 @@ def _money(row: dict[str, Any], kind: str | None = PRICED) -> Cell:
 
 
 def _total(frame: pl.DataFrame, column: str) -> Decimal:
+    """The priced part of a sum (the unpriced calls are counted and said beside it)."""
     return sum((v for v in frame[column].to_list() if v is not None), Decimal(0))
+
+
+def _unpriced(frame: pl.DataFrame) -> int:
+    return frame.filter(pl.col("cost_usd_low").is_null()).height
+
+
+def _priced_note(frame: pl.DataFrame) -> str:
+    missing = _unpriced(frame)
+    if not missing:
+        return ""
+    return f" ({n(missing)} unpriced call{'s' if missing != 1 else ''} not in it)"
 
 
 def _grouped(frame: pl.DataFrame, key: str, title: str) -> Table:
@@ -213,19 +225,27 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
         ])  # fmt: skip
 
     headline = [
-        f"The week cost {usd(total_low, total_high)} over {n(calls.height)} model calls in "
-        f"{n(by_session.height)} sessions."
+        f"The week cost {usd(total_low, total_high)}{_priced_note(calls)} over "
+        f"{n(calls.height)} model calls in {n(by_session.height)} sessions."
     ]
     if before is not None:
         previous = _total(before, "cost_usd_low")
-        change = (
-            f"{(total_low - previous) / previous * 100:+.1f}%" if previous else "no cost before"
-        )
+        if not before.height:
+            change = "no calls in the week before"
+        elif previous:
+            change = f"{(total_low - previous) / previous * 100:+.1f}%, low bounds"
+        else:
+            change = "nothing priced the week before"
         headline.append(f"The week before cost {usd(previous, _total(before, 'cost_usd_high'))}"
-                        f" ({change}).")  # fmt: skip
-    if not agents.is_empty():
-        top = agents.sort("cost_usd_low", descending=True, nulls_last=True).row(0, named=True)
-        headline.append(f"Most of it went to agent {top['agent']}: {usd(top['cost_usd_low'])}.")
+                        f"{_priced_note(before)} ({change}).")  # fmt: skip
+    priced_agents = agents.filter(pl.col("cost_usd_low").is_not_null())
+    if priced_agents.height and total_low:
+        top = priced_agents.sort("cost_usd_low", descending=True).row(0, named=True)
+        part = top["cost_usd_low"] / total_low * 100
+        headline.append(
+            f"The agent that cost most: {top['agent']}, "
+            f"{usd(top['cost_usd_low'], top['cost_usd_high'])} ({part:.0f}% of the low bound)."
+        )
     if not tools.is_empty():
         tool = tools.sort("cost_usd_low", descending=True, nulls_last=True).row(0, named=True)
         headline.append(
@@ -310,8 +330,16 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
                     "chars-per-token ratio."],  # fmt: skip
         LOGGED: ["Context failures' size figures and responses before them: the application's "
                  "logs and traces, where loaded."] if failures.height else [],  # fmt: skip
-        "open": [],
+        "open": [
+            "Failures, growth and the budget table are of the sessions active in the week, "
+            "whole: a session that began before it counts all its turns."
+        ],
     }
+    if _unpriced(calls):
+        evidence["open"].append(
+            f"The cost of {n(_unpriced(calls))} calls: their model has no price (give one "
+            "with --prices); the totals are of the priced calls."
+        )
     if total_low != total_high:
         evidence["open"].append("Cache writes (and a Claude call's thinking): ADK stores none, "
                                 "so the cost is a range.")  # fmt: skip

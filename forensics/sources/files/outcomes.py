@@ -18,6 +18,7 @@ A row that cannot be read is a Skip naming the file and row; the others are read
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from pathlib import Path
@@ -121,13 +122,16 @@ def _from_eval(document: dict[str, Any], path: Path, arm: str | None,
             skips.append(Skip(locator, "an eval case result is not an object"))
             continue
         status = case.get("final_eval_status", case.get("finalEvalStatus"))
-        if status not in _STATUS:
+        if isinstance(status, bool) or not isinstance(status, int | str) or status not in _STATUS:
             skips.append(Skip(locator, f"final_eval_status is not an EvalStatus: {status!r}"))
             continue
         session = case.get("session_id") or case.get("sessionId")
         eval_id = case.get("eval_id") or case.get("evalId") or ""
         if not isinstance(session, str) or not session:
             skips.append(Skip(locator, "no session_id: the eval ran no session"))
+            continue
+        if not isinstance(eval_id, str) or not eval_id or not isinstance(set_id, str):
+            skips.append(Skip(locator, "no eval_id: the task cannot be named"))
             continue
         found.append(Outcome(session, None, f"{set_id}/{eval_id}", arm or "", _STATUS[status],
                              None, "adk-eval", locator))  # fmt: skip
@@ -143,10 +147,17 @@ def read_outcomes(
     except (OSError, UnicodeDecodeError) as e:
         raise SourceError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from e
     if path.suffix.lower() == ".csv":
-        rows: list[tuple[str, Any]] = [
-            (f"{path}:{number}", row)
-            for number, row in enumerate(csv.DictReader(text.splitlines()), 2)
-        ]
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        names = {ALIASES.get(f.strip().lower(), f.strip().lower()) for f in reader.fieldnames or []}
+        if not {"session_id", "task_id"} <= names:
+            raise SourceError(
+                f"{path}:1: the header names no session_id and task_id columns "
+                f"(found: {', '.join(reader.fieldnames or []) or 'nothing'})",
+                hint="the first line names the columns: session_id,task_id,arm,success",
+            )
+        rows: list[tuple[str, Any]] = []
+        for row in reader:
+            rows.append((f"{path}:{reader.line_num}", row))
         source = "csv"
     else:
         try:
