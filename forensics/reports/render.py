@@ -56,13 +56,16 @@ def render_incident(context: IncidentContext) -> str:
     return template.render(ctx=context, svg=lambda chart: Markup(chart.svg))  # noqa: S704
 
 
-def write_incident(context: IncidentContext, out: Path) -> Path:
-    page = render_incident(context)
+def _write(page: str, out: Path) -> Path:
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:
         raise ForensicsError(f"cannot write {out}: {e.strerror or e}") from e
     return out
+
+
+def write_incident(context: IncidentContext, out: Path) -> Path:
+    return _write(render_incident(context), out)
 
 
 def render_weekly(context: WeeklyContext) -> str:
@@ -73,9 +76,4 @@ def render_weekly(context: WeeklyContext) -> str:
 
 
 def write_weekly(context: WeeklyContext, out: Path) -> Path:
-    page = render_weekly(context)
-    try:
-        out.write_text(page, encoding="utf-8")
-    except OSError as e:
-        raise ForensicsError(f"cannot write {out}: {e.strerror or e}") from e
-    return out
+    return _write(render_weekly(context), out)
