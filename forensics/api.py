@@ -612,6 +612,13 @@ def executions(scope: Scope, book: PriceBook) -> pl.DataFrame:
     """One row per loaded outcome of the selected sessions: its task, arm, success, cost
     bounds, model calls and turns (an outcome of one turn: that turn's)."""
     outcomes = scope.store.frame("store/outcomes")
+    columns = ["session_id", "invocation_id", "task_id", "arm", "success", "calls", "turns",
+               "cost_usd_low", "cost_usd_high"]  # fmt: skip
+    if outcomes.is_empty():  # nothing to price (the weekly review asks every week)
+        return pl.DataFrame(schema={
+            "session_id": pl.String, "invocation_id": pl.String, "task_id": pl.String,
+            "arm": pl.String, "success": pl.Boolean, "calls": pl.Int64, "turns": pl.Int64,
+            "cost_usd_low": pl.Decimal(38, 18), "cost_usd_high": pl.Decimal(38, 18)})  # fmt: skip
     by_session = scope.cost(book, "session").select(
         "session_id", "calls", "cost_usd_low", "cost_usd_high"
     )
@@ -629,8 +636,6 @@ def executions(scope: Scope, book: PriceBook) -> pl.DataFrame:
         .join(by_turn, on=["session_id", "invocation_id"], how="inner")
         .with_columns(pl.lit(1, dtype=pl.Int64).alias("turns"))
     )
-    columns = ["session_id", "invocation_id", "task_id", "arm", "success", "calls", "turns",
-               "cost_usd_low", "cost_usd_high"]  # fmt: skip
     return pl.concat([whole.select(columns), one_turn.select(columns)], how="vertical")
 
 
