@@ -144,6 +144,12 @@ def test_adk_eval_results_are_outcomes(sample_store: Path, tmp_path: Path) -> No
     assert frame.filter(pl.col("task_id") == "store-set/c3")["success_rate"].to_list() == [None]
     replaced = api.load_outcomes(sample_store, [legacy], arm="cap-16k")
     assert replaced.notes["replaced"] == 3
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps([{"session_id": "incident", "task_id": "t", "success": True}]))
+    strict = api.load_outcomes(sample_store, [rows, path], arm="cap-16k", eval_only=True)
+    assert strict.skips[0].reason == (
+        f"{rows}: not an ADK EvalSetResult (--adk-eval): no eval_case_results")
+    assert strict.notes["executions"] == 3
 
 
 def test_the_commands(sample_store: Path, tmp_path: Path) -> None:

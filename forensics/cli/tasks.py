@@ -54,7 +54,8 @@ def load(
         bool,
         typer.Option(
             "--adk-eval",
-            help="The files are ADK's EvalSetResult JSON (also recognised without it).",
+            help="Every file must be ADK's EvalSetResult JSON (another is a skip); without "
+            "it they are still recognised by their shape.",
         ),
     ] = False,
     db: DbOption = None,
@@ -70,8 +71,9 @@ def load(
     """
     from .. import api
 
-    del adk_eval  # the shape says which files are eval results
-    report_ingest(api.load_outcomes(db, paths, arm=arm, threshold=threshold), fmt, db)
+    report_ingest(
+        api.load_outcomes(db, paths, arm=arm, threshold=threshold, eval_only=adk_eval), fmt, db
+    )
 
 
 class TasksBy(StrEnum):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 from ..families.documents import read
@@ -33,9 +32,6 @@ BATCH_RECORDS = 5000  # one page of the live source: an Arrow batch of ~2 MB
 LOGGED_MEMORY_LIMIT = "128MB"
 
 
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
-
 
 def ingest_documents(
     store: Store,
@@ -51,7 +47,7 @@ def ingest_documents(
     result = IngestResult(ledger.next_id(store), kind, location, filters)
     shapes: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
-    started, clock = _now(), time.monotonic()
+    started, clock = ledger.now(), time.monotonic()
 
     def commit(batch: list[LoggedRecord]) -> None:
         with store.transaction():
@@ -92,10 +88,10 @@ def ingest_documents(
             )
             result.seconds = time.monotonic() - clock
             with store.transaction():
-                ledger.write(store, result, started, _now(), "ok", None)
+                ledger.write(store, result, started, ledger.now(), "ok", None)
     except BaseException as e:
         result.seconds = time.monotonic() - clock
-        ledger.write_stopped(store, result, started, _now(), e, committed=True)
+        ledger.write_stopped(store, result, started, ledger.now(), e, committed=True)
         raise
     return result
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import SourceError
@@ -21,16 +20,13 @@ from ..store import Store, ledger
 from ..store.ledger import IngestResult
 
 
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
 def ingest_outcomes(
     store: Store,
     paths: Sequence[Path],
     *,
     arm: str | None = None,
     threshold: float | None = None,
+    eval_only: bool = False,
 ) -> IngestResult:
     shown = ", ".join(str(p) for p in paths[:3]) + (
         f" and {len(paths) - 3} more" if len(paths) > 3 else ""
@@ -39,12 +35,14 @@ def ingest_outcomes(
         k: v for k, v in (("arm", arm), ("threshold", threshold)) if v is not None
     }
     result = IngestResult(ledger.next_id(store), "outcomes", shown, filters)
-    started, clock = _now(), time.monotonic()
+    started, clock = ledger.now(), time.monotonic()
     rows: list[Outcome] = []
     for path in paths:
         before = len(result.skips)
         try:
-            found = read_outcomes(Path(path), result.skips, arm=arm, threshold=threshold)
+            found = read_outcomes(
+                Path(path), result.skips, arm=arm, threshold=threshold, eval_only=eval_only
+            )
         except SourceError as e:  # one unreadable file: a skip; the others still load
             result.skips.append(Skip(str(path), str(e)))
             found = []
@@ -97,9 +95,9 @@ def ingest_outcomes(
                 result.notes["changed"] = changed
             result.notes["executions"] = len(kept)
             result.seconds = time.monotonic() - clock
-            ledger.write(store, result, started, _now(), "ok", None)
+            ledger.write(store, result, started, ledger.now(), "ok", None)
     except BaseException as e:
         result.seconds = time.monotonic() - clock
-        ledger.write_stopped(store, result, started, _now(), e)
+        ledger.write_stopped(store, result, started, ledger.now(), e)
         raise
     return result

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 from ..store import Store, ledger
@@ -11,16 +10,12 @@ from ..store.ledger import IngestResult
 from ..store.parquet import load, read_manifest
 
 
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
 def ingest_parquet(store: Store, folder: Path) -> IngestResult:
     """Every row of the export the store lacks, in one transaction; the ledger records
     the run (rows read: the export's events; loaded: those newly stored)."""
     manifest = read_manifest(folder)  # refused before anything is written
     result = IngestResult(ledger.next_id(store), "parquet", str(folder), {})
-    started, clock = _now(), time.monotonic()
+    started, clock = ledger.now(), time.monotonic()
     try:
         with store.transaction():
             read = load(store, folder, result.ingest_id)
@@ -35,9 +30,9 @@ def ingest_parquet(store: Store, folder: Path) -> IngestResult:
                 "rows_read": read,
             }
             result.seconds = time.monotonic() - clock
-            ledger.write(store, result, started, _now(), "ok", None)
+            ledger.write(store, result, started, ledger.now(), "ok", None)
     except BaseException as e:
         result.seconds = time.monotonic() - clock
-        ledger.write_stopped(store, result, started, _now(), e)
+        ledger.write_stopped(store, result, started, ledger.now(), e)
         raise
     return result

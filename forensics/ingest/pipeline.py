@@ -6,7 +6,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
-from datetime import UTC, datetime
 from typing import TypeVar
 
 import pyarrow as pa
@@ -60,7 +59,7 @@ def ingest(
         watermark_before=since,
         incremental=incremental,
     )
-    started = _now()
+    started = ledger.now()
     clock = time.monotonic()
     label = f"{source.kind}:{source.location}"
     with store.memory_limit(INGEST_MEMORY_LIMIT):
@@ -100,14 +99,14 @@ def ingest(
                         f"{sum(conflicts):,} events already stored with other content (time, "
                         "size, author or turn): the first stored was kept"
                     )
-                ledger.write(store, result, started, _now(), "ok", None)
+                ledger.write(store, result, started, ledger.now(), "ok", None)
                 # the commit writes the whole transaction's rows and their keys' index
                 # at once: under the cap, a million events fail to commit (measured)
                 store.run("RESET memory_limit")
         except BaseException as e:
             result.seconds = time.monotonic() - clock
             result.notes = dict(getattr(source, "notes", {}))
-            ledger.write_stopped(store, result, started, _now(), e)
+            ledger.write_stopped(store, result, started, ledger.now(), e)
             if ledger.is_interrupt(e) and not isinstance(e, KeyboardInterrupt):
                 raise KeyboardInterrupt from None
             raise
@@ -141,9 +140,6 @@ def _release_note(found: dict[tuple[str, str, str], Release]) -> str:
         counts[f"{r.basis}: {text}"] = counts.get(f"{r.basis}: {text}", 0) + 1
     return "; ".join(f"{n:,} session{'s' if n != 1 else ''} {what}" for what, n in counts.items())
 
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def _normalized(source: Source, since: float | None) -> Iterator[Normalized]:

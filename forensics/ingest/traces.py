@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +14,6 @@ from ..sources.files import otlp
 from ..store import Store, ledger
 from ..store.ledger import IngestResult
 from ..store.writes import insert_traced
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def _documents(path: Path, skips: list[Skip]) -> list[tuple[str, Any]]:
@@ -92,7 +87,7 @@ def ingest_traces(store: Store, paths: Sequence[Path]) -> IngestResult:
     shown = ", ".join(str(p) for p in paths[:3])
     location = shown + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
     result = IngestResult(ledger.next_id(store), "adk-trace", location, {})
-    started, clock = _now(), time.monotonic()
+    started, clock = ledger.now(), time.monotonic()
     try:
         with store.transaction():
             versions: set[str] = set()
@@ -106,9 +101,9 @@ def ingest_traces(store: Store, paths: Sequence[Path]) -> IngestResult:
             if versions:
                 result.notes["adk_versions"] = sorted(versions)
             result.seconds = time.monotonic() - clock
-            ledger.write(store, result, started, _now(), "ok", None)
+            ledger.write(store, result, started, ledger.now(), "ok", None)
     except BaseException as e:
         result.seconds = time.monotonic() - clock
-        ledger.write_stopped(store, result, started, _now(), e)
+        ledger.write_stopped(store, result, started, ledger.now(), e)
         raise
     return result

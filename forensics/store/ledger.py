@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 import duckdb
 
@@ -61,6 +61,11 @@ class IngestResult:
             "seconds": round(self.seconds, 3),
             "notes": json.dumps(self.notes),
         }
+
+
+def now() -> datetime:
+    """The ledger's clock: UTC, naive (the store's TIMESTAMP columns hold UTC)."""
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def filters_json(filters: dict[str, object]) -> str:

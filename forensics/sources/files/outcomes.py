@@ -139,13 +139,21 @@ def _from_eval(document: dict[str, Any], path: Path, arm: str | None,
 
 
 def read_outcomes(
-    path: Path, skips: list[Skip], *, arm: str | None = None, threshold: float | None = None
+    path: Path,
+    skips: list[Skip],
+    *,
+    arm: str | None = None,
+    threshold: float | None = None,
+    eval_only: bool = False,
 ) -> list[Outcome]:
-    """The outcomes of one file; SourceError when the file cannot be read at all."""
+    """The outcomes of one file; SourceError when the file cannot be read at all (or,
+    with `eval_only`, is not an ADK EvalSetResult)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise SourceError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from e
+    if eval_only and path.suffix.lower() == ".csv":
+        raise SourceError(f"{path}: not an ADK EvalSetResult (--adk-eval): a CSV file")
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(io.StringIO(text, newline=""))
         names = {ALIASES.get(f.strip().lower(), f.strip().lower()) for f in reader.fieldnames or []}
@@ -167,6 +175,10 @@ def read_outcomes(
         results = _eval_results(document)
         if results is not None:
             return _from_eval(results, path, arm, skips)
+        if eval_only:
+            raise SourceError(
+                f"{path}: not an ADK EvalSetResult (--adk-eval): no eval_case_results"
+            )
         if isinstance(document, dict) and isinstance(document.get("outcomes"), list):
             document = document["outcomes"]
         if not isinstance(document, list):
