@@ -49,6 +49,8 @@ from .store.prices import forget as forget_kept_prices
 from .store.prices import keep as keep_kept_prices
 from .store.prices import kept as kept_prices
 from .store.reads import resolve_session, result_preview, stored_key
+from .whatif.guard import Guard
+from .whatif.replay import Replay
 
 if TYPE_CHECKING:
     from .plan import PlanReport
@@ -590,6 +592,71 @@ def failures_by(frame: pl.DataFrame, by: str) -> pl.DataFrame:
 
 
 # ---------------------------------------------------------------------------
+# What-if: a tool-output guard replayed
+# ---------------------------------------------------------------------------
+
+WHATIF_BY = ("turn", "session", "call", "result")
+WHATIF_ASSUMPTION = (
+    "The trajectory is held fixed: the same calls in the same order, each request smaller by "
+    "what the guard took out of the tool results it carried. What the agent would have done "
+    "with fewer rows (answered from less, or paged for more) is not replayed."
+)
+
+
+def whatif(
+    store: StoreLike,
+    selection: SelectionLike = None,
+    *,
+    row_cap: int | None = None,
+    token_cap: int | None = None,
+    page_size: int | None = None,
+    chars_per_token: float = 3.0,
+    tool: str | None = None,
+    context_limit: int | None = None,
+    by: str = "turn",
+    prices: PricesLike = None,
+) -> pl.DataFrame:
+    """A guard replayed on the selection's history (whatif/), by turn, session, call or
+    tool result: occupancy, cumulative input and cost as they were and under the guard,
+    the context failures it would have prevented, and the extra turns its saving pays
+    for. The trajectory is held fixed."""
+    if by not in WHATIF_BY:
+        raise ForensicsError(f"--by {by!r} is not a grouping",
+                             hint=f"one of: {', '.join(WHATIF_BY)}")  # fmt: skip
+    if context_limit is not None and context_limit < 1:
+        raise ForensicsError(f"--context-limit {context_limit} is not a count of 1 or more")
+    guard = Guard(row_cap=row_cap, token_cap=token_cap, page_size=page_size,
+                  chars_per_token=chars_per_token, tool=tool)  # fmt: skip
+    with using(store) as s:
+        found = Scope(s, selection).whatif(price_book(prices, s), guard, context_limit)
+    if by == "result":
+        return found.result_frame()
+    if by == "call":
+        return found.call_frame()
+    if by == "session":
+        return found.session_frame()
+    return found.turn_frame()
+
+
+def guards(
+    store: StoreLike,
+    selection: SelectionLike = None,
+    *,
+    budget: int = 16_000,
+    row_cap: int = 200,
+    chars_per_token: float = 3.0,
+) -> pl.DataFrame:
+    """Per tool: which results exceeded `budget` and by how much, where a row guard of
+    `row_cap` would not have fired, dict payloads, rows over budget on their own, tokens
+    per row, and the markdown estimate for flat rows (whatif/audit.py)."""
+    if budget < 1:
+        raise ForensicsError(f"--budget {budget} is not a count of 1 or more")
+    Guard(token_cap=budget, row_cap=row_cap, chars_per_token=chars_per_token)  # checks them
+    with using(store) as s:
+        return Scope(s, selection).guards(price_book(None, s), budget, row_cap, chars_per_token)
+
+
+# ---------------------------------------------------------------------------
 # Outcomes and tasks
 # ---------------------------------------------------------------------------
 
@@ -959,6 +1026,20 @@ class Scope:
     def cost_share(self, book: PriceBook) -> pl.DataFrame:
         """The bill split: cache reads, cache writes, uncached input, output, tool output."""
         return self.costing(book).share()
+
+    def whatif(self, book: PriceBook, guard: Guard, context_limit: int | None = None) -> Replay:
+        """`guard` replayed on the selection: each tool result cut as it would have been,
+        every call's window and cost with those sizes, the trajectory held fixed."""
+        from .whatif.replay import replay
+
+        return replay(self.costing(book), self.calls(), self.failures(), guard, context_limit)
+
+    def guards(self, book: PriceBook, budget: int, row_cap: int = 200,
+               chars_per_token: float = 3.0) -> pl.DataFrame:  # fmt: skip
+        """Per tool: results over `budget`, the row guard's blind spots, rows' sizes."""
+        from .whatif.audit import guards
+
+        return guards(self.costing(book), budget, row_cap, chars_per_token)
 
 
 def calls(

@@ -1222,6 +1222,215 @@ BREAKEVEN = Spec(
 )
 
 
+# ---------------------------------------------------------------------------
+# What-if: a tool-output guard replayed on stored history (forensics/whatif/)
+# ---------------------------------------------------------------------------
+
+_GUARD = Column("guard", S, help="the guard replayed, as `whatif` was asked for it, and the "
+                "chars-per-token its estimate used")
+_WHATIF_COST = (
+    Column("cost_usd_low", USD, PRICED, help="what the calls cost as they ran, low bound "
+           "(`cost`)"),
+    Column("cost_usd_high", USD, PRICED),
+    Column("counterfactual_usd_low", USD, ESTIMATED, help="the same calls under the guard: "
+           "each call's cost less the tokens the guard took out of its request at that call's "
+           "blended input price; a prevented failure's call is billed its counterfactual input "
+           "at the session's previous call's price (its output is unknown)"),
+    Column("counterfactual_usd_high", USD, ESTIMATED),
+    Column("saving_usd_low", USD, ESTIMATED, help="cost minus counterfactual: never shown "
+           "without `extra_turns_paid_for`"),
+    Column("saving_usd_high", USD, ESTIMATED),
+)
+_WHATIF_TURNS = (
+    Column("extra_call_usd_low", USD, ESTIMATED, help="what one more turn (a model call, the "
+           "cost study's turn) costs under the guard: the session's last agent call's input "
+           "less what the guard took out, its request fee, and the session's mean output per "
+           "call, low bound"),
+    Column("extra_turns_paid_for", F64, ESTIMATED, help="saving_usd_low over "
+           "extra_call_usd_low: how many extra turns the guard may cost (the agent paging for "
+           "rows it lost) before the saving is gone"),
+)
+
+WHATIF_RESULTS = Spec(
+    "whatif_results",
+    (
+        Column("session_id", S),
+        Column("app_name", S),
+        Column("user_id", S),
+        Column("turn", I64),
+        Column("agent", S),
+        Column("tool_name", S),
+        Column("function_call_id", S),
+        Column("payload", S, help="the result's shape: `rows in <key>` (the longest list of "
+               "records: a top-level key, or under `result`), `list`, `dict` (no list of "
+               "records: sized and kept whole, the founding guard's blind spot), `unsized` "
+               "(stored before store schema 9: ingest again with --full)"),
+        Column("rows", I64),
+        Column("rows_kept", I64, ESTIMATED, help="rows the guard would have let through: the "
+               "page (min of --page-size and --row-cap), then with --token-cap the rows that "
+               "fit, at least one"),
+        Column("fired", B, ESTIMATED, help="the guard cut rows from this result"),
+        Column("over_budget", B, ESTIMATED, help="what went out is still over --token-cap: "
+               "one row over budget on its own (kept anyway), or a dict sized whole"),
+        Column("guard_tokens", I64, ESTIMATED, help="the guard's own estimate of the whole "
+               "result: its json.dumps length over --chars-per-token, rounded up"),
+        Column("kept_guard_tokens", I64, ESTIMATED, help="the guard's estimate of what it "
+               "let through (the founding guard's running sum)"),
+        Column("largest_row_guard_tokens", I64, ESTIMATED),
+        Column("result_tokens_estimated", I64, ESTIMATED, help="the result in the window, as "
+               "`growth` sizes it (its characters over the fitted ratio)"),
+        Column("counterfactual_tokens", I64, ESTIMATED, help="what the guard lets through, "
+               "sized the same way: the rows kept, and the paging keys it adds"),
+        Column("sends", I64, help="model calls that carried the result"),
+        Column("saved_input_tokens", I64, ESTIMATED, help="(result - counterfactual) tokens "
+               "times the sends: input the guard takes out of later requests"),
+        _GUARD,
+    ),
+    table=("session_id", "turn", "tool_name", "payload", "rows", "rows_kept", "fired",
+           "over_budget", "guard_tokens", "kept_guard_tokens", "result_tokens_estimated",
+           "counterfactual_tokens", "sends", "saved_input_tokens"),  # fmt: skip
+    totals=("result_tokens_estimated", "counterfactual_tokens", "saved_input_tokens"),
+    command="whatif --by result",
+)
+
+WHATIF_CALLS = Spec(
+    "whatif_calls",
+    (
+        Column("session_id", S),
+        Column("app_name", S),
+        Column("user_id", S),
+        Column("turn", I64),
+        Column("call_id", S),
+        Column("agent", S),
+        Column("kind", S),
+        Column("occupancy", I64, "see occupancy_source", help="the call's window as it ran "
+               "(`calls`' occupancy)"),
+        Column("occupancy_source", S),
+        Column("occupancy_counterfactual", I64, ESTIMATED, help="the same request with the "
+               "guard's cuts to the tool results it carried (their characters over the call's "
+               "fitted ratio); the trajectory held fixed"),
+        Column("results_cut", I64, help="tool results in this request that the guard cut"),
+        Column("cumulative_input", I64, "see occupancy_source", help="the turn's input so "
+               "far: the sum of its calls' windows, a failed request's included"),
+        Column("cumulative_input_counterfactual", I64, ESTIMATED),
+        *_WHATIF_COST,
+        Column("context_limit", I64, help="a failed call's model limit: "
+               "--context-limit, else the one its error named"),
+        Column("failure", S, help="a failed call under the guard: `prevented` (a context "
+               "failure whose counterfactual window fits the limit), `still over`, `limit "
+               "unknown`, `not a context failure`"),
+        _GUARD,
+    ),
+    table=("session_id", "turn", "agent", "kind", "occupancy", "occupancy_counterfactual",
+           "cumulative_input", "cumulative_input_counterfactual", "cost_usd_low",
+           "counterfactual_usd_low", "context_limit", "failure"),  # fmt: skip
+    totals=("cost_usd_low", "counterfactual_usd_low"),
+    command="whatif --by call",
+)
+
+_WHATIF_GROUP = (
+    Column("calls", I64),
+    Column("results_cut", I64, help="tool results of this group that the guard cut"),
+    Column("peak_occupancy", I64, "see occupancy_source"),
+    Column("peak_occupancy_counterfactual", I64, ESTIMATED),
+    Column("cumulative_input", I64, "see occupancy_source", help="the sum of the calls' "
+           "windows (`turns`' cumulative input; a failed request's included)"),
+    Column("cumulative_input_counterfactual", I64, ESTIMATED),
+    Column("saved_input_tokens", I64, ESTIMATED),
+    *_WHATIF_COST,
+    Column("context_failures", I64, help="failed calls that were context failures"),
+    Column("prevented", I64, ESTIMATED, help="of them, those whose counterfactual window "
+           "fits the limit"),
+    *_WHATIF_TURNS,
+)
+_WHATIF_GROUP_TABLE = ("peak_occupancy", "peak_occupancy_counterfactual", "cumulative_input",
+                       "cumulative_input_counterfactual", "saving_usd_low", "context_failures",
+                       "prevented", "extra_call_usd_low", "extra_turns_paid_for")  # fmt: skip
+_WHATIF_TOTALS = ("calls", "results_cut", "cumulative_input", "cumulative_input_counterfactual",
+                  "saved_input_tokens", "cost_usd_low", "cost_usd_high", "counterfactual_usd_low",
+                  "counterfactual_usd_high", "saving_usd_low", "saving_usd_high",
+                  "context_failures", "prevented", "extra_turns_paid_for")  # fmt: skip
+_WHATIF_FOOTNOTE = ("the trajectory is held fixed: the same calls in the same order, each "
+                    "request smaller by what the guard took out of the tool results it carried; "
+                    "counterfactual_*, saving_*, extra_*: estimated; extra_turns_paid_for: "
+                    "the saving over one more model call under the guard")  # fmt: skip
+
+WHATIF_TURNS = Spec(
+    "whatif_turns",
+    (
+        Column("session_id", S),
+        Column("app_name", S),
+        Column("user_id", S),
+        Column("turn", I64, help="the turn (empty: the compaction summarizer's calls)"),
+        *_WHATIF_GROUP,
+        _GUARD,
+    ),
+    table=("session_id", "turn", "calls", "results_cut", *_WHATIF_GROUP_TABLE),
+    totals=_WHATIF_TOTALS,
+    footnote=_WHATIF_FOOTNOTE,
+    command="whatif",
+)
+
+WHATIF_SESSIONS = Spec(
+    "whatif_sessions",
+    (
+        Column("session_id", S),
+        Column("app_name", S),
+        Column("user_id", S),
+        Column("turns", I64),
+        *_WHATIF_GROUP,
+        _GUARD,
+    ),
+    table=("session_id", "turns", "calls", "results_cut", *_WHATIF_GROUP_TABLE),
+    totals=("turns", *_WHATIF_TOTALS),
+    footnote=_WHATIF_FOOTNOTE,
+    command="whatif --by session",
+)
+
+GUARDS = Spec(
+    "guards",
+    (
+        Column("app_name", S),
+        Column("tool_name", S),
+        Column("results", I64),
+        Column("payloads", S, help="the results' shapes and how many of each (`whatif`'s "
+               "payload)"),
+        Column("over_budget", I64, ESTIMATED, help="results whose guard estimate (json.dumps "
+               "length over --chars-per-token) is over --budget"),
+        Column("max_tokens", I64, ESTIMATED),
+        Column("p95_tokens", I64, ESTIMATED, help="the 95th percentile of the results' guard "
+               "estimates (nearest rank)"),
+        Column("row_guard_silent", I64, ESTIMATED, help="results over the budget that a row "
+               "guard of --row-cap rows lets through (as many rows or fewer, or a dict)"),
+        Column("dict_payloads", I64, help="results with no list of records: a row guard "
+               "reads them as empty"),
+        Column("dict_over_budget", I64, ESTIMATED),
+        Column("rows_over_budget", I64, ESTIMATED, help="single rows over the budget on their "
+               "own: a token cap keeps one anyway"),
+        Column("tokens_per_row", I64, ESTIMATED, help="the rows' mean guard estimate"),
+        Column("max_row_tokens", I64, ESTIMATED),
+        Column("flat_results", I64, help="results whose rows are flat records (one scalar per "
+               "column)"),
+        Column("json_tokens_per_row", I64, ESTIMATED, help="flat results' rows as json.dumps "
+               "writes them, over --chars-per-token, per row"),
+        Column("markdown_tokens_per_row", I64, ESTIMATED, help="the same rows as a markdown "
+               "table (header and separator line included), per row"),
+        Column("markdown_ratio", F64, ESTIMATED, help="json over markdown tokens: how many "
+               "times fewer tokens the table takes (the founding document measured about 2.5 "
+               "on one tool)"),
+        Column("unsized", I64, help="results stored before store schema 9: not sized (ingest "
+               "again with --full)"),
+    ),
+    table=("tool_name", "results", "payloads", "over_budget", "max_tokens", "p95_tokens",
+           "row_guard_silent", "dict_payloads", "rows_over_budget", "tokens_per_row",
+           "markdown_ratio"),  # fmt: skip
+    totals=("results", "over_budget", "row_guard_silent", "dict_payloads", "dict_over_budget",
+            "rows_over_budget", "flat_results", "unsized"),  # fmt: skip
+    footnote="tokens: the guard's estimate (json.dumps length over --chars-per-token, rounded "
+    "up), not the fitted ratio; markdown_ratio: flat rows only",
+)
+
+
 ALL: tuple[Spec, ...] = (
     SESSIONS,
     EVENTS,
@@ -1251,6 +1460,11 @@ ALL: tuple[Spec, ...] = (
     TASK_ARMS,
     TASK_COMPARE,
     BREAKEVEN,
+    WHATIF_RESULTS,
+    WHATIF_CALLS,
+    WHATIF_TURNS,
+    WHATIF_SESSIONS,
+    GUARDS,
 )
 
 

@@ -69,6 +69,16 @@ COMMANDS: dict[str, list[str]] = {
     "compare": ["compare", "--baseline", "conservative", "--arm", "aggressive",
                 "--prices", SAMPLE_PRICES],
     "breakeven": ["breakeven", "--prices", SAMPLE_PRICES],
+    # the founding document's guards replayed on the whole sample (the incident's cases)
+    "whatif-token-cap": ["whatif", "--token-cap", "16000", "--prices", SAMPLE_PRICES],
+    "whatif-row-cap-results": ["whatif", "--row-cap", "200", "--by", "result",
+                               "--session", "incident", "--prices", SAMPLE_PRICES],
+    "whatif-calls-incident": ["whatif", "--token-cap", "16000", "--page-size", "200",
+                              "--by", "call", "--session", "incident", "--prices",
+                              SAMPLE_PRICES],
+    "whatif-by-session": ["whatif", "--token-cap", "16000", "--tool", "get_order_history",
+                          "--by", "session", "--prices", SAMPLE_PRICES],
+    "guards": ["guards", "--budget", "16000"],
     "explain-mapping": [
         "ingest", "opensearch-file", *SAMPLE_LOGGED[1:2], "--explain-mapping", "--sample", "4"
     ],

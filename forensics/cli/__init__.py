@@ -17,7 +17,8 @@ from .. import __version__
 from .common import app, state
 
 # Each module registers its commands when imported; `--help` lists them in this order.
-for _module in ("stored", "windows", "compaction", "cost", "tasks", "plan", "report", "ingest",
+for _module in ("stored", "windows", "compaction", "cost", "whatif", "tasks", "plan", "report",
+                "ingest",
                 "opensearch", "analyze", "export"):
     importlib.import_module(f"{__name__}.{_module}")
 

@@ -175,6 +175,8 @@ def to_table(
         sums = {  # money stays exact, and unknown when no row knows it; counts are whole
             c: (df[c].sum() if df[c].null_count() < df.height else None)
             if isinstance(df.schema[c], pl.Decimal)
+            else float(df[c].fill_null(0).sum())
+            if df.schema[c].is_float()
             else int(df[c].fill_null(0).sum())
             for c in totals
         }

@@ -34,6 +34,7 @@ def _write_incident(
     app_name: str | None = None,
     user: str | None = None,
     prices: Path | None = None,
+    whatif_cap: int | None = 16_000,
 ) -> Path:
     from .. import api
     from ..reports.incident import build_incident
@@ -53,6 +54,7 @@ def _write_incident(
             turn=turn,
             show_content=show_content,
             prices=prices,
+            whatif_cap=whatif_cap,
         )
     return write_incident(context, out)
 
@@ -142,6 +144,15 @@ def report_incident(
             "largest tool results (default: names and sizes only).",
         ),
     ] = False,
+    whatif_cap: Annotated[
+        int,
+        typer.Option(
+            "--whatif-cap",
+            help="The token cap the what-if box replays on the top growth call's tool "
+            "(`forensics whatif --token-cap`); 0 leaves the box out.",
+            min=0,
+        ),
+    ] = 16_000,
     prices: PricesOption = None,
     app_name: AppPick = None,
     user: UserPick = None,
@@ -150,9 +161,11 @@ def report_incident(
     """Write the incident report for a session: one HTML file, no external requests.
 
     Headline, turns (with their cost), a chart of the window per call against
-    cumulative input, the tool calls that grew it (and what re-sending them cost),
-    compaction, the failure, what is measured, priced, estimated and open, and the
-    method. Money is priced as `forensics cost` prices it (--prices, FORENSICS_PRICES).
+    cumulative input, the tool calls that grew it (and what re-sending them cost), a
+    what-if box (a token cap on the top growth call's tool: the saving, and the extra
+    turns it pays for), compaction, the failure, what is measured, priced, estimated
+    and open, and the method. Money is priced as `forensics cost` prices it (--prices,
+    FORENSICS_PRICES).
     Example: forensics report incident incident --out incident.html
     """
     path = _write_incident(
@@ -164,6 +177,7 @@ def report_incident(
         app_name=app_name,
         user=user,
         prices=prices,
+        whatif_cap=whatif_cap or None,
     )
     echo(str(path))
 
@@ -185,12 +199,13 @@ def demo(
     The samples are real ADK output (sample_data/README.md). Prints the sessions it
     loaded, what they cost (their scripted model priced as Gemini 2.5 Flash,
     sample_data/prices.toml), the context failures the sample's OpenSearch documents
-    and sessions show, and the path of the HTML report to open in a browser.
+    and sessions show, a 16,000-token cap replayed on the incident (`whatif`), and the
+    paths of the HTML reports to open in a browser.
     """
     import tempfile
 
     from .. import api
-    from ..columns import FAILURES, SESSIONS, TASK_ARMS, cost_spec
+    from ..columns import FAILURES, SESSIONS, TASK_ARMS, WHATIF_TURNS, cost_spec
     from ..resources import resource_dir
 
     samples = resource_dir("sample_data")
@@ -220,6 +235,10 @@ def demo(
         f"from {samples / 'opensearch'}; the context failures they and the sessions show:\n"
     )
     emit(api.context_failures(target), Format.table, FAILURES)
+    echo("\nThe founding document's guard, a 16,000-token cap, replayed on the incident:\n")
+    whatif = api.whatif(target, "incident", token_cap=16_000, prices=prices)
+    emit(whatif, Format.table, WHATIF_TURNS,
+         f"guard: {whatif['guard'][0]}; {WHATIF_TURNS.footnote}")  # fmt: skip
     report = _write_incident(
         target, "incident", out or target.parent / "incident.html", prices=prices
     )

@@ -150,6 +150,12 @@ class Costing:
     def _query(self, name: str, **params: object) -> pl.DataFrame:
         return self.facts.query(name, self.tables, _VIEWS, **params)
 
+    def query(self, name: str, tables: dict[str, pa.Table] | None = None,
+              **params: object) -> pl.DataFrame:  # fmt: skip
+        """queries/`name`.sql with the priced calls' views (`cost_calls`,
+        `cost_call_prices`, ...) and `tables` beside the facts: for the layers above."""
+        return self.facts.query(name, {**self.tables, **(tables or {})}, _VIEWS, **params)
+
     def calls(self) -> pl.DataFrame:
         """Every model call of the selection, priced (COST_CALLS)."""
         return COST_CALLS.from_query(self._query("cost/calls"))

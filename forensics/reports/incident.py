@@ -18,6 +18,8 @@ from .. import __version__, api
 from ..errors import ForensicsError
 from ..provenance import ESTIMATED, INFERRED, LOGGED, MEASURED, PRICED
 
+WHATIF_CAP = 16_000  # the founding guard's budget
+
 
 def n(value: int | float | None, unit: str = "") -> str:
     """A number for people: thousands separators, '—' when unknown."""
@@ -163,6 +165,16 @@ class LoggedFailure:
 
 
 @dataclass
+class WhatIf:
+    """A token cap replayed on the top growth call's tool (`forensics whatif`): both
+    halves of the arithmetic, the saving and the extra turns it pays for."""
+
+    guard: str
+    lines: list[str]
+    assumption: str
+
+
+@dataclass
 class Method:
     sources: list[str]
     ratio: str
@@ -193,6 +205,7 @@ class IncidentContext:
     evidence: dict[str, list[str]] = field(default_factory=dict)
     method: Method | None = None
     show_content: bool = False
+    whatif: WhatIf | None = None
 
 
 def _cell(value: int | float | None, kind: str | None, unit: str = "") -> Cell:
@@ -206,18 +219,21 @@ def build_incident(
     turn: int | None = None,
     show_content: bool = False,
     prices: api.PricesLike = None,
+    whatif_cap: int | None = WHATIF_CAP,
 ) -> IncidentContext:
     """The incident report for one session (one turn of interest with `turn`), its
     money priced with genai-prices and the overrides of `prices` or the store's kept
-    prices file (api.price_book)."""
+    prices file (api.price_book); with `whatif_cap`, a token cap of that many tokens
+    replayed on the top growth call's tool."""
     with api.using(store) as opened:
         book = api.price_book(prices, opened)
-        return _build(api.Scope(opened, selection), turn, show_content, book)
+        return _build(api.Scope(opened, selection), turn, show_content, book, whatif_cap)
 
 
 def _build(
-    scope: api.Scope, turn: int | None, show_content: bool, book: api.PriceBook
-) -> IncidentContext:
+    scope: api.Scope, turn: int | None, show_content: bool, book: api.PriceBook,
+    whatif_cap: int | None = WHATIF_CAP,
+) -> IncidentContext:  # fmt: skip
     # one reconstruction, used by every frame; the store opened once
     if scope.selection.session is None:
         raise ForensicsError("an incident report is about one session: give its id")
@@ -278,7 +294,71 @@ def _build(
     _cost_evidence(context.evidence, priced, book, not growth.is_empty())
     context.method = _method(api.session_ingests(scope.store, key), calls, rules)
     context.method.prices = _prices(priced, book)
+    if whatif_cap is not None and not growth.is_empty():
+        context.whatif = _whatif(scope, book, growth.row(0, named=True), whatif_cap)
     return context
+
+
+def _whatif(scope: api.Scope, book: api.PriceBook, top: dict[str, Any], cap: int) -> WhatIf:
+    """A token cap of `cap` on the top growth call's tool, replayed on the session."""
+    guard = api.Guard(token_cap=cap, tool=top["tool_name"])
+    replay = scope.whatif(book, guard)
+    lines = []
+    result = replay.result_frame().filter(
+        pl.col("function_call_id") == top["function_call_id"]
+    ).row(0, named=True)
+    if result["payload"] == "unsized":
+        lines.append(
+            f"The {top['tool_name']} result was stored before store schema 9, which sizes "
+            "rows; ingest the session again with --full to replay a guard on it."
+        )
+        return WhatIf(guard.describe(), lines, api.WHATIF_ASSUMPTION)
+    kept = (
+        f"keeps {n(result['rows_kept'])} of its {n(result['rows'])} rows"
+        if result["rows"]
+        else "has no rows to cut (sized whole)"
+    )
+    over = " and still goes out over the cap" if result["over_budget"] else ""
+    lines.append(
+        f"The turn-{top['turn']} {top['tool_name']} result {kept}{over}: "
+        f"{n(result['result_tokens_estimated'])} → {n(result['counterfactual_tokens'])} "
+        "tokens in the window (estimated)."
+    )
+    turns = replay.turn_frame()
+    row = turns.filter(pl.col("turn") == top["turn"]).row(0, named=True)
+    lines.append(
+        f"Turn {top['turn']}'s cumulative input: {n(row['cumulative_input'])} → "
+        f"{n(row['cumulative_input_counterfactual'])} tokens; its peak window "
+        f"{n(row['peak_occupancy'])} → {n(row['peak_occupancy_counterfactual'])}."
+    )
+    calls = replay.call_frame().filter(pl.col("failure").is_not_null()
+                                       & (pl.col("failure") != "not a context failure"))
+    for c in calls.iter_rows(named=True):
+        limit = f"the limit of {n(c['context_limit'])}" if c["context_limit"] else "no known limit"
+        verdict = {"prevented": "it fits: the failure is prevented",
+                   "still over": "still over: not prevented",
+                   "limit unknown": "whether it fits is unknown"}[c["failure"]]  # fmt: skip
+        lines.append(
+            f"The failed call of turn {c['turn']}: window {n(c['occupancy'])} → "
+            f"{n(c['occupancy_counterfactual'])} tokens against {limit}; {verdict}."
+        )
+    session = replay.session_frame().row(0, named=True)
+    if session["saving_usd_low"] is None:
+        lines.append("The saving is unknown: some calls of the session have no price.")
+    else:
+        paid = session["extra_turns_paid_for"]
+        extra = (
+            f"; one more turn under the cap costs about {usd(session['extra_call_usd_low'])}, "
+            f"so the saving pays for {paid:,.1f} extra turns before it is lost"
+            if paid is not None
+            else "; the cost of one more turn is unknown"
+        )
+        lines.append(
+            f"The session's input would have cost "
+            f"{usd(session['saving_usd_low'], session['saving_usd_high'])} less (estimated)"
+            f"{extra}."
+        )
+    return WhatIf(guard.describe(), lines, api.WHATIF_ASSUMPTION)
 
 
 def _cost_cell(row: dict[str, Any] | None, low: str = "cost_usd_low",

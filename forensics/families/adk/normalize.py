@@ -41,6 +41,7 @@ class Normalized:
 class Normalizer:
     def __init__(self) -> None:
         self.con = connect(":memory:", memory_limit=MEMORY_LIMIT)
+        self._run("macros")
 
     def _run(self, name: str) -> list[tuple[object, ...]]:
         try:

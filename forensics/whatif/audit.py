@@ -1,0 +1,68 @@
+"""`forensics guards`: per tool, where a guard is missing or off. Which results exceed a
+budget and by how much, which of them a row guard lets through, the dict payloads a row
+guard reads as empty, the rows over budget on their own, tokens per row, and for flat
+rows the size of a markdown table against JSON (the founding document measured about
+2.5x fewer tokens per row on one tool): all on the guard's own estimate."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from ..columns import GUARDS
+from ..cost.billed import Costing
+from .guard import Guard
+from .replay import results
+
+ROW_CAP = 200  # the founding row guard
+
+
+def guards(costing: Costing, budget: int, row_cap: int = ROW_CAP,
+           chars_per_token: float = 3.0) -> pl.DataFrame:  # fmt: skip
+    """GUARDS: one row per (app, tool) of the selection, the most over-budget first."""
+    Guard(row_cap=row_cap)  # checks the count
+    found = results(costing, Guard(token_cap=budget, chars_per_token=chars_per_token))
+    rows = []
+    for (app, tool), group in found.group_by(["app_name", "tool_name"], maintain_order=True):
+        sized = group.filter(pl.col("payload") != "unsized")
+        tokens = sized["guard_tokens"]
+        over = sized.filter(pl.col("guard_tokens") > budget)
+        dicts = sized.filter(pl.col("payload") == "dict")
+        listed = sized.filter(pl.col("payload") != "dict")
+        flat = listed.filter(pl.col("markdown_chars").is_not_null())
+        n_rows = int(listed["rows"].sum() or 0)
+        flat_rows = int(flat["rows"].sum() or 0)
+        json_tokens = sum(math.ceil(c / chars_per_token) for c in flat["rows_dumps_chars"])
+        markdown_tokens = sum(math.ceil(c / chars_per_token) for c in flat["markdown_chars"])
+        shapes = sized["payload"].value_counts(sort=True, name="n")
+        rows.append(
+            {
+                "app_name": app,
+                "tool_name": tool,
+                "results": group.height,
+                "payloads": "; ".join(f"{p}: {n}" for p, n in shapes.sort(
+                    ["n", "payload"], descending=[True, False]).iter_rows()) or None,
+                "over_budget": over.height,
+                "max_tokens": tokens.max(),
+                "p95_tokens": None if tokens.is_empty()
+                else int(tokens.quantile(0.95, "nearest")),  # type: ignore[arg-type]
+                "row_guard_silent": over.filter(pl.col("rows").fill_null(0) <= row_cap).height,
+                "dict_payloads": dicts.height,
+                "dict_over_budget": dicts.filter(pl.col("guard_tokens") > budget).height,
+                "rows_over_budget": int(listed["rows_over_budget"].sum() or 0),
+                "tokens_per_row": round(int(listed["row_guard_tokens"].sum()) / n_rows)
+                if n_rows else None,
+                "max_row_tokens": listed["largest_row_guard_tokens"].max(),
+                "flat_results": flat.height,
+                "json_tokens_per_row": round(json_tokens / flat_rows) if flat_rows else None,
+                "markdown_tokens_per_row": round(markdown_tokens / flat_rows)
+                if flat_rows else None,
+                "markdown_ratio": round(json_tokens / markdown_tokens, 2)
+                if markdown_tokens else None,
+                "unsized": group.height - sized.height,
+            }
+        )
+    frame = GUARDS.frame(rows)
+    return frame.sort(["over_budget", "max_tokens", "app_name", "tool_name"],
+                      descending=[True, True, False, False], nulls_last=True)  # fmt: skip

@@ -1,0 +1,229 @@
+"""A guard replayed on stored history: each tool result cut as the guard would have cut
+it, and every call's window rebuilt with those sizes, the trajectory held fixed.
+
+The one big assumption (said in every table's footnote): the same calls run in the
+same order, each request smaller by what the guard took out of the tool results it
+carried. What the agent would have done with fewer rows (answered from less, or paged
+for more) is not replayed; `extra_turns_paid_for` is the other half of the arithmetic:
+how many extra turns the saving pays for before it is lost.
+
+The results come from SQL (queries/whatif/results.sql, over the parts' shape columns of
+store schema 9); the calls from queries/whatif/calls.sql, priced by the cost engine's
+views; turns, sessions and the failures prevented are sums of the calls here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+import polars as pl
+
+from ..columns import WHATIF_CALLS, WHATIF_RESULTS, WHATIF_SESSIONS, WHATIF_TURNS
+from ..cost.billed import Costing
+from .guard import Guard
+
+_KEY = ["app_name", "user_id", "session_id"]
+_CENT = Decimal("0.000000000001")  # money computed in floating point is kept to 12 places
+
+
+def results(costing: Costing, guard: Guard) -> pl.DataFrame:
+    """Per tool result of the selection: the guard's cut (queries/whatif/results.sql), with
+    every column the audit and the calls need (WHATIF_RESULTS is a subset)."""
+    frame = costing.query("whatif/results", None, **guard.params())
+    return frame.with_columns(
+        ((pl.col("result_tokens_estimated") - pl.col("counterfactual_tokens")) * pl.col("sends"))
+        .alias("saved_input_tokens"),
+        pl.lit(guard.describe()).alias("guard"),
+    )
+
+
+@dataclass
+class Replay:
+    """One guard replayed on one selection: its results and calls, grouped on demand."""
+
+    guard: Guard
+    results: pl.DataFrame  # results(): every column
+    calls: pl.DataFrame  # WHATIF_CALLS plus the columns the groupings need
+
+    def result_frame(self) -> pl.DataFrame:
+        return WHATIF_RESULTS.from_query(self.results)
+
+    def call_frame(self) -> pl.DataFrame:
+        return WHATIF_CALLS.from_query(self.calls)
+
+    def turn_frame(self) -> pl.DataFrame:
+        return WHATIF_TURNS.from_query(self._grouped([*_KEY, "turn"]))
+
+    def session_frame(self) -> pl.DataFrame:
+        frame = self._grouped(_KEY).join(
+            self.calls.filter(pl.col("turn").is_not_null()).group_by(_KEY)
+            .agg(pl.col("turn").n_unique().alias("turns")),
+            on=_KEY, how="left",
+        ).with_columns(pl.col("turns").fill_null(0))  # fmt: skip
+        return WHATIF_SESSIONS.from_query(frame)
+
+    def _grouped(self, by: list[str]) -> pl.DataFrame:
+        cut = (
+            self.results.filter(pl.col("fired").fill_null(False))
+            .group_by(by).agg(pl.len().alias("results_cut"))
+        )  # fmt: skip
+        calls = self.calls
+        frame = (
+            calls.group_by(by, maintain_order=True)
+            .agg(
+                pl.len().alias("calls"),
+                pl.col("occupancy").max().alias("peak_occupancy"),
+                pl.col("occupancy_counterfactual").max().alias("peak_occupancy_counterfactual"),
+                pl.col("window").sum().alias("cumulative_input"),
+                pl.col("window_counterfactual").sum().alias("cumulative_input_counterfactual"),
+                *(_known_sum(c) for c in ("cost_usd_low", "cost_usd_high",
+                  "counterfactual_usd_low", "counterfactual_usd_high")),  # fmt: skip
+                (pl.col("failure").is_not_null() & (pl.col("failure") != "not a context failure"))
+                .sum().alias("context_failures"),
+                (pl.col("failure") == "prevented").sum().alias("prevented"),
+            )
+            .join(cut, on=by, how="left", nulls_equal=True)
+            .join(_extra_calls(calls), on=_KEY, how="left")
+            .with_columns(
+                pl.col("results_cut").fill_null(0).cast(pl.Int64),
+                (pl.col("cumulative_input") - pl.col("cumulative_input_counterfactual"))
+                .alias("saved_input_tokens"),
+                (pl.col("cost_usd_low") - pl.col("counterfactual_usd_low")).alias("saving_usd_low"),
+                (pl.col("cost_usd_high") - pl.col("counterfactual_usd_high"))
+                .alias("saving_usd_high"),
+                pl.lit(self.guard.describe()).alias("guard"),
+            )
+        )
+        order = calls.select(_KEY).unique(maintain_order=True).with_row_index("session_order")
+        frame = frame.join(order, on=_KEY, how="left").sort(
+            ["session_order", *by[3:]], nulls_last=True, maintain_order=True
+        )
+        return frame.with_columns(
+            pl.when(pl.col("extra_call_usd_low") > 0)
+            .then(pl.col("saving_usd_low").cast(pl.Float64)
+                  / pl.col("extra_call_usd_low").cast(pl.Float64))
+            .alias("extra_turns_paid_for")  # fmt: skip
+        )
+
+
+def _known_sum(column: str) -> pl.Expr:
+    """A sum that is unknown (null) when any of its values is."""
+    expr = pl.col(column)
+    return pl.when(expr.is_not_null().all()).then(expr.sum()).alias(column)
+
+
+def _extra_calls(calls: pl.DataFrame) -> pl.DataFrame:
+    """Per session, one more turn under the guard (a model call: the cost study's turn):
+    its last agent call's input less the guard's cut, its request fee, and the session's
+    mean output per agent call, low bound; unknown when that call has no price."""
+    agents = calls.filter(pl.col("kind") == "agent")
+    last = agents.sort("call_index").group_by(_KEY).last()
+    mean_output = agents.group_by(_KEY).agg(
+        _known_sum("output_usd_low").alias("outputs"), pl.len().alias("agent_calls")
+    )
+    frame = last.join(mean_output, on=_KEY, how="left")
+    rows = []
+    for r in frame.iter_rows(named=True):
+        value = None
+        parts = (r["cost_usd_low"], r["output_usd_low"], r["request_usd"], r["saving_usd_low"],
+                 r["outputs"])  # fmt: skip
+        if all(p is not None for p in parts):
+            cost, output, request, saving, outputs = parts
+            value = (cost - output - saving) + (outputs / r["agent_calls"]).quantize(_CENT)
+            value = max(value, request)  # never less than the request fee alone
+        rows.append({**{k: r[k] for k in _KEY}, "extra_call_usd_low": value})
+    schema: dict[str, pl.DataType] = {k: pl.String() for k in _KEY}
+    schema["extra_call_usd_low"] = pl.Decimal(38, 18)
+    return pl.DataFrame(rows, schema=schema)
+
+
+def replay(
+    costing: Costing,
+    calls: pl.DataFrame,
+    failures: pl.DataFrame,
+    guard: Guard,
+    context_limit: int | None = None,
+) -> Replay:
+    """Replay `guard` on the selection `costing` prices. `calls` is the CALLS frame of the
+    same selection (each call's occupancy as it ran), `failures` its context failures
+    (the limit each named)."""
+    found = results(costing, guard)
+    saved = costing.query(
+        "whatif/calls",
+        {"whatif_results": found.select(*_KEY, "function_call_id", "saved_chars").to_arrow()},
+    )
+    limits = (
+        failures.filter(pl.col("call_id").is_not_null())
+        .group_by("call_id").agg(pl.col("context_limit").max().alias("named_limit"))
+    )  # fmt: skip
+    frame = (
+        saved.join(
+            calls.select(*_KEY, "call_id", "occupancy", "occupancy_source", "invocation_id"),
+            on=[*_KEY, "call_id"],
+            how="left",
+        )
+        .join(limits.with_columns(pl.lit(True).alias("context_failure")), on="call_id",
+              how="left")  # fmt: skip
+        .with_columns(
+            (pl.col("occupancy") - pl.col("saved_tokens")).clip(lower_bound=0)
+            .alias("occupancy_counterfactual"),
+            pl.lit(context_limit, pl.Int64).fill_null(pl.col("named_limit"))
+            .alias("context_limit"),
+        )  # fmt: skip
+    )
+    failed = pl.col("kind") == "failed"
+    frame = frame.with_columns(
+        pl.when(~failed).then(None)
+        .when(pl.col("context_failure").is_null()).then(pl.lit("not a context failure"))
+        .when(pl.col("context_limit").is_null()).then(pl.lit("limit unknown"))
+        .when(pl.col("occupancy_counterfactual") <= pl.col("context_limit"))
+        .then(pl.lit("prevented"))
+        .otherwise(pl.lit("still over")).alias("failure"),
+        pl.when(pl.col("kind") == "summarizer").then(0).otherwise(pl.col("occupancy"))
+        .alias("window"),
+    )  # fmt: skip
+    frame = frame.with_columns(
+        (pl.col("window") - pl.when(pl.col("kind") == "summarizer").then(0)
+         .otherwise(pl.col("saved_tokens"))).clip(lower_bound=0).alias("window_counterfactual"),
+    )  # fmt: skip
+    frame = _priced(frame).sort([*_KEY, "call_index"])
+    turn = [*_KEY, "invocation_id"]
+    frame = frame.with_columns(
+        pl.when(pl.col("kind") != "summarizer")
+        .then(pl.col("window").cum_sum().over(turn, order_by="call_index"))
+        .alias("cumulative_input"),
+        pl.when(pl.col("kind") != "summarizer")
+        .then(pl.col("window_counterfactual").cum_sum().over(turn, order_by="call_index"))
+        .alias("cumulative_input_counterfactual"),
+        pl.lit(guard.describe()).alias("guard"),
+    )  # fmt: skip
+    return Replay(guard, found, frame)
+
+
+def _priced(frame: pl.DataFrame) -> pl.DataFrame:
+    """Each call's cost under the guard: its cost less the saving; a prevented failure's
+    request billed its counterfactual input at the session's previous priced call's
+    blended price (its output is unknown, so not counted)."""
+    frame = frame.sort([*_KEY, "call_index"]).with_columns(
+        pl.col("avg_low").forward_fill().shift(1).over(_KEY).alias("previous_low"),
+        pl.col("avg_high").forward_fill().shift(1).over(_KEY).alias("previous_high"),
+    )
+    prevented = pl.col("failure") == "prevented"
+    out = []
+    for bound in ("low", "high"):
+        billed = (
+            pl.when(prevented & pl.col(f"previous_{bound}").is_not_null())
+            .then((pl.col("occupancy_counterfactual") * pl.col(f"previous_{bound}")).round(12))
+            .when(prevented).then(None)
+            .otherwise(0.0)
+        )  # fmt: skip
+        out.append(
+            (pl.col(f"cost_usd_{bound}") - pl.col(f"saving_usd_{bound}")
+             + billed.cast(pl.Decimal(38, 18))).alias(f"counterfactual_usd_{bound}")
+        )  # fmt: skip
+    frame = frame.with_columns(out)
+    return frame.with_columns(  # what the guard's world saves on each call, that call billed
+        (pl.col(f"cost_usd_{b}") - pl.col(f"counterfactual_usd_{b}")).alias(f"saving_usd_{b}")
+        for b in ("low", "high")
+    )
