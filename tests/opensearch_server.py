@@ -68,9 +68,14 @@ Not copied, our own guesses: PIT ids and scroll ids are opaque random strings; t
 query subset (match_all, bool, range, term, terms, match, exists, a query_string of
 `field:value` clauses joined by AND/OR) is evaluated in Python; a search naming an
 index and a PIT both is refused with a 400 whose wording is ours; an unknown route is
-a 400 "no handler found" whatever the method (OpenSearch answers 405 for a known path
-with a wrong method); a PIT on a pattern that matches no index is made with zero shards
-(what OpenSearch does is not documented; the live source never asks). `delay` applies
+a 400 "no handler found" whatever the method, but `_search` asked with another method
+answers 405 as a real node does.
+
+Aligned with real nodes (2.19.6, 3.3.2 and 3.9.0, tests/test_opensearch_real.py): a PIT
+on a pattern that matches no index is a 400 "invalid id: [null]"; deleting a PIT that
+is gone is `successful: true` (`refuse_pit_delete` makes every delete unsuccessful, a
+fault a real node cannot be made to produce); `search_context_missing` names the node's
+internal context number; a search over zero shards has `max_score` 0.0. `delay` applies
 to searches and scroll pages, not to the PIT or clear-scroll calls, from request number
 `delay_from_request` (counting every request, from 0) on.
 """
@@ -81,6 +86,7 @@ import base64
 import bisect
 import fnmatch
 import functools
+import itertools
 import json
 import re
 import secrets
@@ -141,6 +147,12 @@ def _shard_failure(status: int, index: str, kind: str, reason: str) -> HttpError
 
 def _no_handler(method: str, uri: str) -> HttpError:
     return HttpError(400, {"error": f"no handler found for uri [{uri}] and method [{method}]"})
+
+
+def _wrong_method(method: str, uri: str, allowed: str) -> HttpError:
+    # as 2.19.6 and 3.3.2 answer a known path asked with another method
+    return HttpError(405, {"error": f"Incorrect HTTP method for uri [{uri}] and method "
+                                    f"[{method}], allowed: [{allowed}]", "status": 405})
 
 
 # --- field values ---------------------------------------------------------------------
@@ -522,6 +534,7 @@ class LoopbackOpenSearch:
         ssl_context: ssl.SSLContext | None = None,
         shard_failure_from_request: int | None = None,
         id_field_data: bool = True,
+        refuse_pit_delete: bool = False,
     ) -> None:
         mappings = mappings or {}
         self.indices = {
@@ -538,6 +551,8 @@ class LoopbackOpenSearch:
         self.ssl_context = ssl_context
         self.shard_failure_from_request = shard_failure_from_request
         self.id_field_data = id_field_data
+        self.refuse_pit_delete = refuse_pit_delete
+        self._context_numbers = itertools.count(1)
         self._local = threading.local()  # this request's reply headers, per handler thread
         self.requests: list[tuple[str, str, Any]] = []
         self._contexts: dict[str, _Context] = {}
@@ -618,6 +633,8 @@ class LoopbackOpenSearch:
             self._delay(number)
             target = segments[0] if len(segments) == 2 else None
             return self._partial(self._search(target, params, body or {}, user), number)
+        if segments and segments[-1] == "_search" and len(segments) <= 2:
+            raise _wrong_method(method, uri, "POST, GET")
         raise _no_handler(method, uri)
 
     def _partial(self, answer: dict[str, Any], number: int) -> dict[str, Any]:
@@ -729,6 +746,8 @@ class LoopbackOpenSearch:
                              "Validation Failed: 1: keep alive not specified;")
             _keep_alive_ms(keep_alive)
             indices = self._resolve(segments[0], user)
+            if not indices:  # measured on 2.19.6, 3.3.2 and 3.9.0
+                raise _error(400, "illegal_argument_exception", "invalid id: [null]")
             pit_id = base64.urlsafe_b64encode(secrets.token_bytes(30)).decode()
             with self._lock:
                 self._contexts[pit_id] = _Context("pit", self._docs(indices),
@@ -760,7 +779,7 @@ class LoopbackOpenSearch:
                     found = self._contexts.get(pit_id)
                     if found is not None and found.kind == "pit":
                         del self._contexts[pit_id]
-                    results.append({"successful": found is not None, "pit_id": pit_id})
+                    results.append({"successful": not self.refuse_pit_delete, "pit_id": pit_id})
             return {"pits": results}
         raise _no_handler(method, "/" + "/".join(segments))
 
@@ -779,7 +798,8 @@ class LoopbackOpenSearch:
                 context = self._contexts.get(pit_id)
             if context is None or context.kind != "pit":
                 raise _shard_failure(404, "", "search_context_missing_exception",
-                                     f"No search context found for id [{pit_id}]")
+                                     f"No search context found for id "
+                                     f"[{next(self._context_numbers)}]")
             if pit.get("keep_alive"):
                 context.keep_alive = pit["keep_alive"]
             docs, names = context.docs, context.indices
@@ -854,7 +874,8 @@ class LoopbackOpenSearch:
             "took": 1,
             "timed_out": False,
             "_shards": {"total": n, "successful": n, "skipped": 0, "failed": 0},
-            "hits": {"max_score": None if fields else (1.0 if hits else None), "hits": []},
+            "hits": {"max_score": 0.0 if not n else None if fields else (1.0 if hits else None),
+                     "hits": []},
         }
         if total is not None:
             answer["hits"]["total"] = total
@@ -949,7 +970,8 @@ class LoopbackOpenSearch:
             context = self._contexts.get(scroll_id or "")
             if context is None or context.kind != "scroll":
                 raise _shard_failure(404, "", "search_context_missing_exception",
-                                     f"No search context found for id [{scroll_id}]")
+                                     f"No search context found for id "
+                                     f"[{next(self._context_numbers)}]")
             page, context.hits = context.hits[:context.size], context.hits[context.size:]
         n = len(context.indices)
         answer: dict[str, Any] = {

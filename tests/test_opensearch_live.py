@@ -1,6 +1,11 @@
-"""The live OpenSearch source against the loopback imitation (tests/opensearch_server.py):
-pages without loss, pushed-down filters, cursors released however a scan ends, errors
-that say what happened and never a credential."""
+"""The live OpenSearch source against the loopback imitation (tests/opensearch_server.py),
+for what a real node cannot show or produce here: the request bodies the loader sends
+(search_after values, the query it pushes down, `_shard_doc` per version), the
+authentication and authorisation errors (the test nodes run without the security
+plugin), a cluster without point in time, slow pages and timeouts, a failed shard, a
+refused cursor delete, TLS, and the fielddata setting on `_id`. Paging, filters,
+cursors, missing indices and `max_result_window` run against real 2.x and 3.x nodes in
+test_opensearch_real.py; the tests here that overlap them pin the loader's requests."""
 
 from __future__ import annotations
 
@@ -218,13 +223,18 @@ def test_a_page_with_a_failed_shard_is_an_error_not_a_short_page(method):
                                  f"[imitation-node-1][127.0.0.1:9300] Node not connected")
 
 
-def test_a_cleanup_failure_is_said_and_does_not_hide_the_error(server, capsys):
+def test_a_cleanup_failure_is_said_and_does_not_hide_the_error(capsys):
+    """Loopback only: a real node says a PIT it lost was deleted (`successful: true`),
+    so a refused delete is a fault injected here."""
+    server = LoopbackOpenSearch({"spans": spans()}, mappings={"spans": SPAN_MAPPING},
+                                refuse_pit_delete=True)
+
     def progress(n: int) -> None:
         with server._lock:
-            server._contexts.clear()  # the server lost the PIT: deleting it fails too
+            server._contexts.clear()  # the server lost the PIT, and refuses to delete it
         raise RuntimeError("the consumer's own error")
 
-    with connect(server.url) as cluster:
+    with server, connect(server.url) as cluster:
         with pytest.raises(RuntimeError, match="consumer's own error"):
             scan(cluster, page_size=5, progress=progress)
         with pytest.raises(TransientSourceError, match="forgot the search cursor"):

@@ -45,6 +45,8 @@ def test_a_real_node_is_scanned_whole_with_pit_and_scroll_and_keeps_no_cursor(
     print(f"\nOpenSearch {node.version} at {node.url}: READY after {node.ready_seconds:.1f} s, "
           f"green after {node.start_seconds:.1f} s")
 
+    # the session's node is shared with test_opensearch_real.py: this index made anew
+    node.request("DELETE", f"/{INDEX}?ignore_unavailable=true")
     template = json.loads(TEMPLATE.read_text()) if TEMPLATE.is_file() else FALLBACK_TEMPLATE
     node.put_index_template("otel-v1-apm-span", template, ["otel-v1-apm-span-*"])
     docs = [json.loads(line) for line in SPANS.read_text().splitlines() if line.strip()]

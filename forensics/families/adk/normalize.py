@@ -19,10 +19,12 @@ from ... import sql
 from ...model import RAW_SESSION_SCHEMA, Batch, Skip
 from ...store.handle import connect, raise_if_interrupted
 
-# With the store's own cap (ingest.pipeline.INGEST_MEMORY_LIMIT) this kept a 200,000-event,
+# With the store's own cap (ingest.pipeline.INGEST_MEMORY_LIMIT) 384 MB kept a 200,000-event,
 # 1.85 GB ingest under 1 GB of resident memory (measured 968 MB) at 1.98x the
-# time of psql's bare \copy of the same rows; without caps DuckDB took 1.7 GB.
-MEMORY_LIMIT = "384MB"
+# time of psql's bare \copy of the same rows; without caps DuckDB took 1.7 GB. The
+# guard's row sizes (stage_results, store schema 9) overran 384 MB 54 times in that
+# ingest, each batch then normalised again; 768 MB measured none, at 1,323 MB peak.
+MEMORY_LIMIT = "768MB"
 MAX_MEMORY_MB = 16_384
 
 
@@ -79,13 +81,14 @@ class Normalizer:
             skipped = list(batch.skipped)
             skipped += [Skip(str(loc), str(why)) for loc, why in self._run("invalid_events")]
             self._run("stage_parts")
+            self._run("stage_results")
             # the watermark is on the column the loaders filter on, not the JSON's own
             (newest,) = self.con.execute(
                 "SELECT max(coalesce(column_epoch, epoch)) FROM staged WHERE valid"
             ).fetchall()[0]
             return Normalized(
                 events=self._table("event_rows"),
-                parts=self.con.sql("SELECT * FROM staged_parts").to_arrow_table(),
+                parts=self._table("part_rows"),
                 sessions=self._table("session_rows"),
                 rows_read=batch.rows_read,
                 skipped=skipped,

@@ -512,7 +512,7 @@ class _Pages:
         body = {
             "size": self.page_size,
             "query": self.query,
-            "sort": _sort_spec(self.sort, shard_doc=False),  # _shard_doc needs a PIT
+            "sort": _sort_spec(self.sort, shard_doc=False, scroll=True),  # _shard_doc: PIT only
             "track_total_hits": True,
         }
         answer = cluster._call(
@@ -625,10 +625,19 @@ def _query(
     return {"bool": {"filter": filters}} if filters else {"match_all": {}}
 
 
-def _sort_spec(fields: Sequence[str], *, shard_doc: bool) -> list[Any]:
+def _sort_spec(fields: Sequence[str], *, shard_doc: bool, scroll: bool = False) -> list[Any]:
+    """The sort of a search: `fields` ascending, then `_shard_doc` where it breaks ties.
+    `_id` is only ever a tie-breaker for search_after: with `_shard_doc`, or in a scroll
+    (which needs none), it is left out, since sorting on it loads fielddata on `_id`:
+    deprecated (OpenSearch warns on it), and refused where
+    `indices.id_field_data.enabled` is false."""
+    if shard_doc or scroll:
+        fields = [f for f in fields if f != "_id"]
     spec: list[Any] = [{field: {"order": "asc"}} for field in fields]
     if shard_doc:
         spec.append({"_shard_doc": "asc"})
+    if not spec:
+        spec.append({"_doc": "asc"})  # a scroll in index order
     return spec
 
 

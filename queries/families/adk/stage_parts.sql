@@ -54,49 +54,6 @@ valued AS (
         SELECT *, regexp_replace(head, '"(?:[^"\\]|\\.)*"', '', 'g') AS bare
         FROM (SELECT *, left(payload, 8192) AS head FROM payloads)
     )
-),
-listed AS (
-    -- a tool result's rows: the longest list of records (a list whose first item is
-    -- an object or a list) among the response itself, its top-level values and the
-    -- values of `result` (how ADK wraps a tool's non-dict return); the first on ties.
-    -- DuckDB writes JSON compactly, so the first characters tell the shape.
-    SELECT *,
-           CASE
-               WHEN kind <> 'function_response' OR fr.response IS NULL THEN NULL
-               WHEN left(fr.response::VARCHAR, 2) IN ('[{', '[[')
-                   THEN {'n': json_array_length(fr.response), 'neg': 0, 'path': '$',
-                         'v': fr.response::JSON}
-               WHEN left(fr.response::VARCHAR, 1) = '{' THEN list_sort(list_filter(
-                   list_transform(
-                       list_zip(json_keys(fr.response), json_extract(fr.response, '$.*')),
-                       lambda kv, i: {'n': CASE WHEN left(kv[2]::VARCHAR, 2) IN ('[{', '[[')
-                                                THEN json_array_length(kv[2]) END,
-                                      'neg': -i, 'path': kv[1], 'v': kv[2]})
-                   || coalesce(CASE WHEN starts_with(fr.response::VARCHAR, '{"result":{')
-                       THEN list_transform(
-                           list_zip(json_keys(fr.response, '$.result'),
-                                    json_extract(fr.response, '$.result.*')),
-                           lambda kv, i: {'n': CASE WHEN left(kv[2]::VARCHAR, 2) IN ('[{', '[[')
-                                                    THEN json_array_length(kv[2]) END,
-                                          'neg': -1000000 - i, 'path': 'result.' || kv[1],
-                                          'v': kv[2]}) END, []),
-                   lambda c: c.n IS NOT NULL), 'DESC')[1]
-           END AS best
-    FROM valued
-),
-shaped AS (
-    SELECT *,
-           CASE WHEN best IS NOT NULL THEN json_extract(best.v, '$[*]') END AS result_rows,
-           -- the response with its rows list emptied (a result without rows: all of it)
-           CASE WHEN kind <> 'function_response' THEN NULL
-                WHEN best IS NULL THEN payload
-                WHEN best.path = '$' THEN '[]'
-                WHEN starts_with(best.path, 'result.') THEN json_merge_patch(fr.response,
-                    '{"result":{' || to_json(best.path[8:])::VARCHAR || ':[]}}')::VARCHAR
-                ELSE json_merge_patch(fr.response,
-                    '{' || to_json(best.path)::VARCHAR || ':[]}')::VARCHAR
-           END AS envelope
-    FROM listed
 )
 SELECT
     app_name, user_id, session_id, event_id, origin, part_index::INTEGER AS part_index, kind,
@@ -116,7 +73,20 @@ SELECT
             + coalesce(length(coalesce(p.code_execution_result,
                                        p.codeExecutionResult)::VARCHAR), 0)
     END::BIGINT AS chars,
-    best.n::INTEGER AS row_count,
+    -- the longest list of records (a list whose first item is an object or a
+    -- list): the response itself, one of its top-level values, or one of the
+    -- values of `result` (how ADK wraps a tool's non-dict return). DuckDB writes
+    -- JSON compactly, so the first characters tell the shape.
+    CASE
+        WHEN kind <> 'function_response' OR fr.response IS NULL THEN NULL
+        WHEN left(fr.response::VARCHAR, 2) IN ('[{', '[[') THEN json_array_length(fr.response)
+        WHEN left(fr.response::VARCHAR, 1) = '{' THEN list_max(list_transform(
+            json_extract(fr.response, '$.*') || coalesce(
+                CASE WHEN starts_with(fr.response::VARCHAR, '{"result":{')
+                     THEN json_extract(fr.response, '$.result.*') END, []),
+            lambda v: CASE WHEN left(v::VARCHAR, 2) IN ('[{', '[[')
+                           THEN json_array_length(v) END))
+    END::INTEGER AS row_count,
     -- The payload's size when ADK relays it to another agent as "For context"
     -- text (_fencing._present_other_agent_message renders args and responses
     -- with Python's str()): compact JSON plus a space after every ':' and ','
@@ -135,25 +105,5 @@ SELECT
         WHEN 'function_response' THEN coalesce(fr.response, '{}')::VARCHAR
         ELSE coalesce(p.inline_data, p.inlineData, p.file_data, p.fileData, p.executable_code,
                       p.executableCode, p.code_execution_result, p.codeExecutionResult)::VARCHAR
-    END, 2000) AS preview,
-    -- what a tool-output guard sizes (forensics/whatif/): where the rows are, each row's
-    -- compact JSON length, and what Python's json.dumps adds to it (a space after every
-    -- ':' and ',' outside strings, \uXXXX for each non-ASCII character), exactly; the
-    -- same for the rest of the response (measured: one pass costs 0.8 s per 100 MB)
-    best.path AS rows_key,
-    list_transform(result_rows, lambda x: length(x::VARCHAR))::BIGINT[] AS row_chars,
-    list_transform(result_rows, lambda x: dumps_extra(x::VARCHAR))::BIGINT[] AS row_extra,
-    length(envelope)::BIGINT AS envelope_chars,
-    dumps_extra(envelope)::BIGINT AS envelope_extra,
-    -- rows that are all objects of scalars, as a markdown table: a header from the first
-    -- row's keys, a separator line, one line per row ('| a | b |'; a '|' escaped)
-    CASE WHEN len(result_rows) > 0 AND list_bool_and(list_transform(result_rows,
-                  lambda x: json_type(x) = 'OBJECT' AND coalesce(list_bool_and(list_transform(
-                      json_extract(x, '$.*'), lambda v: json_type(v) NOT IN ('OBJECT', 'ARRAY'))),
-                      false)))
-         THEN markdown_line(json_keys(result_rows[1]))
-              + 4 * len(json_keys(result_rows[1])) + 2
-              + list_sum(list_transform(result_rows,
-                    lambda x: markdown_line(json_extract_string(x, '$.*'))))
-    END::BIGINT AS markdown_chars
-FROM shaped;
+    END, 2000) AS preview
+FROM valued;
