@@ -179,7 +179,7 @@ class Costing:
         return share(self._query("cost/share").row(0, named=True))
 
 
-def _known_sum(column: str) -> pl.Expr:
+def known_sum(column: str) -> pl.Expr:
     """A sum that is unknown (null) when any of its values is: never a part as the whole."""
     expr = pl.col(column)
     return pl.when(expr.is_not_null().all()).then(expr.sum())
@@ -205,7 +205,7 @@ def tool_costs(tool_calls: pl.DataFrame) -> pl.DataFrame:
             pl.len().alias("results"),
             pl.col("result_tokens_estimated").sum(),
             pl.col("sends").sum(),
-            *(_known_sum(c).alias(c) for c in ("first_send_usd_low", "first_send_usd_high",
+            *(known_sum(c).alias(c) for c in ("first_send_usd_low", "first_send_usd_high",
               "resend_usd_low", "resend_usd_high", "cost_usd_low", "cost_usd_high")),  # fmt: skip
             pl.col("unpriced_sends").sum(),
             _joined(pl.col("price_source").str.split("; ").explode()).alias("price_source"),

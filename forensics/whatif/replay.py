@@ -20,7 +20,7 @@ from decimal import Decimal
 import polars as pl
 
 from ..columns import WHATIF_CALLS, WHATIF_RESULTS, WHATIF_SESSIONS, WHATIF_TURNS
-from ..cost.billed import Costing
+from ..cost.billed import Costing, known_sum
 from .guard import Guard
 
 _KEY = ["app_name", "user_id", "session_id"]
@@ -77,7 +77,7 @@ class Replay:
                 pl.col("occupancy_counterfactual").max().alias("peak_occupancy_counterfactual"),
                 pl.col("window").sum().alias("cumulative_input"),
                 pl.col("window_counterfactual").sum().alias("cumulative_input_counterfactual"),
-                *(_known_sum(c) for c in ("cost_usd_low", "cost_usd_high",
+                *(known_sum(c).alias(c) for c in ("cost_usd_low", "cost_usd_high",
                   "counterfactual_usd_low", "counterfactual_usd_high")),  # fmt: skip
                 (pl.col("failure").is_not_null() & (pl.col("failure") != "not a context failure"))
                 .sum().alias("context_failures"),
@@ -107,12 +107,6 @@ class Replay:
         )
 
 
-def _known_sum(column: str) -> pl.Expr:
-    """A sum that is unknown (null) when any of its values is."""
-    expr = pl.col(column)
-    return pl.when(expr.is_not_null().all()).then(expr.sum()).alias(column)
-
-
 def _extra_calls(calls: pl.DataFrame) -> pl.DataFrame:
     """Per session, one more turn under the guard (a model call: the cost study's turn):
     its last agent call's input less the guard's cut, its request fee, and the session's
@@ -120,7 +114,7 @@ def _extra_calls(calls: pl.DataFrame) -> pl.DataFrame:
     agents = calls.filter(pl.col("kind") == "agent")
     last = agents.sort("call_index").group_by(_KEY).last()
     mean_output = agents.group_by(_KEY).agg(
-        _known_sum("output_usd_low").alias("outputs"), pl.len().alias("agent_calls")
+        known_sum("output_usd_low").alias("outputs"), pl.len().alias("agent_calls")
     )
     frame = last.join(mean_output, on=_KEY, how="left")
     rows = []
@@ -155,7 +149,7 @@ def replay(
     )
     limits = (
         failures.filter(pl.col("call_id").is_not_null())
-        .group_by("call_id").agg(pl.col("context_limit").max().alias("named_limit"))
+        .group_by(*_KEY, "call_id").agg(pl.col("context_limit").max().alias("named_limit"))
     )  # fmt: skip
     frame = (
         saved.join(
@@ -163,8 +157,8 @@ def replay(
             on=[*_KEY, "call_id"],
             how="left",
         )
-        .join(limits.with_columns(pl.lit(True).alias("context_failure")), on="call_id",
-              how="left")  # fmt: skip
+        .join(limits.with_columns(pl.lit(True).alias("context_failure")),
+              on=[*_KEY, "call_id"], how="left")  # fmt: skip
         .with_columns(
             (pl.col("occupancy") - pl.col("saved_tokens")).clip(lower_bound=0)
             .alias("occupancy_counterfactual"),

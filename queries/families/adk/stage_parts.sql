@@ -1,5 +1,5 @@
 -- name: stage_parts
--- One row per content part (and per compaction-summary part) of the events in `staged`.
+-- One row per content part (and per compaction-summary part) of the events in `staged`; a function_response's rows are counted and sized by stage_results.
 -- params: (none)
 -- Sizes: text and thoughts count their characters; a function_call its name plus
 -- its args as compact JSON; a function_response its name plus its response as
@@ -73,20 +73,6 @@ SELECT
             + coalesce(length(coalesce(p.code_execution_result,
                                        p.codeExecutionResult)::VARCHAR), 0)
     END::BIGINT AS chars,
-    -- the longest list of records (a list whose first item is an object or a
-    -- list): the response itself, one of its top-level values, or one of the
-    -- values of `result` (how ADK wraps a tool's non-dict return). DuckDB writes
-    -- JSON compactly, so the first characters tell the shape.
-    CASE
-        WHEN kind <> 'function_response' OR fr.response IS NULL THEN NULL
-        WHEN left(fr.response::VARCHAR, 2) IN ('[{', '[[') THEN json_array_length(fr.response)
-        WHEN left(fr.response::VARCHAR, 1) = '{' THEN list_max(list_transform(
-            json_extract(fr.response, '$.*') || coalesce(
-                CASE WHEN starts_with(fr.response::VARCHAR, '{"result":{')
-                     THEN json_extract(fr.response, '$.result.*') END, []),
-            lambda v: CASE WHEN left(v::VARCHAR, 2) IN ('[{', '[[')
-                           THEN json_array_length(v) END))
-    END::INTEGER AS row_count,
     -- The payload's size when ADK relays it to another agent as "For context"
     -- text (_fencing._present_other_agent_message renders args and responses
     -- with Python's str()): compact JSON plus a space after every ':' and ','

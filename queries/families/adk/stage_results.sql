@@ -4,7 +4,6 @@
 CREATE OR REPLACE TEMP TABLE staged_results AS
 WITH responses AS (
     SELECT app_name, user_id, session_id, event_id, origin, part_index,
-           'function_response' AS kind,
            coalesce(p.function_response, p.functionResponse) AS fr,
            coalesce(p.function_response, p.functionResponse).response::VARCHAR AS payload
     FROM (
@@ -26,16 +25,14 @@ listed AS (
                                                      THEN json_array_length(v) END) AS lengths
     FROM (
         SELECT *,
-               CASE WHEN kind <> 'function_response' OR fr.response IS NULL THEN NULL
-                    WHEN left(fr.response::VARCHAR, 2) IN ('[{', '[[') THEN ['$']
+               CASE WHEN left(fr.response::VARCHAR, 2) IN ('[{', '[[') THEN ['$']
                     WHEN left(fr.response::VARCHAR, 1) = '{' THEN json_keys(fr.response)
                         || CASE WHEN starts_with(fr.response::VARCHAR, '{"result":{')
                                 THEN list_transform(json_keys(fr.response, '$.result'),
                                                     lambda k: 'result.' || k)
                                 ELSE [] END
                END AS candidate_keys,
-               CASE WHEN kind <> 'function_response' OR fr.response IS NULL THEN NULL
-                    WHEN left(fr.response::VARCHAR, 2) IN ('[{', '[[') THEN [fr.response::JSON]
+               CASE WHEN left(fr.response::VARCHAR, 2) IN ('[{', '[[') THEN [fr.response::JSON]
                     WHEN left(fr.response::VARCHAR, 1) = '{' THEN json_extract(fr.response, '$.*')
                         || CASE WHEN starts_with(fr.response::VARCHAR, '{"result":{')
                                 THEN json_extract(fr.response, '$.result.*') ELSE [] END
@@ -58,8 +55,7 @@ picked AS (
 shaped AS (
     SELECT *,
            -- the response with its rows list emptied (a result without rows: all of it)
-           CASE WHEN kind <> 'function_response' THEN NULL
-                WHEN rows_path IS NULL THEN payload
+           CASE WHEN rows_path IS NULL THEN payload
                 WHEN rows_path = '$' THEN '[]'
                 WHEN starts_with(rows_path, 'result.') THEN json_merge_patch(fr.response,
                     '{"result":{' || to_json(rows_path[8:])::VARCHAR || ':[]}}')::VARCHAR
@@ -70,6 +66,7 @@ shaped AS (
 )
 SELECT
     app_name, user_id, session_id, event_id, origin, part_index,
+    rows_n::INTEGER AS row_count,  -- the records in it (growth's rows)
     -- what a tool-output guard sizes (forensics/whatif/): where the rows are, each row's
     -- compact JSON length, and what Python's json.dumps adds to it (a space after every
     -- ':' and ',' outside strings, \uXXXX for each non-ASCII character), exactly; the
