@@ -73,6 +73,7 @@ __all__ = [
     "events",
     "fidelity",
     "growth",
+    "ingest_claude_code",
     "ingest_json",
     "ingest_postgres",
     "ingest_skips",
@@ -362,6 +363,35 @@ def ingest_json(
             )
         finally:
             lookup.close()
+        return _refreshed(target, result)
+
+
+def ingest_claude_code(
+    store: StoreLike,
+    paths: Sequence[str | Path] = (),
+    *,
+    user: str | None = None,
+    full: bool = False,
+    progress: Progress | None = None,
+) -> IngestResult:
+    """Load Claude Code transcripts: config folders (holding projects/), projects folders,
+    project folders or .jsonl files; none: $CLAUDE_CONFIG_DIR, else ~/.config/claude and
+    ~/.claude. Each project is an app, each session a session of `user` (default
+    `claude-code`); a session whose files an earlier ingest read, unchanged since, is
+    not read again unless `full`. docs/claude-code.md."""
+    from .sources.files.claude_code import DEFAULT_USER, ClaudeCodeSource
+
+    filters: dict[str, object] = {"user": user} if user else {}
+    with using(store, read_only=False) as target:
+        known = (
+            {}
+            if full
+            else {p: (size, mtime) for p, size, mtime in target.query("store/transcript_files")}
+        )
+        source = ClaudeCodeSource([Path(p) for p in paths], user=user or DEFAULT_USER, known=known)
+        # incremental by file, not by watermark: a session is read again when one of its
+        # files changed
+        result = ingest(target, source, filters=filters, incremental=False, progress=progress)
         return _refreshed(target, result)
 
 
@@ -1027,6 +1057,25 @@ class Scope:
         """The bill split: cache reads, cache writes, uncached input, output, tool output."""
         return self.costing(book).share()
 
+    def ccusage(self, by: str = "day", binary: Path | None = None) -> pl.DataFrame:
+        """The selection's Claude Code usage totalled by `day` or `session` as ccusage 20
+        totals it, priced with the price table of its install (`binary`, else one found)
+        under its rules; docs/claude-code.md says where they differ from the provider's."""
+        from .columns import COST_CCUSAGE_DAY, COST_CCUSAGE_SESSION
+        from .cost import ccusage
+
+        if by not in ("day", "session"):
+            raise ForensicsError(
+                f"ccusage totals by day or by session, not by {by!r}",
+                hint="--by day|session with --ccusage-compatible",
+            )
+        found = ccusage.find_binary(binary)
+        table = ccusage.read_table(found) if found is not None else None
+        window = (self.selection.since, self.selection.until)
+        frame = ccusage.Reconciliation(self.facts, table, window).totals(by)
+        spec = COST_CCUSAGE_DAY if by == "day" else COST_CCUSAGE_SESSION
+        return spec.from_query(frame)
+
     def whatif(self, book: PriceBook, guard: Guard, context_limit: int | None = None) -> Replay:
         """`guard` replayed on the selection: each tool result cut as it would have been,
         every call's window and cost with those sizes, the trajectory held fixed."""
@@ -1170,6 +1219,20 @@ def cost(
                 hint="--by " + "|".join((*COST_BY, "tool", "tool-call", "call")),
             )
         return scope.cost(book, by)
+
+
+def cost_ccusage(
+    store: StoreLike,
+    selection: SelectionLike = None,
+    *,
+    by: str = "day",
+    ccusage: str | Path | None = None,
+) -> pl.DataFrame:
+    """Claude Code usage by day or session under ccusage 20's rules and prices (its
+    install: `ccusage`, else $FORENSICS_CCUSAGE, else the one on PATH), to reconcile
+    with it line by line; not the provider's bill (`cost`)."""
+    with using(store) as s:
+        return Scope(s, selection).ccusage(by, Path(ccusage) if ccusage else None)
 
 
 def cost_share(

@@ -760,15 +760,20 @@ COST_CALLS = Spec(
         Column("output_tokens_unsure", I64, MEASURED, help="a Claude call's thoughts: "
                "billed output under ADK's native path, already inside candidates under "
                "LiteLLM's; counted in the high bound only"),
-        Column("cache_write_tokens", I64, LOGGED, help="cache writes, where a LiteLLM "
-               "payload or a span logged the request's (ADK stores none): both bounds use "
-               "them"),
-        Column("cache_write_source", S, help="which record: `litellm (id)` / `otel-span "
-               "(id)` (matched by session and event id) or `litellm (near)` / `otel-span "
-               "(near)` (by model, start within 5 s and prompt tokens within 1%)"),
+        Column("cache_write_tokens", I64, "see cache_write_source", help="cache writes, "
+               "where a Claude Code transcript measured them or a LiteLLM payload or a span "
+               "logged the request's (ADK stores none): both bounds use them"),
+        Column("cache_write_1h_tokens", I64, MEASURED, help="of them, those written for an "
+               "hour (a Claude Code transcript's split), priced at the 1-hour write rate; the "
+               "rest at the 5-minute rate"),
+        Column("cache_write_source", S, help="which record: `transcript (measured)` (a "
+               "Claude Code transcript), `litellm (id)` / `otel-span (id)` (logged, matched "
+               "by session and event id) or `litellm (near)` / `otel-span (near)` (logged, "
+               "by model, start within 5 s and prompt tokens within 1%)"),
         Column("input_usd_per_mtok", USD, PRICED),
         Column("cache_read_usd_per_mtok", USD, PRICED),
         Column("cache_write_usd_per_mtok", USD, PRICED),
+        Column("cache_write_1h_usd_per_mtok", USD, PRICED),
         Column("output_usd_per_mtok", USD, PRICED),
         Column("cache_read_usd_low", USD, PRICED, help="the low bound's parts, which add "
                "up to it: cache reads; uncached input at the input rate; cache writes (where "
@@ -821,6 +826,9 @@ _COST_FIGURES = (
     Column("calls", I64),
     Column("input_tokens", I64, "measured (estimated for estimated calls)"),
     Column("cache_read_tokens", I64, MEASURED),
+    Column("cache_write_tokens", I64, "measured or logged", help="cache writes, where every "
+           "call's are known (measured by a Claude Code transcript, logged by a LiteLLM "
+           "payload or a span); empty when one call's are not (ADK stores none)"),
     Column("output_tokens", I64, MEASURED),
     _LOW,
     _HIGH,
@@ -843,15 +851,66 @@ def cost_spec(by: str) -> Spec:
     return Spec(
         "cost",
         (*keys, *_COST_FIGURES),
-        table=(*shown, "calls", "input_tokens", "cache_read_tokens", "output_tokens",
-               "cost_usd_low", "cost_usd_high", "cost_source", "unknown_calls"),  # fmt: skip
-        totals=("calls", "input_tokens", "cache_read_tokens", "output_tokens", "cost_usd_low",
-                "cost_usd_high", "unknown_calls"),  # fmt: skip
+        table=(*shown, "calls", "input_tokens", "cache_read_tokens", "cache_write_tokens",
+               "output_tokens", "cost_usd_low", "cost_usd_high", "cost_source",
+               "unknown_calls"),  # fmt: skip
+        totals=("calls", "input_tokens", "cache_read_tokens", "cache_write_tokens",
+                "output_tokens", "cost_usd_low", "cost_usd_high", "unknown_calls"),  # fmt: skip
         command=f"cost --by {by}",
     )
 
 
 COST = cost_spec("session")
+
+# `cost --ccusage-compatible`: ccusage's totals, its fields and rules (cost/ccusage.py)
+_CCUSAGE_FIGURES = (
+    Column("input_tokens", I64, MEASURED, help="uncached input (ccusage's inputTokens): "
+           "usage.input_tokens, one entry per message and request id"),
+    Column("output_tokens", I64, MEASURED, help="the largest output count a message's "
+           "lines carried (ccusage keeps the entry with the larger token total)"),
+    Column("cache_creation_tokens", I64, MEASURED, help="cache writes as ccusage counts "
+           "them: the 5-minute and 1-hour split where the line has one, else "
+           "cache_creation_input_tokens"),
+    Column("cache_read_tokens", I64, MEASURED),
+    Column("total_tokens", I64, MEASURED, help="the four counts summed, as ccusage does"),
+    Column("cost_usd", USD, "priced (ccusage's rules)", help="each entry at ccusage's "
+           "price table under its rules: a line's costUSD if it has one, else each field on "
+           "its own with its tokens above 200,000 at the above-200k rate, 1-hour writes at "
+           "2x input, a fast request times its multiplier; a model without a price at 0 "
+           "(unpriced_entries); not what the provider bills: `cost` without this flag"),
+    Column("entries", I64, help="usage entries counted (ccusage's: model responses, failed "
+           "requests' zero usage included)"),
+    Column("unpriced_entries", I64, help="entries whose model the table does not price: "
+           "ccusage counts them at 0"),
+    Column("models", S, help="the models of the entries (a fast request as <model>-fast)"),
+    Column("price_keys", S, help="the price-table entries that priced them"),
+    Column("price_source", S, help="ccusage's own table (its version and binary), or "
+           "genai-prices under its rules when no ccusage install was found"),
+)  # fmt: skip
+_CCUSAGE_SHOWN = ("input_tokens", "output_tokens", "cache_creation_tokens",
+                  "cache_read_tokens", "total_tokens", "cost_usd")  # fmt: skip
+COST_CCUSAGE_DAY = Spec(
+    "cost_ccusage",
+    (Column("day", pl.Date, help="the UTC day of the entry's own line (ccusage -z UTC)"),
+     *_CCUSAGE_FIGURES),  # fmt: skip
+    table=("day", *_CCUSAGE_SHOWN, "models"),
+    totals=_CCUSAGE_SHOWN,
+    command="cost --by day --ccusage-compatible",
+)
+COST_CCUSAGE_SESSION = Spec(
+    "cost_ccusage",
+    (
+        Column("project_path", S, help="ccusage's project: the folder its file is in"),
+        Column("session_id", S, help="ccusage's session: its file's name (a subagent's: its "
+               "parent session's folder; a 2.0 agent file: its own name)"),
+        *_CCUSAGE_FIGURES,
+        epoch("first_activity"),
+        epoch("last_activity"),
+    ),  # fmt: skip
+    table=("project_path", "session_id", *_CCUSAGE_SHOWN, "models"),
+    totals=_CCUSAGE_SHOWN,
+    command="cost --by session --ccusage-compatible",
+)
 
 COST_SHARE = Spec(
     "cost_share",
@@ -971,9 +1030,9 @@ FAILURES = Spec(
             "evidence",
             S,
             help="the records that saw this failure, merged into one: `otel-log`, "
-            "`otel-span`, `litellm`, `mapping:<name>` (logged) and `adk` (the session's "
-            "stored event); records naming the same event, or of one session (else one "
-            "trace) within 5 s naming no other event, are one failure",
+            "`otel-span`, `litellm`, `mapping:<name>` (logged) and `adk` or `claude-code` "
+            "(the session's stored event); records naming the same event, or of one "
+            "session (else one trace) within 5 s naming no other event, are one failure",
         ),
         Column("error_code", S),
         Column("error_text", S),

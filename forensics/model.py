@@ -57,6 +57,8 @@ class Batch:
     sessions: pa.Table | None = None
     skipped: list[Skip] = field(default_factory=list)
     rows_read: int = 0
+    # a family's own details of these events, by store table (store.writes.SIDE_TABLES)
+    side: dict[str, pa.Table] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------
@@ -148,6 +150,7 @@ class Session:
     events: list[Event]
     source: str = ""
     release: Release | None = None  # the release that wrote it, when known
+    family: str = "adk"  # the agent software that wrote it: adk | claude-code
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -11,17 +11,20 @@ from datetime import UTC, datetime
 
 from .errors import ForensicsError
 
+FAMILIES = ("adk", "claude-code")  # sessions.family
+
 
 @dataclass(frozen=True)
 class Selection:
-    """Equality on (app, user, session), the columns of ADK's index in its order, and a
-    time range [since, until) in epoch seconds (UTC)."""
+    """Equality on (app, user, session), the columns of ADK's index in its order, a time
+    range [since, until) in epoch seconds (UTC), and the family that wrote the sessions."""
 
     app: str | None = None
     user: str | None = None
     session: str | None = None
     since: float | None = None  # inclusive
     until: float | None = None  # exclusive
+    family: str | None = None  # the agent software that wrote the sessions: adk, claude-code
 
     @classmethod
     def parse(
@@ -31,10 +34,21 @@ class Selection:
         session: str | None = None,
         since: str | None = None,
         until: str | None = None,
+        family: str | None = None,
     ) -> Selection:
         """From the command line's text: times in ISO 8601, an empty range refused."""
+        if family is not None and family not in FAMILIES:
+            raise ForensicsError(
+                f"--source {family!r} is not a family of agent software this reads",
+                hint="choose one of: " + ", ".join(FAMILIES),
+            )
         selection = cls(
-            app, user, session, parse_time(since, "--since"), parse_time(until, "--until")
+            app,
+            user,
+            session,
+            parse_time(since, "--since"),
+            parse_time(until, "--until"),
+            family,
         )
         if (
             selection.since is not None
@@ -52,7 +66,7 @@ class Selection:
 
     def narrowed(self, app: str, user: str, session: str) -> Selection:
         """This selection for exactly one session key."""
-        return Selection(app, user, session, self.since, self.until)
+        return Selection(app, user, session, self.since, self.until, self.family)
 
 
 def parse_time(value: str | None, option: str) -> float | None:

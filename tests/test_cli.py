@@ -138,7 +138,8 @@ def test_every_command_has_help_and_is_in_the_readme():
     readme = (ROOT / "README.md").read_text()
     commands = ["ingest adk-postgres", "ingest adk-sqlite", "ingest adk-json", "sessions",
                 "events", "ingests", "demo", "turns", "calls", "window", "growth",
-                "compaction", "report incident", "plan", "ingest adk-trace", "fidelity"]
+                "compaction", "report incident", "plan", "ingest adk-trace", "fidelity",
+                "ingest claude-code"]
     for command in commands:
         result = runner.invoke(app, [*command.split(), "--help"])
         assert result.exit_code == 0
@@ -178,8 +179,16 @@ def test_demo_loads_the_bundled_samples(tmp_path):
     con.close()
     # the store app's events, then the support app's 12 tasks under two arms
     assert sum(s["events"] for s in sessions if s["app_name"] == "store") == events
-    assert sum(s["events"] for s in sessions) == events + task_events
+    claude = [s for s in sessions if s["user_id"] == "claude-code"]
+    assert sum(s["events"] for s in sessions) - sum(s["events"] for s in claude) == (
+        events + task_events
+    )
     assert f"Loaded {task_events:,} events of 12 tasks" in result.stdout
+    # the Claude Code sample's sessions, one per transcript file of a session's own
+    own = list((ROOT / "sample_data" / "claude_code" / "projects").glob("*/*.jsonl"))
+    assert len(claude) == len([p for p in own if not p.name.startswith("agent-")])
+    assert f"Loaded {sum(s['events'] for s in claude):,} events of Claude Code" in result.stdout
+    assert (tmp_path / "claude-code-incident.html").is_file()
     assert "Weekly review: " in result.stdout and (tmp_path / "review.html").is_file()
     assert by_id["incident"]["errors"] == 1
     # compaction events carry invocation ids of their own and are not turns

@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
@@ -24,7 +25,8 @@ import pyarrow as pa
 from .. import model as _model
 from ..families.adk import releases as _releases
 from ..families.adk import windows as _windows
-from ..families.adk.windows import is_call, rules_for, turns, window
+from ..families.claude_code import windows as _claude_code_windows
+from ..families.windows import rules_label, rules_of
 from ..model import ROLES, Call, Event, Session
 from ..store import facts as _store_facts
 from ..store import reads as _reads  # build_sessions: how stored rows become events
@@ -83,27 +85,34 @@ FACT_SCHEMAS: dict[str, pa.Schema] = {
 FACT_TABLES = _store_facts.TABLES  # the store's list; FACT_SCHEMAS has one per table
 
 
-def _kind(event: Event) -> str:
+def _kind(event: Event, rules: ModuleType) -> str:
     kinds = {p.kind for p in event.parts}
     if "function_response" in kinds:
         return "tool_result"
     if event.author == "user":
         return "user"
-    if kinds & {"text", "function_call", "thought"} or is_call(event) == "failed":
+    if kinds & {"text", "function_call", "thought"} or rules.is_call(event) == "failed":
         return "model"
     return "other"
 
 
-def _stored(event: Event) -> bool:
+def _stored(event: Event, rules: ModuleType) -> bool:
     """A raw event the audit counts: it has content, or it is a failed call (a model's
     error response stores no content, but it is an event of the session all the same)."""
-    return not event.is_compaction and (bool(event.parts) or is_call(event) == "failed")
+    return not event.is_compaction and (bool(event.parts) or rules.is_call(event) == "failed")
 
 
-def _raw(session: Session, lo: float, hi: float, before: int) -> list[tuple[int, Event]]:
-    """Stored raw events (see `_stored`), lo <= epoch <= hi, stored before `before`."""
+def _raw(
+    session: Session, lo: float, hi: float, before: int, thread: object = None
+) -> list[tuple[int, Event]]:
+    """Stored raw events (see `_stored`), lo <= epoch <= hi, stored before `before`; in
+    a Claude Code session, of the compaction's own thread (`thread`: its branch)."""
+    rules = rules_of(session)
+    threaded = rules is _claude_code_windows
     return [
-        (i, e) for i, e in enumerate(session.events[:before]) if _stored(e) and lo <= e.epoch <= hi
+        (i, e)
+        for i, e in enumerate(session.events[:before])
+        if _stored(e, rules) and lo <= e.epoch <= hi and (not threaded or e.branch == thread)
     ]
 
 
@@ -112,7 +121,7 @@ def _rules_digest() -> str:
     rules, the records and how stored rows become them, this module): a change to any
     of it makes every stored session's facts stale, whatever its version says."""
     digest = hashlib.sha256(str(FACTS_VERSION).encode())
-    for module in (_windows, _releases, _model, _reads):
+    for module in (_windows, _claude_code_windows, _releases, _model, _reads):
         digest.update(Path(module.__file__ or "").read_bytes())
     digest.update(Path(__file__).read_bytes())
     return digest.hexdigest()[:12]
@@ -130,7 +139,7 @@ class SessionFacts:
 
 def session_calls(session: Session) -> list[Call]:
     """The session's calls, each with the model whose tokenizer read its window."""
-    found = list(_windows.calls(session))
+    found = list(rules_of(session).calls(session))
     by_agent: dict[str, Counter[str]] = defaultdict(Counter)
     for call in found:
         if call.kind != "summarizer" and call.event.model_version:
@@ -310,30 +319,53 @@ def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
     Two facts are kept apart, as the founding investigation insists: stored
     (compaction never deletes; the raw events inside a range stay in the session
     table) and sent (what the next model call's request held, from its window)."""
-    turn_of = turns(session)
+    rules = rules_of(session)
+    threaded = rules is _claude_code_windows  # a compaction is its own thread's
+    turn_of = rules.turns(session)
     agent_calls = [c for c in found if c.kind != "summarizer"]
+    summarizers = [c for c in found if c.kind == "summarizer"]
     rows: list[Row] = []
-    previous = None
+    previous: dict[str | None, Any] = {}  # thread -> the range before
+    last_index = -1
     for index, event in enumerate(session.events):
         if not event.is_compaction or event.compaction is None:
             continue
+        thread = event.branch if threaded else None
         start, end = event.compaction.start, event.compaction.end
-        inside = _raw(session, start, end, index)
-        by_kind = Counter(_kind(e) for _, e in inside)
+        inside = _raw(session, start, end, index, thread)
+        by_kind = Counter(_kind(e, rules) for _, e in inside)
         results = [p for _, e in inside for p in e.parts if p.kind == "function_response"]
         earlier = [e for e in session.events[:index] if not e.is_compaction]
         after_turn = turn_of.get(earlier[-1].invocation_id or "") if earlier else None
         overlap_events, overlap_s = 0, 0.0
-        if previous is not None:
-            lo, hi = max(start, previous.start), min(end, previous.end)
+        before = previous.get(thread)
+        if before is not None:
+            lo, hi = max(start, before.start), min(end, before.end)
             if lo <= hi:
                 overlap_s = hi - lo
-                overlap_events = len(_raw(session, lo, hi, index))
-        retained = [e for _, e in _raw(session, end, float("inf"), index) if e.epoch > end]
-        following = next((c for c in agent_calls if c.index > index), None)
+                overlap_events = len(_raw(session, lo, hi, index, thread))
+        retained = [e for _, e in _raw(session, end, float("inf"), index, thread) if e.epoch > end]
+        following = next(
+            (
+                c
+                for c in agent_calls
+                if c.index > index and (not threaded or c.event.branch == thread)
+            ),
+            None,
+        )
+        # ADK keeps the summarizer's usage on the compaction event; Claude Code writes the
+        # summarizer's response in its own thread, just before the boundary
+        summarizer = (
+            event
+            if not threaded
+            else next(
+                (c.event for c in reversed(summarizers) if last_index < c.index < index), None
+            )
+        )
+        last_index = index
         in_next = sent_raw = None
         if following is not None:
-            parts = window(session, following.index)
+            parts = rules.window(session, following.index)
             in_next = any(p.event_id == event.event_id and p.role == "summary" for p in parts)
             inside_ids = {e.event_id for _, e in inside}
             sent_raw = len({p.event_id for p in parts if p.event_id in inside_ids})
@@ -358,8 +390,8 @@ def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
                 "tool_results_in_range": len(results),
                 "tool_chars_in_range": sum(p.chars for p in results),
                 "summary_chars": sum(p.chars for p in event.summary),
-                "summarizer_prompt_tokens": event.prompt_tokens,
-                "summarizer_output_tokens": event.candidates_tokens,
+                "summarizer_prompt_tokens": summarizer.prompt_tokens if summarizer else None,
+                "summarizer_output_tokens": summarizer.candidates_tokens if summarizer else None,
                 "overlap_with_previous": overlap_events,
                 "overlap_seconds": round(overlap_s, 3),
                 "retained_events_after": len(retained),
@@ -369,26 +401,33 @@ def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
                 "raw_in_range_sent_next": sent_raw,
             }
         )
-        previous = event.compaction
+        previous[thread] = event.compaction
     return rows
 
 
 def _session_row(key: Row, session: Session, found: list[Call], compactions: int) -> Row:
-    """The session's own facts: what built them, and what stays after its last range."""
+    """The session's own facts: what built them, and what stays after its last range
+    (in a Claude Code session, of its main thread: each thread compacts on its own)."""
+    rules = rules_of(session)
+    threaded = rules is _claude_code_windows
     indexed = [
         (i, e.compaction)
         for i, e in enumerate(session.events)
-        if e.is_compaction and e.compaction is not None
+        if e.is_compaction and e.compaction is not None and not (threaded and e.branch)
     ]
     last_end = max((span.end for _, span in indexed), default=None)
     retained = [
-        e for e in session.events if _stored(e) and (last_end is None or e.epoch > last_end)
+        e
+        for e in session.events
+        if _stored(e, rules)
+        and (last_end is None or e.epoch > last_end)
+        and not (threaded and e.branch)
     ]
     results = [p for e in retained for p in e.parts if p.kind == "function_response"]
     largest = max(results, key=lambda p: p.chars, default=None)
     return {
         **key,
-        "rules": f"{RULES_VERSION} {rules_for(session.release).label}",
+        "rules": f"{RULES_VERSION} {rules_label(session)}",
         "main_model": main_model(found),
         "events": len(session.events),
         "calls": len(found),

@@ -98,6 +98,10 @@ def failures(logged: pl.DataFrame, calls: pl.DataFrame, adk_errors: pl.DataFrame
         (r["session_id"], r["event_id"]): (r["error_code"], r["error_message"])
         for r in adk_errors.iter_rows(named=True)
     }
+    families = {
+        (r["session_id"], r["event_id"]): r["family"] or "adk"
+        for r in adk_errors.iter_rows(named=True)
+    }
     merged: list[_Failure] = []
     for row in logged.iter_rows(named=True):
         failure = _merge(
@@ -126,7 +130,7 @@ def failures(logged: pl.DataFrame, calls: pl.DataFrame, adk_errors: pl.DataFrame
         failure.adk_figure = found.requested if found else None
         failure.adk_limit = found.limit if found else None
         failure.adk_error = (code, message)
-        failure.evidence.append("adk")
+        failure.evidence.append(families.get((session, event), "adk"))  # the stored events
     merged.sort(key=lambda f: (f.failed_at is None, f.failed_at or 0.0, f.session_id or ""))
     loaded = set(calls["session_id"].unique().to_list()) if calls.height else set()
     rows = [_row(number, f, loaded) for number, f in enumerate(merged, 1)]

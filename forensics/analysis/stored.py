@@ -116,6 +116,7 @@ class Facts:
             session=selection.session,
             since=selection.since,
             until=selection.until,
+            family=selection.family,
         )
 
     @cached_property

@@ -110,6 +110,13 @@ PricesOption = Annotated[
         "keeps (`forensics prices --keep`).",
     ),
 ]
+SourceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--source",
+        help="Only sessions this agent software wrote: adk or claude-code (default: both).",
+    ),
+]
 SessionArg = Annotated[str, typer.Argument(help="The session id (see `forensics sessions`).")]
 OptionalSessionArg = Annotated[
     str | None, typer.Argument(help="One session; all sessions when left out.")
@@ -126,10 +133,11 @@ def selection(
     session: str | None = None,
     since: str | None = None,
     until: str | None = None,
+    family: str | None = None,
 ) -> Selection:
     from ..selection import Selection
 
-    return Selection.parse(app_name, user, session, since, until)
+    return Selection.parse(app_name, user, session, since, until, family)
 
 
 # --- the one error boundary -----------------------------------------------------

@@ -18,6 +18,7 @@ from .common import (
     OptionalSessionArg,
     PricesOption,
     SinceOption,
+    SourceOption,
     UntilOption,
     UserPick,
     app,
@@ -70,6 +71,26 @@ def cost(
             "and the tool-output slice, as amounts and percentages.",
         ),
     ] = False,
+    ccusage_compatible: Annotated[
+        bool,
+        typer.Option(
+            "--ccusage-compatible",
+            help="Claude Code usage as ccusage 20 totals it (--by day or session): its "
+            "dedup, its price table (from its install) and rules (each field's tokens above "
+            "200,000 at the long-context rate; 1-hour writes at 2x input), to reconcile "
+            "with it line by line. Not the provider's bill: docs/claude-code.md.",
+        ),
+    ] = False,
+    ccusage: Annotated[
+        Path | None,
+        typer.Option(
+            "--ccusage",
+            help="The ccusage install whose price table --ccusage-compatible uses: its "
+            "binary, package or a folder holding node_modules (default: $FORENSICS_CCUSAGE, "
+            "else the ccusage on PATH, else genai-prices under ccusage's rules).",
+        ),
+    ] = None,
+    source: SourceOption = None,
     since: SinceOption = None,
     until: UntilOption = None,
     prices: PricesOption = None,
@@ -89,18 +110,45 @@ def cost(
     estimated from its window's characters. With --since/--until, the calls in that
     time.
 
+    Claude Code transcripts record every call's usage, cache writes by TTL included, so
+    their cost is exact (5-minute writes at the write rate, 1-hour ones at the 1-hour
+    rate). --ccusage-compatible totals them as ccusage does instead, to reconcile.
+
     Example: forensics cost --by day --since 2026-11-16 --until 2026-11-23
     Example: forensics cost SESSION_ID --prices contract.toml -f json
     Example: forensics cost --share
+    Example: forensics cost --by day --source claude-code --ccusage-compatible
     """
     from .. import api
-    from ..columns import COST_CALLS, COST_SHARE, COST_TOOL_CALLS, COST_TOOLS, cost_spec
+    from ..columns import (
+        COST_CALLS,
+        COST_CCUSAGE_DAY,
+        COST_CCUSAGE_SESSION,
+        COST_SHARE,
+        COST_TOOL_CALLS,
+        COST_TOOLS,
+        cost_spec,
+    )
 
     chosen = by.value if by is not None else ("call" if session_id else "session")
     if share and by is not None:
         raise ForensicsError("--share splits the whole bill", hint="give --share or --by")
+    picked = selection(app_name, user, session_id, since, until, source)
+    if ccusage is not None and not ccusage_compatible:
+        raise ForensicsError("--ccusage names the install --ccusage-compatible reads",
+                             hint="add --ccusage-compatible")  # fmt: skip
+    if ccusage_compatible:
+        if share or chosen not in ("day", "session"):
+            raise ForensicsError(
+                "--ccusage-compatible totals by day or by session, as ccusage does",
+                hint="--by day or --by session",
+            )
+        frame = api.cost_ccusage(db, picked, by=chosen, ccusage=ccusage)
+        spec = COST_CCUSAGE_DAY if chosen == "day" else COST_CCUSAGE_SESSION
+        shown = frame["price_source"][0] if frame.height else "no Claude Code usage selected"
+        emit(frame, fmt, spec, f"ccusage's rules, not the provider's bill; prices: {shown}")
+        return
     book = api.price_book(prices, db if db is not None else api.default_db_path())
-    picked = selection(app_name, user, session_id, since, until)
     note = _footnote(book.sources)
     if share:
         emit(api.cost_share(db, picked, prices=book), fmt, COST_SHARE, note)

@@ -76,6 +76,15 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
             f"newest event: {newest}; the next run of this source reads from "
             f"{WATERMARK_OVERLAP_S / 60:.0f} minutes before it (--full reads everything)"
         )
+    if "sessions_unchanged" in result.notes:
+        echo(
+            f"{result.notes['sessions_unchanged']:,} sessions not read again: their files are "
+            "unchanged since an ingest read them (--full reads them)"
+        )
+    if "lines_not_events" in result.notes:
+        kinds = ", ".join(f"{k} {v:,}" for k, v in result.notes["lines_not_events"].items())  # type: ignore[attr-defined]
+        echo(f"{result.notes['lines']:,} lines in {result.notes['files']:,} files; not "
+             f"conversation, counted: {kinds}")  # fmt: skip
     if "event_times" in result.notes:
         echo(f"event times: {result.notes['event_times']}")
     if "facts_failed" in result.notes:
@@ -318,5 +327,57 @@ def ingest_json(
         progress=progress,
         adk_version=adk_version,
     )
+    progress.done()
+    report_ingest(result, fmt, db)
+
+
+@ingest_app.command("claude-code")
+@boundary
+def ingest_claude_code(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Claude Code config folders (holding projects/), projects folders, one "
+            "project's folder or .jsonl files. Default: each folder of $CLAUDE_CONFIG_DIR "
+            "(comma-separated), else ~/.config/claude and ~/.claude.",
+            show_default=False,
+        ),
+    ] = None,
+    user: Annotated[
+        str | None,
+        typer.Option(
+            "--user",
+            help="user_id for these sessions: whose transcripts they are (default "
+            "claude-code). Each project folder is an app.",
+        ),
+    ] = None,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="Read every session again; by default a session whose files are unchanged "
+            "(size and time) since an ingest read them is passed over.",
+        ),
+    ] = False,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Read Claude Code transcripts: every session, its subagents and compactions.
+
+    One call per model response (message.id and requestId; the largest of its lines'
+    usages, not the streaming placeholder), tool calls and results, compaction
+    boundaries, failed requests (api_error lines). Lines of other kinds (progress,
+    snapshots, summaries) are counted, not stored; a line that cannot be read is
+    skipped with its file and line. Files are read line by line, whatever their size;
+    read again, an event already stored is not stored twice, and a session whose files
+    have not changed since is not read at all (--full reads it).
+
+    Example: forensics ingest claude-code ~/.claude/projects
+    Example: CLAUDE_CONFIG_DIR=~/work-claude forensics ingest claude-code
+    """
+    from .. import api
+
+    progress = Progress()
+    result = api.ingest_claude_code(db, paths or [], user=user, full=full, progress=progress)
     progress.done()
     report_ingest(result, fmt, db)

@@ -199,13 +199,14 @@ def demo(
     The samples are real ADK output (sample_data/README.md). Prints the sessions it
     loaded, what they cost (their scripted model priced as Gemini 2.5 Flash,
     sample_data/prices.toml), the context failures the sample's OpenSearch documents
-    and sessions show, a 16,000-token cap replayed on the incident (`whatif`), and the
-    paths of the HTML reports to open in a browser.
+    and sessions show, a 16,000-token cap replayed on the incident (`whatif`), the
+    bundled Claude Code transcripts (their growth and bill), and the paths of the HTML
+    reports to open in a browser.
     """
     import tempfile
 
     from .. import api
-    from ..columns import FAILURES, SESSIONS, TASK_ARMS, WHATIF_TURNS, cost_spec
+    from ..columns import FAILURES, GROWTH, SESSIONS, TASK_ARMS, WHATIF_TURNS, cost_spec
     from ..resources import resource_dir
 
     samples = resource_dir("sample_data")
@@ -257,6 +258,25 @@ def demo(
         build_weekly(target, prices=prices, arms=("conservative", "aggressive")),
         (out.parent if out else target.parent) / "review.html",
     )
+    # a coding agent's transcripts: Claude Code's, the same questions asked of them
+    claude = api.ingest_claude_code(target, [samples / "claude_code"])
+    coding = api.Selection(family="claude-code")
+    echo(
+        f"\nLoaded {claude.rows_loaded:,} events of Claude Code transcripts from "
+        f"{samples / 'claude_code'}; the tool results that grew their windows most:\n"
+    )
+    emit(api.growth(target, coding, top=3), Format.table, GROWTH)
+    echo("\nWhat they cost, as the provider bills it (every figure in the transcripts):\n")
+    emit(api.cost(target, coding, by="day"), Format.table, cost_spec("day"),
+         f"USD, priced with {api.price_book(None).sources}")  # fmt: skip
+    failed = api.context_failures(target, coding)
+    claude_report = None
+    if failed.height:
+        session = failed["session_id"][0]
+        claude_report = _write_incident(target, session, (out.parent if out else target.parent)
+                                        / "claude-code-incident.html")  # fmt: skip
     echo(f"\nIncident report: {report}")
     echo(f"Weekly review: {review}")
+    if claude_report is not None:
+        echo(f"Claude Code incident report: {claude_report}")
     echo(f"Next: forensics turns incident --db {target}")

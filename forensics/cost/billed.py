@@ -41,6 +41,7 @@ _RATES = pa.schema(
         ("input", _PER_TOKEN),
         ("cache_read", _PER_TOKEN),
         ("cache_write", _PER_TOKEN),
+        ("cache_write_1h", _PER_TOKEN),
         ("output", _PER_TOKEN),
         ("request", _PER_TOKEN),  # USD per request: a fee per call
         ("source", pa.string()),
@@ -54,6 +55,7 @@ _WINDOW = pa.schema([("since", pa.float64()), ("until", pa.float64())])
 # the queries the others read, as views, in the order they build on each other
 _VIEWS = {
     "cost_logged_writes": "cost/logged_writes",
+    "cost_transcript_writes": "cost/transcript_writes",
     "cost_calls": "cost/calls",
     "cost_call_prices": "cost/call_prices",
     "cost_first_sends": "cost/first_sends",
@@ -128,6 +130,7 @@ class Costing:
                         "input": per_token(tier.input, price.source),
                         "cache_read": per_token(tier.cache_read, price.source),
                         "cache_write": per_token(tier.cache_write, price.source),
+                        "cache_write_1h": per_token(tier.cache_write_1h, price.source),
                         "output": per_token(tier.output, price.source),
                         "request": per_token(tier.requests_k, price.source, Decimal(1000)),
                         "source": price.source,

@@ -78,11 +78,27 @@ def _evidence(folder: Path) -> dict[tuple[str, str, str], dict[str, Release]]:
     return dict(found)
 
 
+def _families(folder: Path) -> dict[tuple[str, str, str], str]:
+    """The sessions that another family than ADK wrote (an export of store schema 10+)."""
+    where = folder / "sessions"
+    if not where.is_dir():
+        return {}
+    table = ds.dataset(where, format="parquet", partitioning="hive").to_table()
+    if "family" not in table.column_names:
+        return {}
+    return {
+        (r["app_name"], r["user_id"], r["session_id"]): r["family"]
+        for r in table.select([*KEY, "family"]).to_pylist()
+        if r["family"] not in (None, "adk")
+    }
+
+
 def session_group(
     events: pa.Table,
     parts: pa.Table,
     traced: Traced,
     evidence: dict[tuple[str, str, str], dict[str, Release]],
+    families: dict[tuple[str, str, str], str] | None = None,
 ) -> pa.Table:
     """One session's rows in, one row out: its fact rows, a list per table."""
     if events.num_rows == 0:  # parts without their events: nothing to rebuild
@@ -94,6 +110,7 @@ def session_group(
         parts.to_pylist(), key=lambda r: (r["event_id"], r["origin"], r["part_index"])
     )
     (session,) = build_sessions(event_rows, part_rows)
+    session.family = (families or {}).get(session.key, "adk")
     own = {e.event_id for e in session.events}
     sizes = {}
     versions = []
@@ -169,7 +186,7 @@ def analyze(input_dir: Path, output_dir: Path, *, master: str = "local[2]") -> d
     manifest = read_manifest(input_dir)
     check_output(output_dir)
     started = time.perf_counter()
-    traced, evidence = _traced(input_dir), _evidence(input_dir)
+    traced, evidence, families = _traced(input_dir), _evidence(input_dir), _families(input_dir)
     builder = SparkSession.builder.master(master)
     if master.startswith("local"):  # this machine: its workers run this Python
         # pyspark reads the workers' interpreter from the environment when it starts
@@ -199,7 +216,7 @@ def analyze(input_dir: Path, output_dir: Path, *, master: str = "local[2]") -> d
         )
 
         def run(left: pa.Table, right: pa.Table) -> pa.Table:
-            return session_group(left, right, traced, evidence)
+            return session_group(left, right, traced, evidence, families)
 
         grouped = (
             events.groupBy(*KEY)

@@ -16,6 +16,13 @@ _ISO = re.compile(
 )
 
 
+def json_error(error: json.JSONDecodeError, where: str = "column") -> str:
+    """A JSON parse error in words: 'Unterminated string starting at column 5'."""
+    place = error.colno if where == "column" else error.pos
+    joint = " " if error.msg.endswith(" at") else " at "
+    return f"{error.msg}{joint}{where} {place}"
+
+
 def get(document: Any, path: str) -> Any:
     """The value at `path`: a literal key first (`"traceGroupFields.endTime"`, Data
     Prepper writes those), else nested objects, trying every split of the dots."""

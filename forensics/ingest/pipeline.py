@@ -16,7 +16,13 @@ from ..model import Release
 from ..sources.base import ActionFields, Source
 from ..store import Store, ledger
 from ..store.ledger import WATERMARK_OVERLAP_S, IngestResult
-from ..store.writes import insert_batch, insert_releases, set_session_sources
+from ..store.writes import (
+    insert_batch,
+    insert_releases,
+    insert_side,
+    set_session_family,
+    set_session_sources,
+)
 
 # While ingesting, the store's DuckDB buffers at most this much (see
 # families.adk.normalize.MEMORY_LIMIT for the measurement behind both caps).
@@ -81,6 +87,8 @@ def ingest(
                         source=label,
                         conflicts=conflicts,
                     )
+                    for name, table in batch.side.items():
+                        insert_side(store, name, table, result.ingest_id)
                     if batch.newest is not None:
                         result.watermark = max(batch.newest, result.watermark or batch.newest)
                     if progress:
@@ -88,6 +96,9 @@ def ingest(
                 sources = getattr(source, "session_sources", None)
                 if sources is not None:
                     set_session_sources(store, sources(), result.ingest_id)
+                family = getattr(source, "family", None)
+                if family is not None:
+                    set_session_family(store, family, result.ingest_id)
                 found = _releases(source, seen, release)
                 insert_releases(store, found, result.ingest_id)
                 result.seconds = time.monotonic() - clock

@@ -9,7 +9,6 @@ measured by the same code.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
@@ -48,13 +47,6 @@ def layout_problem(
         f"table 'events' is neither ADK layout: it has neither event_data (schema V1) nor "
         f"actions (schema V0) (columns: {shown})"
     )
-
-
-def json_error(error: json.JSONDecodeError, where: str = "column") -> str:
-    """A JSON parse error in words: 'Unterminated string starting at column 5'."""
-    place = error.colno if where == "column" else error.pos
-    joint = " " if error.msg.endswith(" at") else " at "
-    return f"{error.msg}{joint}{where} {place}"
 
 
 class ActionFields:

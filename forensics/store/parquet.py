@@ -39,6 +39,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "session_releases": (),
     "traced_calls": (),
     "traced_parts": (),
+    "transcript_events": ("app_name",),
 }
 # the stored facts, exported for other engines and tools; an import rebuilds its own
 # (they depend on the rules of the forensics that reads them), so it reads none of these

@@ -150,7 +150,7 @@ def build_sessions(events: Iterable[Row], parts: Iterable[Row]) -> list[Session]
     for r in events:
         key3 = (r["app_name"], r["user_id"], r["session_id"])
         if current is None or current.key != key3:
-            current = Session(*key3, [], r.get("source") or "")
+            current = Session(*key3, [], r.get("source") or "", family=r.get("family") or "adk")
             sessions.append(current)
         content, summary = by_event.get((*key3, r["event_id"]), ([], []))
         start, end = r["compaction_start"], r["compaction_end"]

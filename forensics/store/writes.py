@@ -37,6 +37,32 @@ def insert_batch(
     return int(loaded)
 
 
+# the families' side tables a batch may carry, and the query that stores each
+SIDE_TABLES = {
+    "transcript_events": "store/insert_transcript_events",
+    "transcript_files": "store/insert_transcript_files",
+}
+
+
+def insert_side(store: Store, name: str, table: pa.Table, ingest_id: int) -> None:
+    """Store a batch's side table (SIDE_TABLES) inside the caller's transaction; a row
+    whose event is stored already keeps the first one's details."""
+    query = SIDE_TABLES.get(name)
+    if query is None:
+        raise ValueError(f"no side table {name!r} (known: {', '.join(SIDE_TABLES)})")
+    view = f"new_{name}"
+    store.con.register(view, table)
+    try:
+        store.run(sql.load(query).sql, {"ingest_id": ingest_id})
+    finally:
+        store.unregister(view)
+
+
+def set_session_family(store: Store, family: str, ingest_id: int) -> None:
+    """The sessions this ingest created were written by `family`."""
+    store.run(sql.load("store/set_session_family").sql, {"family": family, "ingest_id": ingest_id})
+
+
 def insert_traced(store: Store, calls: list[TracedCall], ingest_id: int) -> int:
     """Store traced requests inside the caller's transaction; a request already stored (by
     session id and event id) is kept as it was. Returns the requests newly stored."""

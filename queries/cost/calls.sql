@@ -1,5 +1,5 @@
 -- name: calls
--- Per model call of the sessions in `scope_sessions`, in the time of `cost_window` (a failed request without usage is not billed; a summarizer without a model is priced as its session's main model): its usage as the provider bills it (the convention `cost_models` names for its model), and its cost at the rates of `cost_rates` (USD per token, by model and UTC day; the one tier its input reaches) under a low and a high bound, each split into cache reads, uncached input, cache writes, output and request fees that sum to it; where a LiteLLM payload or a span logged the request's writes (`cost_logged_writes`), they are known and both bounds use them.
+-- Per model call of the sessions in `scope_sessions`, in the time of `cost_window` (a failed request without usage is not billed; a summarizer without a model is priced as its session's main model): its usage as the provider bills it (the convention `cost_models` names for its model), and its cost at the rates of `cost_rates` (USD per token, by model and UTC day; the one tier its input reaches) under a low and a high bound, each split into cache reads, uncached input, cache writes, output and request fees that sum to it; where a Claude Code transcript measured the request's writes (`cost_transcript_writes`: 5-minute and 1-hour, each at its rate) or a LiteLLM payload or a span logged them (`cost_logged_writes`), they are known and both bounds use them.
 -- params: (none)
 WITH usage AS (
     SELECT c.app_name, c.user_id, c.session_id, c.call_id, c.call_index, c.turn,
@@ -13,7 +13,13 @@ WITH usage AS (
            regexp_matches(s.rules, 'google-adk (0|1|2\.[0-6])\.') AS before_2_7,
            DATE '1970-01-01' + CAST(floor(c.epoch / 86400) AS INTEGER) AS day,
            c.prompt_tokens, c.cached_tokens, e.candidates_tokens, e.thoughts_tokens,
-           e.tool_use_prompt_tokens, w.cache_write_tokens AS logged_writes, w.logged_match,
+           e.tool_use_prompt_tokens,
+           -- writes a Claude Code transcript measured, else a logged record's
+           coalesce(t.cache_write_tokens, w.cache_write_tokens) AS logged_writes,
+           CASE WHEN t.cache_write_tokens IS NOT NULL THEN t.cache_write_1h_tokens ELSE 0 END
+               AS logged_writes_1h,
+           CASE WHEN t.cache_write_tokens IS NOT NULL THEN 'transcript (measured)'
+                ELSE w.logged_match END AS logged_match,
            -- no usage: the window's characters over the ratio, and as the turns do, the
            -- system instruction and tools (traced) or the agent's fitted constant
            CASE WHEN c.prompt_tokens IS NULL THEN CAST(
@@ -33,6 +39,9 @@ WITH usage AS (
     LEFT JOIN cost_logged_writes AS w
         ON w.app_name = c.app_name AND w.user_id = c.user_id AND w.session_id = c.session_id
        AND w.call_id = c.call_id
+    LEFT JOIN cost_transcript_writes AS t
+        ON t.app_name = c.app_name AND t.user_id = c.user_id AND t.session_id = c.session_id
+       AND t.call_id = c.call_id
     WHERE c.epoch >= coalesce((SELECT since FROM cost_window), '-infinity'::DOUBLE)
       AND c.epoch < coalesce((SELECT until FROM cost_window), 'infinity'::DOUBLE)
 ), billed AS (
@@ -65,11 +74,16 @@ WITH usage AS (
            -- logged by LiteLLM: its reading, and the writes it counted (at most the input)
            CASE WHEN logged_writes IS NOT NULL THEN least(
                logged_writes, input_tokens - least(coalesce(cached_tokens, 0), input_tokens))
-           END AS writes_known  -- least() skips nulls: the CASE keeps an unknown unknown
+           END AS writes_known,  -- least() skips nulls: the CASE keeps an unknown unknown
+           -- of them, those written for an hour (a Claude Code transcript's split)
+           CASE WHEN logged_writes IS NOT NULL THEN least(logged_writes_1h, least(
+               logged_writes, input_tokens - least(coalesce(cached_tokens, 0), input_tokens)))
+           END AS writes_1h_known
     FROM billed
 ), priced AS (
     SELECT b.*, r.above AS tier_above, r.input AS rate_input, r.cache_read AS rate_read,
-           r.cache_write AS rate_write, r.output AS rate_output, r.request AS rate_request,
+           r.cache_write AS rate_write, r.cache_write_1h AS rate_write_1h,
+           r.output AS rate_output, r.request AS rate_request,
            r.source AS price_source, r.provider, r.price_model, x.reason AS unknown_reason
     FROM readings AS b
     LEFT JOIN cost_rates AS r  -- the one tier the input reaches (above < input <= next)
@@ -90,7 +104,8 @@ WITH usage AS (
            CASE WHEN kind = 'failed' AND prompt_tokens IS NULL THEN 0 * rate_request
                 ELSE rate_request END AS request_usd,
            (input_tokens - cache_read_tokens - writes_known) * rate_input AS unwritten_k,
-           writes_known * rate_write AS written_k
+           (writes_known - writes_1h_known) * rate_write
+               + writes_1h_known * rate_write_1h AS written_k
     FROM priced
 ), bounds AS (
     -- each bound the cheaper (dearer) reading, with writes where they cost less (more)
@@ -129,11 +144,16 @@ SELECT app_name, user_id, session_id, call_id, call_index, turn, invocation_id, 
        input_tokens, cache_read_tokens, output_tokens,
        CASE WHEN writes_known IS NULL THEN input_n - input_tokens ELSE 0 END
            AS input_tokens_unsure,
-       output_tokens_unsure, writes_known AS cache_write_tokens,
+       output_tokens_unsure,
+       -- a failed request without usage wrote nothing
+       CASE WHEN kind = 'failed' AND prompt_tokens IS NULL THEN 0 ELSE writes_known END
+           AS cache_write_tokens,
+       CASE WHEN writes_known IS NOT NULL THEN writes_1h_known END AS cache_write_1h_tokens,
        CASE WHEN writes_known IS NOT NULL THEN logged_match END AS cache_write_source,
        rate_input * 1000000 AS input_usd_per_mtok,
        rate_read * 1000000 AS cache_read_usd_per_mtok,
        rate_write * 1000000 AS cache_write_usd_per_mtok,
+       rate_write_1h * 1000000 AS cache_write_1h_usd_per_mtok,
        rate_output * 1000000 AS output_usd_per_mtok,
        cache_read_usd_low, uncached_input_usd_low, cache_write_usd_low, output_usd_low,
        cache_read_usd_high, uncached_input_usd_high, cache_write_usd_high, output_usd_high,

@@ -14,6 +14,9 @@ SELECT CASE WHEN $by IN ('session', 'agent', 'app', 'turn') THEN app_name END AS
        count(*) AS calls,
        sum(input_tokens) AS input_tokens,
        sum(cache_read_tokens) AS cache_read_tokens,
+       -- known only where every call's writes are
+       CASE WHEN count(cache_write_tokens) = count(*) THEN sum(cache_write_tokens) END
+           AS cache_write_tokens,
        sum(output_tokens) AS output_tokens,
        CASE WHEN bool_or(cost_source IN ('priced', 'range', 'inferred', 'estimated'))
                  OR NOT bool_or(cost_source = 'unknown')

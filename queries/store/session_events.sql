@@ -4,7 +4,7 @@
 SELECT e.app_name, e.user_id, e.session_id, e.event_id, e.invocation_id, e.author, e.branch,
        e.isolation_scope, e.epoch, e.partial, e.error_code, e.error_message, e.is_compaction,
        e.compaction_start, e.compaction_end, e.prompt_tokens, e.cached_tokens,
-       e.candidates_tokens, e.long_running_tool_ids, e.model_version, s.source
+       e.candidates_tokens, e.long_running_tool_ids, e.model_version, s.source, s.family
 FROM events AS e
 JOIN sessions AS s USING (app_name, user_id, session_id)
 WHERE ($app IS NULL OR e.app_name = $app)

@@ -38,6 +38,7 @@ class Normalized:
     rows_read: int
     skipped: list[Skip] = field(default_factory=list)
     newest: float | None = None  # the newest event timestamp in the batch (epoch seconds)
+    side: dict[str, pa.Table] = field(default_factory=dict)  # the batch's, passed through
 
 
 class Normalizer:
@@ -93,6 +94,7 @@ class Normalizer:
                 rows_read=batch.rows_read,
                 skipped=skipped,
                 newest=newest,
+                side=batch.side,
             )
         finally:
             for name in ("raw_batch", "raw_sessions"):

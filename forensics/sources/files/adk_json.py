@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ...families.fields import json_error
 from ...model import RAW_SESSION_SCHEMA, Batch
-from ..base import BATCH_ROWS, EventBatcher, json_error
+from ..base import BATCH_ROWS, EventBatcher
 
 _EVENT_KEYS = {"author", "content", "invocation_id", "invocationId", "actions", "timestamp"}
 

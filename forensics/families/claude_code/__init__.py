@@ -1,0 +1,1 @@
+"""Claude Code: its transcripts (transcript.py) and the windows its requests held (windows.py)."""

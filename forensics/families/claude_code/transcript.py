@@ -1,0 +1,813 @@
+"""Claude Code transcript lines as the store's events: one call per model response.
+
+Claude Code keeps a session in `<config>/projects/<project>/<session>.jsonl`, one JSON
+object a line (docs/claude-code.md). What this module reads, from real files of 1.0.x,
+2.0.x and 2.1.x:
+
+- `assistant` lines: one per content block of a model response, each repeating
+  `message.id`, `requestId` and `message.usage`. Early lines carry a streaming
+  placeholder usage (output 10, 10, then the final 441 on the last), so a call is one
+  (message.id, requestId) and keeps the largest usage; a sidechain copy never replaces
+  a main-thread one. A response's lines may be separated by the results of the tools
+  it called: tools run while it streams.
+- `user` lines: a prompt (text), or tool results (`tool_result` blocks, each answering a
+  `tool_use` id). `isMeta` lines are sent to the model but start no turn; the
+  `isCompactSummary` line after a compaction boundary is that compaction's summary.
+- `system` lines: `compact_boundary` (`compactMetadata {trigger, preTokens}`) becomes a
+  compaction event; `api_error` (a request the API refused, retried after it) a failed
+  call; an assistant line with `isApiErrorMessage` (the last, unretried failure, model
+  `<synthetic>`) a failed call too. Other subtypes are skipped by kind.
+- `progress`, `file-history-snapshot`, `queue-operation`, `summary` and unknown types
+  are skipped by kind and counted, never errors.
+- Subagents: `<session>/subagents/agent-<id>.jsonl` (2.1), a top-level
+  `agent-<id>.jsonl` naming its parent's sessionId (2.0), or lines marked `isSidechain`
+  inline in the session's own file (1.0). Each is a thread of its own (the event's
+  `branch`); its author is the subagent type the Task call that started it named
+  (`compact` for the summarizer of a compaction, `subagent` when no call names it).
+
+A turn starts at each prompt of the main thread; a subagent's events belong to the turn
+in progress when they happen. Events are written as the store's event JSON (ADK's
+Event shape, which the normaliser reads), so characters, previews and a tool result's
+rows are measured by the same code as ADK's. A tool result is stored as
+`{"result": <its text, or the JSON the text holds>}` (ADK's wrapping of a tool's
+return), an image as its type and size only. What the store's event columns cannot
+hold (the cache writes by TTL, message and request ids, the file and line, a
+boundary's trigger and preTokens) is kept per event in `transcript_events`.
+
+Within one file, events keep the file's order: an event stamped at or before the one
+before it is placed 1 microsecond after it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..fields import count, epoch, json_error
+
+FAMILY = "claude-code"
+MAIN_AGENT = "main"
+COMPACT_AGENT = "compact"
+SUBAGENT = "subagent"
+COMPACT_PREFIX = "acompact"  # agent ids of the compaction summarizer (agent-acompact-<hex>)
+# line types that are not part of the conversation: skipped by kind, counted
+SKIPPED_TYPES = ("progress", "file-history-snapshot", "queue-operation", "summary")
+NUDGE_S = 1e-6  # an out-of-order event goes this far after the one before it
+MAX_MESSAGE_CHARS = 2000  # of an error's text, kept
+TASK_TOOLS = ("Task", "Agent")  # the tool that starts a subagent (renamed Agent in 2.1)
+
+
+class Sink(Protocol):
+    """Where the reader's output goes: the source batches it."""
+
+    def event(self, row: dict[str, Any]) -> None: ...
+    def detail(self, row: dict[str, Any]) -> None: ...
+    def skip(self, locator: str, reason: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class TranscriptFile:
+    """One file of a session: its path relative to the projects folder (`app/...`), and
+    whose thread it holds: `main` (the session's own file), `subagent` (2.1's
+    `<session>/subagents/agent-<id>.jsonl`) or `agent` (2.0's top-level file)."""
+
+    rel: str
+    role: str
+    agent_id: str | None = None
+    path: str = ""  # where it is, as messages name it (default: `rel`)
+
+    @property
+    def branch(self) -> str | None:
+        return f"agent-{self.agent_id}" if self.agent_id else None
+
+
+def _str(value: Any) -> str | None:
+    """A text field's value, or None when it is not text."""
+    return value if isinstance(value, str) else None
+
+
+def agent_id_of(stem: str) -> str:
+    """`agent-a881341` -> `a881341`."""
+    return stem[len("agent-") :] if stem.startswith("agent-") else stem
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _text_of(content: Any) -> str:
+    """The text a user message or a tool result holds: a string, or its text blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            b["text"]
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        )
+    return ""
+
+
+def _image(block: dict[str, Any]) -> dict[str, Any]:
+    """An image block as its type and size: its bytes are not the model's tokens."""
+    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+    data = source.get("data") if isinstance(source, dict) else None
+    return {
+        "inline_data": {
+            "mime_type": (source or {}).get("media_type") or "image",
+            "data_chars": len(data) if isinstance(data, str) else 0,
+        }
+    }
+
+
+def _other(block: Any) -> dict[str, Any]:
+    """A block of a type this reader does not interpret, kept whole (sized as JSON)."""
+    if isinstance(block, dict) and block.get("type") == "image":
+        return _image(block)
+    return {"inline_data": block}
+
+
+def _user_block(block: Any) -> dict[str, Any]:
+    """A block of a prompt: its text, or the block kept whole (an image: its size)."""
+    if (
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+    ):
+        return {"text": block["text"]}
+    return _other(block)
+
+
+def _result_value(text: str) -> Any:
+    """A tool result's text, or the JSON it holds (MCP tools return JSON as text), so
+    that a guard can find its rows."""
+    head = text.lstrip()[:1]
+    if head in ("{", "["):
+        try:
+            return json.loads(text)
+        except (ValueError, RecursionError):
+            return text
+    return text
+
+
+def _result_parts(block: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """A tool_result block as one function_response part, and its images beside it."""
+    content = block.get("content")
+    images: list[dict[str, Any]] = []
+    if isinstance(content, list):
+        texts = []
+        for b in content:
+            if not isinstance(b, dict):
+                continue
+            if b.get("type") == "text" and isinstance(b.get("text"), str):
+                texts.append(b["text"])
+            else:
+                images.append(_other(b))
+        text = "\n".join(texts)
+    elif isinstance(content, str):
+        text = content
+    elif content is None:
+        text = ""
+    else:
+        text = json.dumps(content, ensure_ascii=False)
+    response: dict[str, Any] = {"result": _result_value(text)}
+    if block.get("is_error") is True:
+        response["is_error"] = True
+    call_id = block.get("tool_use_id")
+    part = {
+        "function_response": {
+            "id": call_id if isinstance(call_id, str) else None,
+            "name": name,
+            "response": response,
+        }
+    }
+    return [part, *images]
+
+
+def _usage(usage: Any) -> dict[str, int | None] | None:
+    """A message's usage as counts: uncached input, output, cache reads, the cache
+    writes as recorded (`cache_creation_input_tokens`) and their 5-minute and 1-hour
+    split (from the `cache_creation` object, when the line has one)."""
+    if not isinstance(usage, dict):
+        return None
+    split = usage.get("cache_creation")
+    found = {
+        "input_tokens": count(usage.get("input_tokens")),
+        "output_tokens": count(usage.get("output_tokens")),
+        "cache_read_tokens": count(usage.get("cache_read_input_tokens")),
+        "cache_creation_tokens": count(usage.get("cache_creation_input_tokens")),
+        "cache_write_5m_tokens": None,
+        "cache_write_1h_tokens": None,
+    }
+    if isinstance(split, dict):
+        found["cache_write_5m_tokens"] = count(split.get("ephemeral_5m_input_tokens")) or 0
+        found["cache_write_1h_tokens"] = count(split.get("ephemeral_1h_input_tokens")) or 0
+    if found["input_tokens"] is None and found["output_tokens"] is None:
+        return None
+    return found
+
+
+def _total(usage: dict[str, int | None] | None) -> int:
+    if usage is None:
+        return -1
+    return sum(
+        usage[k] or 0
+        for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
+    )
+
+
+def _writes(usage: dict[str, int | None]) -> int:
+    """Cache writes as billed: the recorded count, else the split's sum."""
+    if usage["cache_creation_tokens"] is not None:
+        return usage["cache_creation_tokens"]
+    return (usage["cache_write_5m_tokens"] or 0) + (usage["cache_write_1h_tokens"] or 0)
+
+
+def _api_error(error: Any) -> tuple[str, str]:
+    """(code, message) of an `api_error` line's error: the API's error type and text."""
+    status = message = kind = None
+    if isinstance(error, dict):
+        status = error.get("status")
+        inner = error.get("error")
+        while isinstance(inner, dict):
+            kind = inner.get("type") if isinstance(inner.get("type"), str) else kind
+            message = inner.get("message") if isinstance(inner.get("message"), str) else message
+            inner = inner.get("error")
+        if message is None and isinstance(error.get("message"), str):
+            message = error["message"]
+        cause = error.get("cause")
+        if message is None and isinstance(cause, dict) and isinstance(cause.get("code"), str):
+            message = cause["code"]
+    elif isinstance(error, str):
+        message = error
+    code = kind if kind and kind != "error" else (str(status) if status is not None else None)
+    shown = " ".join(str(x) for x in (status, message) if x is not None) or "API error"
+    return code or "api_error", shown[:MAX_MESSAGE_CHARS]
+
+
+def _synthetic_error(line: dict[str, Any], text: str) -> tuple[str, str]:
+    """(code, message) of a failed request Claude Code recorded as an assistant line
+    (`isApiErrorMessage`): the error type in its text when it has one."""
+    code = line.get("error") if isinstance(line.get("error"), str) else None
+    start = text.find("{")
+    if start >= 0:
+        try:
+            body = json.loads(text[start:])
+        except ValueError:
+            body = None
+        if isinstance(body, dict):
+            inner = body.get("error")
+            if isinstance(inner, dict) and isinstance(inner.get("type"), str):
+                code = inner["type"]
+    status = line.get("apiErrorStatus")
+    return code or (str(status) if status is not None else "api_error"), text[:MAX_MESSAGE_CHARS]
+
+
+@dataclass
+class _Thread:
+    """One conversation in a session: the main thread, or one subagent's."""
+
+    branch: str | None
+    author: str
+    started: float | None = None  # first event since the last compaction boundary
+    last: float | None = None  # the newest event
+    message: _Message | None = None  # the response being read
+    results: _Event | None = None  # tool results since that response began
+    boundary: _Event | None = None  # a compaction waiting for its summary line
+
+
+@dataclass
+class _Event:
+    """One event being built: its identity, where it was read, and its JSON."""
+
+    event_id: str
+    epoch: float
+    locator: str
+    invocation_id: str | None
+    body: dict[str, Any]
+
+
+@dataclass
+class _Message:
+    """One model response being read: its lines' blocks and the largest usage seen."""
+
+    key: tuple[str, str]
+    event: _Event
+    sidechain: bool
+    usage: dict[str, int | None] | None
+    detail: dict[str, Any]
+    total: int = -1
+    parts: list[dict[str, Any]] = field(default_factory=list)
+
+
+class SessionReader:
+    """Reads the files of one session, its own file first, then its subagents', and
+    hands the sink its events (RAW_EVENT_SCHEMA rows) and their transcript details."""
+
+    def __init__(self, app: str, user: str, session_id: str, sink: Sink):
+        self.app, self.user, self.session_id = app, user, session_id
+        self.sink = sink
+        self.tool_names: dict[str, str] = {}  # tool_use id -> tool name
+        self.task_prompts: dict[str, str] = {}  # digest of a Task prompt -> subagent type
+        self.task_calls: dict[str, str] = {}  # Task tool_use id -> subagent type
+        self.agent_types: dict[str, str] = {}  # agent id -> subagent type
+        self.turns: list[tuple[float, str]] = []  # (epoch, invocation id) of each prompt
+        self.seen_calls: set[tuple[str, str]] = set()
+        self.kinds: Counter[str] = Counter()
+
+    # -- the session's timeline ---------------------------------------------------
+
+    def _turn_at(self, when: float) -> str | None:
+        k = bisect_right(self.turns, (when, "\uffff")) - 1
+        return self.turns[k][1] if k >= 0 else (self.turns[0][1] if self.turns else None)
+
+    # -- reading ------------------------------------------------------------------
+
+    def read(self, file: TranscriptFile, lines: Iterable[tuple[int, str]]) -> Iterator[int]:
+        """Every line of one file, in order, yielding each line's number once it is read
+        (the caller may take a batch then); the file's open response and results are
+        emitted at its end."""
+        self.file = file
+        self.threads: dict[str | None, _Thread] = {}
+        self.side_threads: dict[str, str] = {}  # uuid of an inline sidechain line -> branch
+        self.last_epoch: float | None = None
+        for number, text in lines:
+            self._line(number, text)
+            yield number
+        for thread in self.threads.values():
+            self._close(thread)
+            self._flush_results(thread)
+            self._flush_boundary(thread, None)
+
+    def _line(self, number: int, text: str) -> None:
+        locator = f"{self.file.path or self.file.rel}:{number}"
+        head = text[:1000]
+        if head.startswith('{"type":"file-history-snapshot"'):
+            self.kinds["file-history-snapshot"] += 1
+            return
+        if '"type":"progress","data":' in head:
+            self.kinds["progress"] += 1  # the largest lines of 2.1 files: not parsed
+            return
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError as e:
+            self.sink.skip(locator, f"not valid JSON: {json_error(e)}")
+            return
+        except (ValueError, RecursionError):
+            self.sink.skip(locator, "not valid JSON: nested too deeply to read")
+            return
+        if not isinstance(line, dict):
+            self.sink.skip(locator, "not a JSON object")
+            return
+        kind = line.get("type")
+        if kind in SKIPPED_TYPES or kind not in ("user", "assistant", "system"):
+            self.kinds[kind if isinstance(kind, str) and kind else "no type"] += 1
+            return
+        stamp = line.get("timestamp")
+        try:
+            when = epoch(stamp)
+        except ValueError as e:
+            self.sink.skip(locator, f"timestamp: {e}")
+            return
+        if when is None:
+            self.sink.skip(locator, "no timestamp")
+            return
+        thread = self._thread(line)
+        if kind == "assistant":
+            self._assistant(line, thread, when, locator, number, stamp)
+        elif kind == "user":
+            self._user(line, thread, when, locator)
+        else:
+            self._system(line, thread, when, locator, number, stamp)
+
+    def _epoch(self, when: float) -> float:
+        """`when`, or just after the file's previous event: events keep the file's order."""
+        if self.last_epoch is not None and when <= self.last_epoch:
+            when = self.last_epoch + NUDGE_S
+        self.last_epoch = when
+        return when
+
+    def _thread(self, line: dict[str, Any]) -> _Thread:
+        if self.file.role != "main":
+            branch: str | None = self.file.branch
+            key = branch
+        elif line.get("isSidechain") is True:
+            uuid, parent = line.get("uuid"), line.get("parentUuid")
+            branch = self.side_threads.get(parent) if isinstance(parent, str) else None
+            if branch is None:
+                root = uuid if isinstance(uuid, str) and uuid else f"{len(self.threads)}"
+                branch = f"sidechain-{root}"
+            if isinstance(uuid, str):
+                self.side_threads[uuid] = branch
+            key = branch
+        else:
+            branch, key = None, None
+        thread = self.threads.get(key)
+        if thread is None:
+            thread = _Thread(branch, MAIN_AGENT if branch is None else "")
+            self.threads[key] = thread
+        return thread
+
+    def _author(self, thread: _Thread, prompt: str | None) -> str:
+        """A subagent thread's author, fixed at its first event: the type its Task call
+        named (by agent id, else by its prompt), `compact`, or `subagent`."""
+        if not thread.author:
+            agent_id = self.file.agent_id
+            if agent_id and agent_id.startswith(COMPACT_PREFIX):
+                thread.author = COMPACT_AGENT
+            elif agent_id and agent_id in self.agent_types:
+                thread.author = self.agent_types[agent_id]
+            elif prompt is not None and _digest(prompt) in self.task_prompts:
+                thread.author = self.task_prompts[_digest(prompt)]
+            else:
+                thread.author = SUBAGENT
+        return thread.author
+
+    def _invocation(self, thread: _Thread, when: float) -> str | None:
+        if thread.branch is None and self.file.role == "main":
+            return self.turns[-1][1] if self.turns else None
+        return self._turn_at(when)
+
+    def _new_event(
+        self, thread: _Thread, event_id: str, when: float, locator: str, body: dict[str, Any]
+    ) -> _Event:
+        at = self._epoch(when)
+        if thread.started is None:
+            thread.started = at
+        thread.last = at
+        body["timestamp"] = at
+        if thread.branch is not None:
+            body["branch"] = thread.branch
+        return _Event(event_id, at, locator, self._invocation(thread, at), body)
+
+    def _emit(self, event: _Event) -> None:
+        body = event.body
+        body["id"] = event.event_id
+        if event.invocation_id is not None:
+            body["invocation_id"] = event.invocation_id
+        self.sink.event(
+            {
+                "app_name": self.app,
+                "user_id": self.user,
+                "session_id": self.session_id,
+                "event_id": event.event_id,
+                "invocation_id": event.invocation_id,
+                "timestamp": event.epoch,
+                "event_json": json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+                "locator": event.locator,
+            }
+        )
+
+    def _detail(self, event_id: str, kind: str, **values: Any) -> dict[str, Any]:
+        return {
+            "app_name": self.app,
+            "user_id": self.user,
+            "session_id": self.session_id,
+            "event_id": event_id,
+            "kind": kind,
+            "file": self.file.rel,
+            **values,
+        }
+
+    # -- assistant lines: one call per (message.id, requestId) --------------------
+
+    def _assistant(
+        self,
+        line: dict[str, Any],
+        thread: _Thread,
+        when: float,
+        locator: str,
+        number: int,
+        stamp: Any,
+    ) -> None:
+        message = line.get("message")
+        if not isinstance(message, dict):
+            self.sink.skip(locator, "an assistant line without a message object")
+            return
+        blocks = message.get("content")
+        if isinstance(blocks, str):
+            blocks = [{"type": "text", "text": blocks}]
+        elif not isinstance(blocks, list):
+            blocks = []
+        if line.get("isApiErrorMessage") is True:
+            self._close(thread)
+            self._flush_results(thread)
+            self._failed(line, thread, when, locator, number, stamp, _text_of(blocks))
+            return
+        message_id = message.get("id") if isinstance(message.get("id"), str) else None
+        request_id = line.get("requestId") if isinstance(line.get("requestId"), str) else None
+        uuid = line.get("uuid") if isinstance(line.get("uuid"), str) else None
+        key = (message_id or uuid or locator, request_id or "")
+        usage = _usage(message.get("usage"))
+        sidechain = line.get("isSidechain") is True and self.file.role == "main"
+        current = thread.message
+        if current is not None and current.key != key:
+            self._close(thread)
+            current = None
+        if current is None:
+            if key in self.seen_calls:
+                self.kinds["repeated response"] += 1
+                return
+            self._flush_boundary(thread, None)
+            self._flush_results(thread)
+            model = message.get("model") if isinstance(message.get("model"), str) else None
+            body: dict[str, Any] = {"author": self._author(thread, None)}
+            if model and model != "<synthetic>":
+                body["model_version"] = model
+            event = self._new_event(thread, key[0], when, locator, body)
+            current = _Message(key, event, sidechain, None, {})
+            thread.message = current
+        for block in blocks:
+            part = self._block(block, thread)
+            if part is not None:
+                current.parts.append(part)
+        total = _total(usage)
+        if usage is not None and (total > current.total or (current.sidechain and not sidechain)):
+            current.usage, current.total, current.sidechain = usage, total, sidechain
+            current.detail = {
+                "line": number,
+                "timestamp": stamp if isinstance(stamp, str) else None,
+                "epoch": when,
+                "message_id": message_id,
+                "request_id": request_id,
+                "model": message.get("model") if isinstance(message.get("model"), str) else None,
+                "is_sidechain": line.get("isSidechain") is True,
+                "speed": message["usage"].get("speed")
+                if isinstance(message["usage"].get("speed"), str)
+                else None,
+                "cost_usd": line.get("costUSD")
+                if isinstance(line.get("costUSD"), int | float)
+                and not isinstance(line.get("costUSD"), bool)
+                else None,
+                "version": line.get("version") if isinstance(line.get("version"), str) else None,
+            }
+
+    def _block(self, block: Any, thread: _Thread) -> dict[str, Any] | None:
+        if not isinstance(block, dict):
+            return None
+        kind = block.get("type")
+        if kind == "text":
+            text = block.get("text")
+            return {"text": text} if isinstance(text, str) else None
+        if kind == "thinking":
+            text = block.get("thinking")
+            part: dict[str, Any] = {"text": text if isinstance(text, str) else "", "thought": True}
+            if block.get("signature"):
+                part["thought_signature"] = "1"  # kept: a signed thought is sent back
+            return part
+        if kind == "redacted_thinking":
+            return {"text": "", "thought": True, "thought_signature": "1"}
+        if kind in ("tool_use", "server_tool_use"):
+            call_id, name = block.get("id"), block.get("name")
+            name = name if isinstance(name, str) else "unknown"
+            tool_input = block.get("input")
+            if isinstance(call_id, str):
+                self.tool_names[call_id] = name
+                if name in TASK_TOOLS and isinstance(tool_input, dict):
+                    kind_named = tool_input.get("subagent_type")
+                    agent_type = kind_named if isinstance(kind_named, str) else "general-purpose"
+                    self.task_calls[call_id] = agent_type
+                    prompt = tool_input.get("prompt")
+                    if isinstance(prompt, str):
+                        self.task_prompts[_digest(prompt)] = agent_type
+            return {
+                "function_call": {
+                    "id": call_id if isinstance(call_id, str) else None,
+                    "name": name,
+                    "args": tool_input if tool_input is not None else {},
+                }
+            }
+        return _other(block)
+
+    def _close(self, thread: _Thread) -> None:
+        """Emit the response being read, with the largest usage its lines carried."""
+        current = thread.message
+        if current is None:
+            return
+        thread.message = None
+        self.seen_calls.add(current.key)
+        event = current.event
+        event.body["content"] = {"role": "model", "parts": current.parts}
+        usage = current.usage
+        if usage is not None:
+            prompt = (
+                (usage["input_tokens"] or 0) + (usage["cache_read_tokens"] or 0) + _writes(usage)
+            )
+            event.body["usage_metadata"] = {
+                "prompt_token_count": prompt,
+                "cached_content_token_count": usage["cache_read_tokens"] or 0,
+                "candidates_token_count": usage["output_tokens"] or 0,
+                "total_token_count": prompt + (usage["output_tokens"] or 0),
+            }
+            self.sink.detail(self._detail(event.event_id, "call", **current.detail, **usage))
+        self._emit(event)
+
+    # -- user lines: prompts, tool results, the compaction summary ----------------
+
+    def _user(self, line: dict[str, Any], thread: _Thread, when: float, locator: str) -> None:
+        message = line.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        uuid = _str(line.get("uuid")) or locator
+        if line.get("isCompactSummary") is True and thread.boundary is not None:
+            self._flush_boundary(thread, _text_of(content))
+            return
+        self._flush_boundary(thread, None)
+        if line.get("isVisibleInTranscriptOnly") is True:
+            self.kinds["user line shown in the transcript only"] += 1  # never sent
+            return
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+        ):
+            self._results(line, thread, when, locator, uuid, content)
+            return
+        # a prompt (or a meta message): the response before it is complete
+        self._close(thread)
+        self._flush_results(thread)
+        if isinstance(content, str):
+            parts: list[dict[str, Any]] = [{"text": content}]
+        elif isinstance(content, list):
+            parts = [_user_block(b) for b in content]
+        else:
+            self.sink.skip(locator, "a user line without message content")
+            return
+        # a summary with no boundary before it (a 1.0 session continued from another)
+        # is sent like a meta message: it starts no turn
+        starts_turn = (
+            thread.branch is None
+            and self.file.role == "main"
+            and line.get("isMeta") is not True
+            and line.get("isCompactSummary") is not True
+        )
+        self._author(thread, _text_of(content))
+        event = self._new_event(thread, uuid, when, locator, {"author": "user"})
+        if starts_turn:
+            self.turns.append((event.epoch, uuid))
+            event.invocation_id = uuid
+        event.body["content"] = {"role": "user", "parts": parts}
+        self._emit(event)
+
+    def _results(
+        self,
+        line: dict[str, Any],
+        thread: _Thread,
+        when: float,
+        locator: str,
+        uuid: str,
+        content: list[Any],
+    ) -> None:
+        """Tool results join the thread's pending results event (parallel calls' results
+        are one event, as ADK stores them)."""
+        found = line.get("toolUseResult")
+        if isinstance(found, dict) and isinstance(found.get("agentId"), str):
+            for b in content:
+                if isinstance(b, dict) and b.get("tool_use_id") in self.task_calls:
+                    self.agent_types[found["agentId"]] = self.task_calls[b["tool_use_id"]]
+        if thread.results is None:
+            event = self._new_event(
+                thread, uuid, when, locator, {"author": self._author(thread, None)}
+            )
+            event.body["content"] = {"role": "user", "parts": []}
+            thread.results = event
+        parts = thread.results.body["content"]["parts"]
+        for b in content:
+            if not isinstance(b, dict):
+                continue
+            if b.get("type") == "tool_result":
+                call_id = b.get("tool_use_id")
+                name = (
+                    self.tool_names.get(call_id, "unknown")
+                    if isinstance(call_id, str)
+                    else ("unknown")
+                )
+                parts += _result_parts(b, name)
+            elif b.get("type") == "text" and isinstance(b.get("text"), str):
+                parts.append({"text": b["text"]})
+            else:
+                parts.append(_other(b))
+        thread.last = self._epoch(when)
+
+    def _flush_results(self, thread: _Thread) -> None:
+        if thread.results is not None:
+            event, thread.results = thread.results, None
+            self._emit(event)
+
+    # -- system lines: compaction, failed requests --------------------------------
+
+    def _system(
+        self,
+        line: dict[str, Any],
+        thread: _Thread,
+        when: float,
+        locator: str,
+        number: int,
+        stamp: Any,
+    ) -> None:
+        subtype = line.get("subtype")
+        if subtype == "compact_boundary":
+            self._close(thread)
+            self._flush_results(thread)
+            self._flush_boundary(thread, None)
+            self._boundary(line, thread, when, locator, number, stamp)
+        elif subtype == "api_error":
+            self._close(thread)
+            self._flush_results(thread)
+            self._failed(line, thread, when, locator, number, stamp, None)
+        else:
+            self.kinds[f"system {subtype}" if isinstance(subtype, str) else "system"] += 1
+
+    def _failed(
+        self,
+        line: dict[str, Any],
+        thread: _Thread,
+        when: float,
+        locator: str,
+        number: int,
+        stamp: Any,
+        text: str | None,
+    ) -> None:
+        uuid = _str(line.get("uuid")) or locator
+        if text is None:
+            code, message = _api_error(line.get("error"))
+        else:
+            code, message = _synthetic_error(line, text)
+        event = self._new_event(
+            thread,
+            uuid,
+            when,
+            locator,
+            {"author": self._author(thread, None), "error_code": code, "error_message": message},
+        )
+        usage = None
+        body = line.get("message")
+        if isinstance(body, dict):
+            usage = _usage(body.get("usage"))
+        details: dict[str, Any] = {
+            "line": number,
+            "timestamp": stamp if isinstance(stamp, str) else None,
+            "epoch": when,
+            "is_sidechain": line.get("isSidechain") is True,
+            "version": line.get("version") if isinstance(line.get("version"), str) else None,
+        }
+        if isinstance(body, dict):
+            details["message_id"] = body.get("id") if isinstance(body.get("id"), str) else None
+            details["model"] = body.get("model") if isinstance(body.get("model"), str) else None
+        self.sink.detail(self._detail(uuid, "failed", **details, **(usage or {})))
+        self._emit(event)
+
+    def _boundary(
+        self,
+        line: dict[str, Any],
+        thread: _Thread,
+        when: float,
+        locator: str,
+        number: int,
+        stamp: Any,
+    ) -> None:
+        """A compaction: everything of the thread before it is replaced by the summary
+        that the next line carries."""
+        uuid = _str(line.get("uuid")) or locator
+        start, end = thread.started, thread.last
+        event = self._new_event(thread, uuid, when, locator, {"author": "user"})
+        event.invocation_id = uuid  # a compaction is no turn
+        event.body["actions"] = {
+            "compaction": {
+                "start_timestamp": start if start is not None else event.epoch,
+                "end_timestamp": end if end is not None else event.epoch,
+            }
+        }
+        found = line.get("compactMetadata")
+        meta: dict[str, Any] = found if isinstance(found, dict) else {}
+        trigger = _str(meta.get("trigger"))
+        self.sink.detail(
+            self._detail(
+                uuid,
+                "compaction",
+                line=number,
+                timestamp=stamp if isinstance(stamp, str) else None,
+                epoch=when,
+                trigger=trigger,
+                pre_tokens=count(meta.get("preTokens")),
+                version=line.get("version") if isinstance(line.get("version"), str) else None,
+                is_sidechain=line.get("isSidechain") is True,
+            )
+        )
+        thread.boundary = event
+        thread.started = None
+
+    def _flush_boundary(self, thread: _Thread, summary: str | None) -> None:
+        """Emit a waiting compaction, with its summary when the line after it held one."""
+        event = thread.boundary
+        if event is None:
+            return
+        thread.boundary = None
+        if summary is not None:
+            event.body["actions"]["compaction"]["compacted_content"] = {
+                "role": "user",
+                "parts": [{"text": summary}],
+            }
+        self._emit(event)

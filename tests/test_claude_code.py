@@ -1,0 +1,570 @@
+"""Claude Code transcripts: read by `forensics ingest claude-code`, on the real files in
+shared/real_data (skipped when absent) and on small transcripts written here, line by
+line in Claude Code's shape, for what the real files lack (bad lines, failed requests,
+parallel results, long-context requests).
+
+Expected figures are computed here from the files themselves, by a reading of the
+format written for the test (one call per message.id and requestId, its largest usage),
+never copied from the toolkit's output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from forensics import api
+from forensics.cli import app
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "real_data" / "claude_code"
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_data is absent")
+runner = CliRunner()
+
+
+# ---------------------------------------------------------------------------
+# An independent reading of the files: the figures the tests expect
+# ---------------------------------------------------------------------------
+
+
+def reference_usage(projects: Path) -> dict[tuple[str, str], dict[str, int]]:
+    """Per (project, session the file belongs to): the sums of each usage field over its
+    calls, a call being one (message.id, requestId) with its largest usage."""
+    best: dict[tuple[str, str, str, str], dict[str, int]] = {}
+    for path in sorted(projects.rglob("*.jsonl")):
+        rel = path.relative_to(projects).parts
+        project = rel[0]
+        for raw in path.read_text(encoding="utf-8").splitlines():
+            line = json.loads(raw)
+            if line.get("type") != "assistant" or line.get("isApiErrorMessage"):
+                continue
+            message = line["message"]
+            usage = message.get("usage")
+            if not usage:
+                continue
+            if len(rel) == 2 and not rel[1].startswith("agent-"):
+                session = path.stem
+            elif "subagents" in rel:
+                session = rel[1]
+            else:
+                session = line["sessionId"]
+            key = (project, session, message["id"], line.get("requestId") or "")
+            counts = {
+                "input": usage["input_tokens"],
+                "output": usage["output_tokens"],
+                "read": usage.get("cache_read_input_tokens", 0),
+                "write": usage.get("cache_creation_input_tokens", 0),
+            }
+            if key not in best or sum(counts.values()) > sum(best[key].values()):
+                best[key] = counts
+    sums: dict[tuple[str, str], dict[str, int]] = defaultdict(
+        lambda: {"input": 0, "output": 0, "read": 0, "write": 0, "calls": 0}
+    )
+    for (project, session, _, _), counts in best.items():
+        total = sums[(project, session)]
+        for k, v in counts.items():
+            total[k] += v
+        total["calls"] += 1
+    return dict(sums)
+
+
+def stored_usage(db: Path) -> dict[tuple[str, str], dict[str, int]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT app_name, session_id, sum(input_tokens), sum(output_tokens), "
+            "sum(cache_read_tokens), sum(cache_creation_tokens), count(*) "
+            "FROM transcript_events WHERE kind = 'call' GROUP BY ALL"
+        ).fetchall()
+    finally:
+        con.close()
+    return {
+        (a, s): {"input": i, "output": o, "read": r, "write": w, "calls": n}
+        for a, s, i, o, r, w, n in rows
+    }
+
+
+# ---------------------------------------------------------------------------
+# Real transcripts
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not REAL.is_dir():
+        pytest.skip("shared/real_data is absent")
+    db = tmp_path_factory.mktemp("cc") / "cc.duckdb"
+    result = api.ingest_claude_code(db, [REAL])
+    assert result.rows_skipped == 0, result.skips[:3]
+    return db
+
+
+@needs_real
+def test_real_usage_is_one_call_per_response_with_its_final_usage(real_store: Path) -> None:
+    expected = reference_usage(REAL / "projects")
+    assert stored_usage(real_store) == expected
+    # the streaming placeholders are real: a response's first line often carries less
+    # output than its last, and the stored call keeps the last
+    first: dict[str, int] = {}
+    for path in (REAL / "projects").rglob("*.jsonl"):
+        for raw in path.read_text().splitlines():
+            line = json.loads(raw)
+            if line.get("type") == "assistant" and line["message"].get("usage"):
+                first.setdefault(line["message"]["id"], line["message"]["usage"]["output_tokens"])
+    assert sum(first.values()) < sum(v["output"] for v in expected.values())
+
+
+@needs_real
+def test_real_calls_measure_their_windows(real_store: Path) -> None:
+    calls = api.calls(real_store, api.Selection(session="258c7280-ae70-4798-800f-63464d01a85d"))
+    agent = calls.filter(pl.col("kind") == "agent")
+    # input + cache reads + cache writes: every call is measured
+    assert agent["occupancy_source"].unique().to_list() == ["measured"]
+    con = duckdb.connect(str(real_store), read_only=True)
+    try:
+        (prompt,) = con.execute(
+            "SELECT sum(input_tokens + cache_read_tokens + cache_creation_tokens) "
+            "FROM transcript_events WHERE kind = 'call' AND session_id LIKE '258c%' "
+            "AND model <> '<synthetic>'"
+        ).fetchone()
+    finally:
+        con.close()
+    assert calls["occupancy_measured"].sum() == prompt
+    # a subagent's calls are its own thread, named by the Task call that started it
+    agents = set(calls["agent"].to_list())
+    assert {"main", "claude-code-guide", "summarizer"} <= agents
+
+
+@needs_real
+def test_real_compaction_boundaries(real_store: Path) -> None:
+    frame = api.compaction(real_store)
+    assert frame.height == 3
+    spotter = frame.filter(pl.col("session_id") == "258c7280-ae70-4798-800f-63464d01a85d")
+    row = spotter.row(0, named=True)
+    assert row["summary_in_next_request"] is True
+    assert row["raw_in_range_sent_next"] == 0
+    assert row["raw_events_in_range"] > 100
+    # the window shrank: the main thread's next call after the boundary is far below the
+    # preTokens Claude Code logged, and the summarizer (the acompact agent) read them
+    calls = api.calls(real_store, api.Selection(session="258c7280-ae70-4798-800f-63464d01a85d"))
+    after = calls.filter(pl.col("call_id") == row["next_call_id"])["occupancy_measured"].item()
+    boundary = _detail(real_store, row["compaction_event_id"])
+    assert boundary["trigger"] == "auto" and boundary["pre_tokens"] == 167094
+    assert after < boundary["pre_tokens"] / 3
+
+
+def _detail(db: Path, event_id: str) -> dict[str, Any]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cur = con.execute("SELECT * FROM transcript_events WHERE event_id = ?", [event_id])
+        names = [d[0] for d in cur.description]
+        return dict(zip(names, cur.fetchone(), strict=True))
+    finally:
+        con.close()
+
+
+@needs_real
+def test_real_inline_sidechains_are_threads_of_their_own(real_store: Path) -> None:
+    con = duckdb.connect(str(real_store), read_only=True)
+    try:
+        branches = con.execute(
+            "SELECT count(DISTINCT branch) FROM events "
+            "WHERE session_id LIKE 'fe5e1c67%' AND branch LIKE 'sidechain-%'"
+        ).fetchone()[0]
+        starts = con.execute(
+            "SELECT count(*) FROM events WHERE session_id LIKE 'fe5e1c67%' "
+            "AND branch LIKE 'sidechain-%' AND author = 'user'"
+        ).fetchone()[0]
+    finally:
+        con.close()
+    roots = sum(
+        1
+        for line in (REAL / "projects/sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl")
+        .read_text()
+        .splitlines()
+        if '"isSidechain":true' in line and '"parentUuid":null' in line
+    )
+    assert branches == roots == starts
+
+
+@needs_real
+def test_real_cost_is_exact_and_matches_the_stored_usage(real_store: Path) -> None:
+    by_day = api.cost(real_store, by="day")
+    assert set(by_day["cost_source"]) == {"priced"}
+    assert by_day["cost_usd_low"].to_list() == by_day["cost_usd_high"].to_list()
+    expected = reference_usage(REAL / "projects")
+    writes = sum(v["write"] for v in expected.values())
+    assert by_day["cache_write_tokens"].sum() == writes
+
+
+@needs_real
+def test_ingest_is_idempotent_and_reads_claude_config_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "x.duckdb"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(REAL))
+    out = runner.invoke(app, ["ingest", "claude-code", "--db", str(db)])
+    assert out.exit_code == 0, out.output
+    first = api.ingests(db).row(0, named=True)
+    sessions = api.sessions(db).height
+    again = runner.invoke(app, ["ingest", "claude-code", "--db", str(db), "-f", "json"])
+    record = json.loads(again.stdout)[0]
+    assert record["rows_read"] == 0
+    assert record["notes"]["sessions_unchanged"] == sessions
+    full = runner.invoke(app, ["ingest", "claude-code", "--full", "--db", str(db), "-f", "json"])
+    record = json.loads(full.stdout)[0]
+    assert record["rows_loaded"] == 0
+    assert record["rows_already_stored"] == first["rows_loaded"]
+    # a file that changed is read again, its session whole: only its new line is new
+    target = REAL / "projects" / "agentlogs-fixtures" / "crud.jsonl"
+    copy = tmp_path / "cfg" / "projects" / "agentlogs-fixtures"
+    copy.mkdir(parents=True)
+    (copy / "crud.jsonl").write_text(target.read_text())
+    db2 = tmp_path / "y.duckdb"
+    api.ingest_claude_code(db2, [tmp_path / "cfg"])
+    with (copy / "crud.jsonl").open("a") as f:
+        f.write(json.dumps({"type": "user", "timestamp": "2025-10-12T22:00:00.000Z",
+                            "uuid": "u-new", "message": {"role": "user", "content": "more"}},
+                           separators=(",", ":")) + "\n")  # fmt: skip
+    grown = api.ingest_claude_code(db2, [tmp_path / "cfg"])
+    assert grown.rows_loaded == 1 and grown.rows_already_stored == grown.rows_read - 1
+
+
+# ---------------------------------------------------------------------------
+# Transcripts written here: what real files lack
+# ---------------------------------------------------------------------------
+
+
+class Transcript:
+    """Lines of one Claude Code session file, in its shape (compact JSON, one content
+    block per assistant line, usage repeated on every line of a response)."""
+
+    def __init__(self, session: str = "s-1", version: str = "2.1.39", start: int = 0):
+        self.session = session
+        self.version = version
+        self.lines: list[str] = []
+        self.n = 0
+        self.second = start
+        self.parent: str | None = None
+
+    def _stamp(self) -> str:
+        self.second += 1
+        minutes, seconds = divmod(self.second, 60)
+        hours, minutes = divmod(minutes, 60)
+        return f"2026-11-16T{10 + hours:02d}:{minutes:02d}:{seconds:02d}.000Z"
+
+    def _uuid(self) -> str:
+        self.n += 1
+        return f"00000000-0000-4000-8000-{self.n:012d}"
+
+    def _line(self, kind: str, **fields: Any) -> dict[str, Any]:
+        uuid = self._uuid()
+        line = {
+            "parentUuid": self.parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": "/home/dev/p",
+            "sessionId": self.session,
+            "version": self.version,
+            "gitBranch": "main",
+            "type": kind,
+            **fields,
+            "uuid": uuid,
+            "timestamp": self._stamp(),
+        }
+        self.parent = uuid
+        return line
+
+    def raw(self, text: str) -> None:
+        self.lines.append(text)
+
+    def add(self, line: dict[str, Any]) -> None:
+        self.lines.append(json.dumps(line, separators=(",", ":")))
+
+    def prompt(self, text: str) -> None:
+        self.add(self._line("user", message={"role": "user", "content": text}))
+
+    def response(
+        self,
+        mid: str,
+        blocks: list[dict[str, Any]],
+        usage: dict[str, Any],
+        *,
+        placeholder: int = 10,
+        model: str = "claude-sonnet-4-5-20250929",
+        between: dict[int, list[dict[str, Any]]] | None = None,
+    ) -> None:
+        """One response, a line per block; every line but the last with a placeholder
+        output count; `between[i]`: tool results written after block i."""
+        for i, block in enumerate(blocks):
+            last = i == len(blocks) - 1
+            shown = dict(usage) if last else {**usage, "output_tokens": placeholder}
+            message = {"model": model, "id": mid, "type": "message", "role": "assistant",
+                       "content": [block], "stop_reason": None, "usage": shown}  # fmt: skip
+            self.add(self._line("assistant", message=message, requestId=f"req_{mid}"))
+            for result in (between or {}).get(i, []):
+                self.results([result])
+
+    def results(self, blocks: list[dict[str, Any]]) -> None:
+        self.add(self._line("user", message={"role": "user", "content": blocks}))
+
+    def write(self, folder: Path, project: str = "-home-dev-p") -> Path:
+        target = folder / "projects" / project / f"{self.session}.jsonl"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(self.lines) + "\n", encoding="utf-8")
+        return target
+
+
+def usage(inp: int, read: int, write: int, out: int, *, hour: bool = True) -> dict[str, Any]:
+    return {
+        "input_tokens": inp,
+        "cache_creation_input_tokens": write,
+        "cache_read_input_tokens": read,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": 0 if hour else write,
+            "ephemeral_1h_input_tokens": write if hour else 0,
+        },
+        "output_tokens": out,
+        "service_tier": "standard",
+    }
+
+
+def tool_use(call_id: str, name: str, **args: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": args}
+
+
+def tool_result(call_id: str, text: str) -> dict[str, Any]:
+    return {"tool_use_id": call_id, "type": "tool_result", "content": text}
+
+
+def _ingest(folder: Path, db: Path) -> api.IngestResult:
+    return api.ingest_claude_code(db, [folder])
+
+
+def test_placeholders_parallel_results_and_growth(tmp_path: Path) -> None:
+    t = Transcript()
+    t.prompt("look at the orders")
+    big = json.dumps({"orders": [{"id": i, "notes": "x" * 900} for i in range(40)]})
+    t.response(
+        "msg_a",
+        [
+            {"type": "text", "text": "Reading both."},
+            tool_use("t1", "Read", file="a"),
+            tool_use("t2", "mcp__store__orders", customer="c-1"),
+        ],  # fmt: skip
+        usage(3, 0, 20_000, 120),
+        between={1: [tool_result("t1", "small file")], 2: [tool_result("t2", big)]},
+    )
+    t.response("msg_b", [{"type": "text", "text": "Done."}], usage(2, 20_000, 11_000, 40))
+    t.write(tmp_path)
+    db = tmp_path / "s.duckdb"
+    result = _ingest(tmp_path, db)
+    assert result.rows_skipped == 0
+    calls = api.calls(db, "s-1")
+    assert calls["occupancy_measured"].to_list() == [20_003, 31_002]
+    # the final usage, never the placeholder
+    costs = api.cost(db, "s-1", by="call")
+    assert costs["output_tokens"].to_list() == [120, 40]
+    # the two results arrived between the response's own lines: one results event, both
+    # carried by msg_b; the big one grew the window most (split by size)
+    growth = api.growth(db)
+    assert growth["tool_name"].to_list()[0] == "mcp__store__orders"
+    assert growth["occupancy_before"].to_list() == [20_003, 20_003]
+    assert growth["occupancy_after"].to_list() == [31_002, 31_002]
+    assert growth["growth_tokens"].sum() == 31_002 - 20_003
+
+
+def test_one_hour_writes_are_priced_at_the_one_hour_rate(tmp_path: Path) -> None:
+    t = Transcript()
+    t.prompt("hi")
+    t.response("msg_a", [{"type": "text", "text": "hello"}], usage(10, 0, 1_000_000, 100))
+    t.write(tmp_path)
+    db = tmp_path / "s.duckdb"
+    _ingest(tmp_path, db)
+    row = api.cost(db, "s-1", by="call").row(0, named=True)
+    assert row["cache_write_tokens"] == 1_000_000 and row["cache_write_1h_tokens"] == 1_000_000
+    assert row["cache_write_source"] == "transcript (measured)"
+    assert row["cost_source"] == "priced"
+    # Sonnet 4.5: input $3/MTok; a 1-hour write at 2x input, tier above 200k: the provider
+    # bills the whole request at the long-context rates (6, 12, 22.5)
+    assert row["tier_above"] == 200_000
+    expected = (
+        Decimal(10) * 6 / 10**6
+        + Decimal(1_000_000) * 12 / 10**6
+        + Decimal(100) * Decimal("22.5") / 10**6
+    )
+    assert row["cost_usd_low"] == row["cost_usd_high"] == expected
+
+
+def test_ccusage_rules_tier_each_field_on_its_excess(tmp_path: Path) -> None:
+    t = Transcript()
+    t.prompt("hi")
+    t.response("msg_a", [{"type": "text", "text": "hello"}],
+               usage(10, 250_000, 300_000, 100, hour=False))  # fmt: skip
+    t.write(tmp_path)
+    db = tmp_path / "s.duckdb"
+    _ingest(tmp_path, db)
+    row = api.cost_ccusage(db, by="day").row(0, named=True)
+    per = Decimal(10) ** -6
+    # 5-minute writes: 3.75 up to 200k, 7.5 above; reads: 0.3, 0.6 above; input, output
+    # below 200k at the base rates (genai-prices' Sonnet 4.5 under ccusage's rules)
+    expected = (
+        Decimal(10) * 3 * per
+        + Decimal(100) * 15 * per
+        + (200_000 * Decimal("3.75") + 100_000 * Decimal("7.5")) * per
+        + (200_000 * Decimal("0.3") + 50_000 * Decimal("0.6")) * per
+    )
+    assert row["cost_usd"] == expected
+    assert row["cache_creation_tokens"] == 300_000 and row["entries"] == 1
+    # the provider's rule: the whole request at the long-context rates
+    provider = api.cost(db, by="day").row(0, named=True)["cost_usd_low"]
+    assert provider == (
+        Decimal(10) * 6 + Decimal(100) * Decimal("22.5") + 300_000 * Decimal("7.5")
+        + 250_000 * Decimal("0.6")
+    ) * per  # fmt: skip
+
+
+def test_bad_lines_are_skipped_by_place_and_the_rest_loads(tmp_path: Path) -> None:
+    t = Transcript()
+    t.prompt("hi")
+    t.raw('{"parentUuid":null,"type":"user","message":')  # truncated
+    t.raw("[1, 2]")
+    t.raw('{"type":"assistant","timestamp":"yesterday","message":{}}')
+    t.raw('{"type":"assistant","timestamp":"2026-11-16T10:00:09.000Z"}')
+    t.raw('{"type":"mystery","timestamp":"2026-11-16T10:00:09.000Z"}')
+    t.response("msg_a", [{"type": "text", "text": "hello"}], usage(1, 0, 500, 5))
+    path = t.write(tmp_path)
+    with path.open("ab") as f:
+        f.write(b'{"type":"user","message":{"content":"caf\xe9"}}\n')
+        f.write(b'{"type":"user","message":{"role":"user","content":"cut')  # no newline
+    db = tmp_path / "s.duckdb"
+    result = _ingest(tmp_path, db)
+    rel = str(path)
+    reasons = {s.locator: s.reason for s in result.skips}
+    assert reasons == {
+        f"{rel}:2": "not valid JSON: Expecting value at column 44",
+        f"{rel}:3": "not a JSON object",
+        f"{rel}:4": "timestamp: not a time: 'yesterday'",
+        f"{rel}:5": "an assistant line without a message object",
+        f"{rel}:8": "not UTF-8 text (byte 41 of the line)",
+        f"{rel}:9": "not valid JSON: Unterminated string starting at column 51",
+    }
+    assert result.notes["lines_not_events"] == {"mystery": 1}
+    assert api.calls(db, "s-1")["occupancy_measured"].to_list() == [501]
+
+
+def test_failed_requests_and_a_context_failure(tmp_path: Path) -> None:
+    t = Transcript()
+    t.prompt("go")
+    t.add(t._line("system", subtype="api_error", level="error",
+                  error={"status": 529, "headers": {}, "requestID": None,
+                         "error": {"type": "error", "error": {"type": "overloaded_error",
+                                                              "message": "Overloaded"}}},
+                  retryInMs=500.0, retryAttempt=1, maxRetries=10))  # fmt: skip
+    t.response("msg_a", [{"type": "text", "text": "ok"}], usage(3, 0, 150_000, 5))
+    t.prompt("and more")
+    text = (
+        'API Error: 400 {"type":"error","error":{"type":"invalid_request_error",'
+        '"message":"prompt is too long: 213456 tokens > 200000 maximum"}}'
+    )
+    t.add(t._line("assistant", isApiErrorMessage=True, message={
+        "id": "a4e1", "model": "<synthetic>", "role": "assistant", "type": "message",
+        "usage": usage(0, 0, 0, 0), "content": [{"type": "text", "text": text}]}))  # fmt: skip
+    t.write(tmp_path)
+    db = tmp_path / "s.duckdb"
+    _ingest(tmp_path, db)
+    calls = api.calls(db, "s-1")
+    assert calls["kind"].to_list() == ["failed", "agent", "failed"]
+    assert calls["error_code"].to_list() == ["overloaded_error", None, "invalid_request_error"]
+    failures = api.context_failures(db)
+    assert failures.height == 1
+    row = failures.row(0, named=True)
+    assert row["logged_tokens"] == 213_456 and row["turn"] == 2
+    # failed requests cost nothing, and ccusage counts the synthetic line's zero usage
+    assert api.cost(db, "s-1", by="call")["cost_source"].to_list() == ["failed", "priced", "failed"]
+    assert api.cost_ccusage(db, by="day").row(0, named=True)["entries"] == 2
+
+
+def test_subagent_files_and_the_compaction_summarizer(tmp_path: Path) -> None:
+    main = Transcript("s-2")
+    main.prompt("explore")
+    prompt = "Find the slow query"
+    main.response("msg_a", [tool_use("t1", "Task", description="d", subagent_type="Explore",
+                                     prompt=prompt)], usage(3, 0, 9_000, 20))  # fmt: skip
+    sub = Transcript("s-2", start=2)
+    sub.prompt(prompt)
+    sub.response("msg_s", [{"type": "text", "text": "found"}], usage(4, 0, 5_000, 8),
+                 model="claude-haiku-4-5-20251001")  # fmt: skip
+    main.second = 5
+    main.results([tool_result("t1", "found it")])
+    main.response("msg_b", [{"type": "text", "text": "summary"}], usage(2, 9_000, 100, 9))
+    compact = Transcript("s-2", start=7)
+    compact.prompt("Your task is to create a detailed summary of the conversation so far")
+    compact.response("msg_c", [{"type": "text", "text": "<summary>"}], usage(3, 9_102, 50, 6))
+    main.second = 9
+    main.add(main._line("system", subtype="compact_boundary", content="Conversation compacted",
+                        compactMetadata={"trigger": "manual", "preTokens": 9_102}))  # fmt: skip
+    main.add(
+        main._line(
+            "user",
+            isCompactSummary=True,
+            isVisibleInTranscriptOnly=True,
+            message={"role": "user", "content": "This session is continued: s"},
+        )
+    )
+    main.prompt("next")
+    main.response("msg_d", [{"type": "text", "text": "ok"}], usage(2, 0, 1_500, 3))
+    main.write(tmp_path)
+    folder = tmp_path / "projects" / "-home-dev-p" / "s-2" / "subagents"
+    folder.mkdir(parents=True)
+    (folder / "agent-a1b2c3d.jsonl").write_text("\n".join(sub.lines) + "\n")
+    (folder / "agent-acompact-0f0f0f.jsonl").write_text("\n".join(compact.lines) + "\n")
+    db = tmp_path / "s.duckdb"
+    _ingest(tmp_path, db)
+    calls = api.calls(db, "s-2")
+    assert calls.select("agent", "kind", "occupancy_measured").rows() == [
+        ("main", "agent", 9_003),
+        ("Explore", "agent", 5_004),
+        ("main", "agent", 9_102),
+        ("summarizer", "summarizer", 9_155),
+        ("main", "agent", 1_502),
+    ]
+    comp = api.compaction(db).row(0, named=True)
+    assert comp["summary_in_next_request"] is True and comp["raw_in_range_sent_next"] == 0
+    # the summarizer's usage is the compaction's; the subagent's events are not in range
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        tokens = con.execute(
+            "SELECT summarizer_prompt_tokens, raw_events_in_range FROM fact_compactions"
+        ).fetchone()
+    finally:
+        con.close()
+    assert tokens == (9_155, 4)
+    # ccusage's sessions are its files' paths: the subagents count towards s-2
+    sessions = api.cost_ccusage(db, by="session")
+    assert sessions["session_id"].to_list() == ["s-2"]
+    assert sessions["entries"].item() == 5
+
+
+def test_cli_errors_name_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = runner.invoke(app, ["ingest", "claude-code", str(tmp_path / "nope")])
+    assert out.exit_code == 1
+    assert f"Error: no such file or folder: {tmp_path / 'nope'}" in out.output
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "empty"))
+    out = runner.invoke(app, ["ingest", "claude-code", "--db", str(tmp_path / "x.duckdb")])
+    assert out.exit_code == 1
+    assert "no Claude Code transcripts found" in out.output
+    out = runner.invoke(app, ["cost", "--by", "agent", "--ccusage-compatible",
+                              "--db", str(tmp_path / "x.duckdb")])  # fmt: skip
+    assert out.exit_code == 1
+    assert "--ccusage-compatible totals by day or by session" in out.output
+    out = runner.invoke(app, ["cost", "--source", "codex", "--db", str(tmp_path / "x.duckdb")])
+    assert out.exit_code == 1
+    assert "--source 'codex' is not a family" in out.output
