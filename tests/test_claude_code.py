@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -256,9 +257,8 @@ class Transcript:
 
     def _stamp(self) -> str:
         self.second += 1
-        minutes, seconds = divmod(self.second, 60)
-        hours, minutes = divmod(minutes, 60)
-        return f"2026-11-16T{10 + hours:02d}:{minutes:02d}:{seconds:02d}.000Z"
+        when = datetime(2026, 11, 16, 10, tzinfo=UTC) + timedelta(seconds=self.second)
+        return when.strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
     def _uuid(self) -> str:
         self.n += 1

@@ -1,0 +1,124 @@
+"""`forensics ingest claude-code` and `cost --by day` against ccusage's native binary,
+on generated transcripts of growing size: seconds and peak RSS of each, in one run.
+
+    python tests/benchmarks/bench_claude_code.py --ccusage /path/with/node_modules
+    python tests/benchmarks/bench_claude_code.py --scale 105 --scale 1050   # ~200 MB, ~2 GB
+
+The transcripts are the bundled sample's scenario written N times by its generator
+(sample_data/generate_claude_code.py --scale N: fresh ids, shifted days), so every
+call is distinct. For each size, each command runs in a process of its own (peak RSS
+is that process's ru_maxrss, as bench_ingest.run_child measures it):
+
+(a) `ccusage claude daily --offline --json -z UTC` (its native binary, run directly;
+    CLAUDE_CONFIG_DIR at the set): the totals only;
+(b) `forensics ingest claude-code SET --db NEW`: the transcripts into a new store, the
+    facts (windows, growth, compaction) built;
+(c) `forensics cost --by day` on that store: the provider's bill;
+(d) `forensics cost --by day --ccusage-compatible --ccusage INSTALL`: ccusage's totals;
+(e) (b) again, nothing changed: the files' sizes and times say nothing is to be read.
+
+The issue's target: (b) + (c) within 3x of (a), and flat memory. Prints the figures;
+asserts nothing. Without --ccusage, ccusage 20.0.24 is installed from npm into the
+work folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench_ingest import forensics_cmd, run_child, tail  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+GENERATOR = ROOT / "sample_data" / "generate_claude_code.py"
+VERSION = "20.0.24"
+
+
+def install(workdir: Path) -> Path:
+    folder = workdir / "ccusage"
+    folder.mkdir(exist_ok=True)
+    npm = shutil.which("npm")
+    if npm is None:
+        raise SystemExit("npm not found: give --ccusage")
+    subprocess.run(
+        [npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(folder),
+         f"ccusage@{VERSION}", f"@ccusage/ccusage-linux-x64@{VERSION}"],
+        check=True, capture_output=True, timeout=600,
+    )  # fmt: skip
+    return folder
+
+
+def native(install_dir: Path) -> Path:
+    binary = install_dir / "node_modules" / "@ccusage" / "ccusage-linux-x64" / "bin" / "ccusage"
+    binary.chmod(0o755)
+    return binary
+
+
+def generate(scale: int, workdir: Path) -> tuple[Path, int, int]:
+    out = workdir / f"scale-{scale}"
+    if not (out / "claude_code").is_dir():
+        subprocess.run(
+            [sys.executable, str(GENERATOR), "--scale", str(scale), "--out", str(out), "--quiet"],
+            check=True,
+        )
+    files = list((out / "claude_code" / "projects").rglob("*.jsonl"))
+    size = sum(f.stat().st_size for f in files)
+    lines = 0
+    for f in files:
+        with f.open("rb") as handle:
+            lines += sum(1 for _ in handle)
+    return out / "claude_code", size, lines
+
+
+def row(label: str, rc: int, seconds: float, rss: int, err: str) -> str:
+    if rc != 0:
+        return f"  {label:<52} failed ({rc}): {tail(err, 3)}"
+    return f"  {label:<52} {seconds:8.2f} s  {rss / 1024:8.0f} MB peak RSS"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scale", type=int, action="append", help="copies of the scenario")
+    ap.add_argument("--ccusage", type=Path, help="a folder holding node_modules with ccusage")
+    ap.add_argument("--workdir", type=Path, default=None)
+    args = ap.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-claude-code-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    installed = args.ccusage or install(workdir)
+    binary = native(installed)
+    forensics = forensics_cmd()
+    print(f"work folder {workdir}; ccusage {VERSION} at {binary}", flush=True)
+    for scale in args.scale or [105, 1050]:
+        folder, size, lines = generate(scale, workdir)
+        db = workdir / f"scale-{scale}.duckdb"
+        db.unlink(missing_ok=True)
+        print(f"\nscale {scale}: {size / 1e6:,.0f} MB of transcripts, {lines:,} lines", flush=True)
+        env_cmd = ["env", f"CLAUDE_CONFIG_DIR={folder}", "TZ=UTC"]
+        for label, cmd in (
+            ("(a) ccusage claude daily --offline --json",
+             [*env_cmd, str(binary), "claude", "daily", "--offline", "--json", "-z", "UTC"]),
+            ("(b) forensics ingest claude-code",
+             [*forensics, "ingest", "claude-code", str(folder), "--db", str(db)]),
+            ("(c) forensics cost --by day",
+             [*forensics, "cost", "--by", "day", "--db", str(db), "-f", "json"]),
+            ("(d) forensics cost --by day --ccusage-compatible",
+             [*forensics, "cost", "--by", "day", "--ccusage-compatible", "--ccusage",
+              str(installed), "--db", str(db), "-f", "json"]),
+            ("(e) forensics ingest claude-code, unchanged",
+             [*forensics, "ingest", "claude-code", str(folder), "--db", str(db)]),
+        ):  # fmt: skip
+            rc, seconds, rss, _, err = run_child(cmd)
+            print(row(label, rc, seconds, rss, err), flush=True)
+        print(f"  store {db.stat().st_size / 1e6:,.1f} MB", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
