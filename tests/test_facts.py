@@ -230,6 +230,7 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
                  RELEASE / "sessions.db", stress / DB_FILE):  # fmt: skip
         api.ingest_sqlite(db, path)
     api.ingest_traces(db, [RELEASE / "trace.otlp.json"])
+    api.ingest_claude_code(db, [SAMPLES / "claude_code"])  # another family's window rules
     with api.using(db, read_only=False) as s:  # an app name a partition path must encode
         for table in ("sessions", "events", "parts", "session_releases"):
             s.run(f"UPDATE {table} SET app_name = ? WHERE app_name = 'shop'", [HOSTILE_APP])  # noqa: S608
@@ -294,6 +295,10 @@ def test_spark_and_the_local_engine_build_identical_facts(export: Path, tmp_path
         assert_frame_equal(spark_sql, local, check_exact=True)
     assert ours["fact_calls"].filter(pl.col("window_source") == "traced").height > 0
     assert HOSTILE_APP in theirs["fact_sessions"]["app_name"].to_list()
+    # Claude Code sessions were rebuilt by their own rules there too (their family read
+    # from the export's sessions)
+    claude = theirs["fact_sessions"].filter(pl.col("user_id") == "claude-code")
+    assert claude.height > 0 and all(r.endswith("claude-code rules") for r in claude["rules"])
     manifest = json.loads((tmp_path / "spark" / "manifest.json").read_text())
     assert manifest["engine"] == "spark" and manifest["master"] == "local[2]"
     # the same ratios sized both: fitted, traced and default ones, from the same samples
