@@ -391,7 +391,14 @@ def ingest_claude_code(
         source = ClaudeCodeSource([Path(p) for p in paths], user=user or DEFAULT_USER, known=known)
         # incremental by file, not by watermark: a session is read again when one of its
         # files changed
-        result = ingest(target, source, filters=filters, incremental=False, progress=progress)
+        result = ingest(
+            target,
+            source,
+            filters=filters,
+            incremental=False,
+            progress=progress,
+            commit_each_batch=True,  # a user's folders have no size bound
+        )
         return _refreshed(target, result)
 
 

@@ -568,3 +568,38 @@ def test_cli_errors_name_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     out = runner.invoke(app, ["cost", "--source", "codex", "--db", str(tmp_path / "x.duckdb")])
     assert out.exit_code == 1
     assert "--source 'codex' is not a family" in out.output
+
+
+def test_an_interrupted_ingest_keeps_its_batches_and_the_next_loads_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from forensics.sources.base import EventBatcher
+    from forensics.sources.files import claude_code
+
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "claude_code"
+    clean = tmp_path / "clean.duckdb"
+    whole = api.ingest_claude_code(clean, [sample]).rows_loaded
+    read = claude_code.read_lines
+    opened: list[Path] = []
+
+    def stopping(path: Path, skip: Any) -> Any:
+        opened.append(path)
+        if len(opened) == 4:
+            raise KeyboardInterrupt
+        return read(path, skip)
+
+    monkeypatch.setattr(claude_code, "read_lines", stopping)
+    monkeypatch.setattr(claude_code, "EventBatcher", lambda: EventBatcher(size=10))
+    db = tmp_path / "cut.duckdb"
+    with pytest.raises(KeyboardInterrupt):
+        api.ingest_claude_code(db, [sample])
+    cut = api.ingests(db).row(0, named=True)
+    assert cut["status"] == "interrupted" and 0 < cut["rows_loaded"] < whole
+    assert "kept" in cut["error"]
+    monkeypatch.undo()
+    rest = api.ingest_claude_code(db, [sample])
+    assert rest.rows_loaded == whole - cut["rows_loaded"]
+    assert api.cost(db, by="day").equals(api.cost(clean, by="day"))
+    # the sessions committed before the stop were stored as Claude Code's
+    assert set(api.sessions(db)["session_id"]) == set(api.sessions(clean)["session_id"])
+    assert api.calls(db).equals(api.calls(clean))

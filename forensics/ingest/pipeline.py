@@ -40,11 +40,17 @@ def ingest(
     incremental: bool = True,
     progress: Progress | None = None,
     release: Release | None = None,
+    commit_each_batch: bool = False,
 ) -> IngestResult:
     """Load every batch of `source` in one transaction; a failure commits nothing.
 
     `release` (from `--adk-version`) is recorded for every session the run read;
     without it, a release the rows themselves bound (V0 pickles) is recorded.
+
+    `commit_each_batch`: each batch in a transaction of its own, for sources whose size
+    has no bound (DuckDB holds a transaction's uncommitted rows in memory whatever its
+    memory limit); a failure keeps what was committed, and the same run again stores
+    only the rest (an event is stored once).
 
     A failed run is still written to the ledger (status `failed`, with the error)
     in a transaction of its own, so the ledger tells what was tried.
@@ -65,63 +71,100 @@ def ingest(
         watermark_before=since,
         incremental=incremental,
     )
-    started = ledger.now()
-    clock = time.monotonic()
-    label = f"{source.kind}:{source.location}"
+    run = _Run(store, source, result, release, progress)
     with store.memory_limit(INGEST_MEMORY_LIMIT):
         try:
-            with store.transaction():
-                seen: set[tuple[str, str, str]] = set()
-                conflicts: list[int] = []
+            if commit_each_batch:
                 for batch in prefetch(_normalized(source, since)):
-                    if release is not None:
-                        seen |= _keys(batch.events)
-                    result.rows_read += batch.rows_read
-                    result.skips.extend(batch.skipped)
-                    result.rows_loaded += insert_batch(
-                        store,
-                        events=batch.events,
-                        parts=batch.parts,
-                        sessions=batch.sessions,
-                        ingest_id=result.ingest_id,
-                        source=label,
-                        conflicts=conflicts,
-                    )
-                    for name, table in batch.side.items():
-                        insert_side(store, name, table, result.ingest_id)
-                    if batch.newest is not None:
-                        result.watermark = max(batch.newest, result.watermark or batch.newest)
-                    if progress:
-                        progress(result)
-                sources = getattr(source, "session_sources", None)
-                if sources is not None:
-                    set_session_sources(store, sources(), result.ingest_id)
-                family = getattr(source, "family", None)
-                if family is not None:
-                    set_session_family(store, family, result.ingest_id)
-                found = _releases(source, seen, release)
-                insert_releases(store, found, result.ingest_id)
-                result.seconds = time.monotonic() - clock
-                result.notes = dict(source.notes)
-                if found:
-                    result.notes["adk_release"] = _release_note(found)
-                if sum(conflicts):
-                    result.notes["conflicting_events"] = (
-                        f"{sum(conflicts):,} events already stored with other content (time, "
-                        "size, author or turn): the first stored was kept"
-                    )
-                ledger.write(store, result, started, ledger.now(), "ok", None)
-                # the commit writes the whole transaction's rows and their keys' index
-                # at once: under the cap, a million events fail to commit (measured)
-                store.run("RESET memory_limit")
+                    with store.transaction():
+                        run.insert(batch)
+                with store.transaction():
+                    run.finish()
+            else:
+                with store.transaction():
+                    for batch in prefetch(_normalized(source, since)):
+                        run.insert(batch)
+                    run.finish()
+                    # the commit writes the whole transaction's rows and their keys' index
+                    # at once: under the cap, a million events fail to commit (measured)
+                    store.run("RESET memory_limit")
         except BaseException as e:
-            result.seconds = time.monotonic() - clock
+            result.seconds = time.monotonic() - run.clock
             result.notes = dict(getattr(source, "notes", {}))
-            ledger.write_stopped(store, result, started, ledger.now(), e)
+            ledger.write_stopped(store, result, run.started, ledger.now(), e, commit_each_batch)
             if ledger.is_interrupt(e) and not isinstance(e, KeyboardInterrupt):
                 raise KeyboardInterrupt from None
             raise
     return result
+
+
+class _Run:
+    """One ingest's batches into the store, and its end: what the run found out."""
+
+    def __init__(
+        self,
+        store: Store,
+        source: Source,
+        result: IngestResult,
+        release: Release | None,
+        progress: Progress | None,
+    ):
+        self.store, self.source, self.result = store, source, result
+        self.release, self.progress = release, progress
+        self.label = f"{source.kind}:{source.location}"
+        self.family: str | None = getattr(source, "family", None)
+        self.seen: set[tuple[str, str, str]] = set()
+        self.conflicts: list[int] = []
+        self.started = ledger.now()
+        self.clock = time.monotonic()
+
+    def insert(self, batch: Normalized) -> None:
+        store, result = self.store, self.result
+        if self.release is not None:
+            self.seen |= _keys(batch.events)
+        result.rows_read += batch.rows_read
+        result.skips.extend(batch.skipped)
+        result.rows_loaded += insert_batch(
+            store,
+            events=batch.events,
+            parts=batch.parts,
+            sessions=batch.sessions,
+            ingest_id=result.ingest_id,
+            source=self.label,
+            conflicts=self.conflicts,
+        )
+        for name, table in batch.side.items():
+            insert_side(store, name, table, result.ingest_id)
+        # with the batch, so that a session committed before a stop says what it is
+        if self.family is not None:
+            set_session_family(store, self.family, result.ingest_id)
+        self._sources()
+        if batch.newest is not None:
+            result.watermark = max(batch.newest, result.watermark or batch.newest)
+        if self.progress:
+            self.progress(result)
+
+    def _sources(self) -> None:
+        """The sessions this run created take the file(s) their events came from as source."""
+        sources = getattr(self.source, "session_sources", None)
+        if sources is not None:
+            set_session_sources(self.store, sources(), self.result.ingest_id)
+
+    def finish(self) -> None:
+        store, source, result = self.store, self.source, self.result
+        self._sources()
+        found = _releases(source, self.seen, self.release)
+        insert_releases(store, found, result.ingest_id)
+        result.seconds = time.monotonic() - self.clock
+        result.notes = dict(source.notes)
+        if found:
+            result.notes["adk_release"] = _release_note(found)
+        if sum(self.conflicts):
+            result.notes["conflicting_events"] = (
+                f"{sum(self.conflicts):,} events already stored with other content (time, "
+                "size, author or turn): the first stored was kept"
+            )
+        ledger.write(store, result, self.started, ledger.now(), "ok", None)
 
 
 def _keys(events: pa.Table) -> set[tuple[str, str, str]]:

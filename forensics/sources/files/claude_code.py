@@ -314,6 +314,8 @@ class ClaudeCodeSource:
                 unchanged += 1
                 continue
             reader = SessionReader(entry.app, self.user, entry.session_id, sink)
+            own = next((p for p, f in entry.files if f.role == "main"), entry.files[0][0])
+            self._sources[(entry.app, self.user, entry.session_id)] = f"{self.kind}:{own}"
             for path, file in entry.files:
                 files += 1
                 count = 0
@@ -335,8 +337,6 @@ class ClaudeCodeSource:
                 size, mtime = stats[str(path)]
                 read.append({"path": str(path), "size": size, "mtime_ns": mtime, "lines": count})
             kinds.update(reader.kinds)
-            own = next((p for p, f in entry.files if f.role == "main"), entry.files[0][0])
-            self._sources[(entry.app, self.user, entry.session_id)] = f"{self.kind}:{own}"
         self.notes["files"] = files
         self.notes["lines"] = lines
         if unchanged:
