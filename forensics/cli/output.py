@@ -198,6 +198,6 @@ def to_table(
         out.append(line(cells))
     if not rows:
         out.append("(no rows)")
-    if footnote:
-        out.append(footnote)
+    if footnote:  # it may name what data named (a model in a ratio's note)
+        out.append(visible(footnote, keep_newlines=True))
     return "\n".join(out) + "\n"

@@ -101,11 +101,11 @@ def epoch(value: Any) -> float | None:
     return _bounded(seconds, text)
 
 
-_EARLIEST, _LATEST = -62_135_596_800.0, 253_402_300_799.0  # years 1 and 9999, UTC
+_EARLIEST, _AFTER = -62_135_596_800.0, 253_402_300_800.0  # years 1 to 9999, UTC
 
 
 def _bounded(seconds: float, shown: object) -> float:
-    if not math.isfinite(seconds) or not _EARLIEST <= seconds <= _LATEST:
+    if not math.isfinite(seconds) or not _EARLIEST <= seconds < _AFTER:
         raise ValueError(f"not a time between years 1 and 9999: {str(shown)[:40]!r}")
     return seconds
 

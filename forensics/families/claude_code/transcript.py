@@ -34,14 +34,18 @@ return), an image as its type and size only. What the store's event columns cann
 hold (the cache writes by TTL, message and request ids, the file and line, a
 boundary's trigger and preTokens) is kept per event in `transcript_events`.
 
-Within one file, events keep the file's order: an event stamped at or before the one
-before it is placed 1 microsecond after it.
+Within one file, events keep the file's order: an event stamped at most an hour before
+the one before it is placed 1 microsecond after it (a time further back is kept, so one
+wrong time moves no other event). An event id is one event of its session: the same
+line read twice (a file under two roots) is one event; another line that reuses an id
+gets `<id>@<thread>`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -49,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..fields import count, epoch, json_error
+from ..fields import number as finite
 
 FAMILY = "claude-code"
 MAIN_AGENT = "main"
@@ -58,8 +63,13 @@ COMPACT_PREFIX = "acompact"  # agent ids of the compaction summarizer (agent-aco
 # line types that are not part of the conversation: skipped by kind, counted
 SKIPPED_TYPES = ("progress", "file-history-snapshot", "queue-operation", "summary")
 NUDGE_S = 1e-6  # an out-of-order event goes this far after the one before it
+NUDGE_WINDOW_S = 3600.0  # ... when it is stamped at most this much before it
+# the times the store holds (queries/families/adk/stage_events.sql: 1970 to 3000)
+EARLIEST, AFTER = 0.0, 32_503_680_000.0
 MAX_MESSAGE_CHARS = 2000  # of an error's text, kept
 TASK_TOOLS = ("Task", "Agent")  # the tool that starts a subagent (renamed Agent in 2.1)
+MAX_TOKENS = 10**12  # a usage count above this is no count (so sums stay in 64 bits)
+MAX_USD = 1e9  # a costUSD above this is no cost
 
 
 class Sink(Protocol):
@@ -89,6 +99,27 @@ class TranscriptFile:
 def _str(value: Any) -> str | None:
     """A text field's value, or None when it is not text."""
     return value if isinstance(value, str) else None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _whole(value: Any) -> Any:
+    """`value` with every lone surrogate (JSON allows one, and JavaScript writes one when
+    it cuts an emoji in half) replaced by U+FFFD: text the store can hold."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_whole(k): _whole(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    return value
+
+
+def _amount(value: Any) -> float | None:
+    """A costUSD as an amount: a finite number of dollars below MAX_USD, else None."""
+    found = finite(value)
+    return found if found is not None and abs(found) < MAX_USD else None
 
 
 def agent_id_of(stem: str) -> str:
@@ -189,27 +220,42 @@ def _result_parts(block: dict[str, Any], name: str) -> list[dict[str, Any]]:
     return [part, *images]
 
 
-def _usage(usage: Any) -> dict[str, int | None] | None:
+_USAGE_FIELDS = (
+    ("input_tokens", "input_tokens"),
+    ("output_tokens", "output_tokens"),
+    ("cache_read_tokens", "cache_read_input_tokens"),
+    ("cache_creation_tokens", "cache_creation_input_tokens"),
+)
+_SPLIT_FIELDS = (
+    ("cache_write_5m_tokens", "ephemeral_5m_input_tokens"),
+    ("cache_write_1h_tokens", "ephemeral_1h_input_tokens"),
+)
+
+
+def _usage(usage: Any) -> tuple[dict[str, int | None] | None, str | None]:
     """A message's usage as counts: uncached input, output, cache reads, the cache
     writes as recorded (`cache_creation_input_tokens`) and their 5-minute and 1-hour
-    split (from the `cache_creation` object, when the line has one)."""
+    split (from the `cache_creation` object, when the line has one); and why it is
+    refused, when one of its counts is none (negative, fractional, text, or over
+    MAX_TOKENS): a usage is kept whole or not at all."""
     if not isinstance(usage, dict):
-        return None
+        return None, None
     split = usage.get("cache_creation")
-    found = {
-        "input_tokens": count(usage.get("input_tokens")),
-        "output_tokens": count(usage.get("output_tokens")),
-        "cache_read_tokens": count(usage.get("cache_read_input_tokens")),
-        "cache_creation_tokens": count(usage.get("cache_creation_input_tokens")),
-        "cache_write_5m_tokens": None,
-        "cache_write_1h_tokens": None,
-    }
+    found: dict[str, int | None] = {}
+    fields = [(usage, ours, theirs) for ours, theirs in _USAGE_FIELDS]
     if isinstance(split, dict):
-        found["cache_write_5m_tokens"] = count(split.get("ephemeral_5m_input_tokens")) or 0
-        found["cache_write_1h_tokens"] = count(split.get("ephemeral_1h_input_tokens")) or 0
+        fields += [(split, ours, theirs) for ours, theirs in _SPLIT_FIELDS]
+    for source, ours, theirs in fields:
+        value = source.get(theirs)
+        tokens = count(value)
+        if value is not None and (tokens is None or tokens > MAX_TOKENS):
+            return None, f"usage: {theirs} {str(value)[:40]!r} is not a token count"
+        found[ours] = tokens
+    for ours, _ in _SPLIT_FIELDS:
+        found[ours] = (found.get(ours) or 0) if isinstance(split, dict) else None
     if found["input_tokens"] is None and found["output_tokens"] is None:
-        return None
-    return found
+        return None, None
+    return found, None
 
 
 def _total(usage: dict[str, int | None] | None) -> int:
@@ -318,6 +364,7 @@ class SessionReader:
         self.agent_types: dict[str, str] = {}  # agent id -> subagent type
         self.turns: list[tuple[float, str]] = []  # (epoch, invocation id) of each prompt
         self.seen_calls: set[tuple[str, str]] = set()
+        self.event_ids: dict[str, tuple[str, int]] = {}  # id -> (file, line) that took it
         self.kinds: Counter[str] = Counter()
 
     # -- the session's timeline ---------------------------------------------------
@@ -345,6 +392,7 @@ class SessionReader:
             self._flush_boundary(thread, None)
 
     def _line(self, number: int, text: str) -> None:
+        self.number = number
         locator = f"{self.file.path or self.file.rel}:{number}"
         head = text[:1000]
         if head.startswith('{"type":"file-history-snapshot"'):
@@ -364,6 +412,8 @@ class SessionReader:
         if not isinstance(line, dict):
             self.sink.skip(locator, "not a JSON object")
             return
+        if "\\ud" in text or "\\uD" in text:  # an escaped surrogate, maybe a lone one
+            line = _whole(line)
         kind = line.get("type")
         if kind in SKIPPED_TYPES or kind not in ("user", "assistant", "system"):
             self.kinds[kind if isinstance(kind, str) and kind else "no type"] += 1
@@ -377,6 +427,9 @@ class SessionReader:
         if when is None:
             self.sink.skip(locator, "no timestamp")
             return
+        if not EARLIEST <= when <= AFTER:
+            self.sink.skip(locator, f"timestamp {str(stamp)[:40]!r}: not between 1970 and 3000")
+            return
         thread = self._thread(line)
         if kind == "assistant":
             self._assistant(line, thread, when, locator, number, stamp)
@@ -386,9 +439,13 @@ class SessionReader:
             self._system(line, thread, when, locator, number, stamp)
 
     def _epoch(self, when: float) -> float:
-        """`when`, or just after the file's previous event: events keep the file's order."""
-        if self.last_epoch is not None and when <= self.last_epoch:
-            when = self.last_epoch + NUDGE_S
+        """`when`, or just after the file's previous event when it is stamped at most
+        NUDGE_WINDOW_S before it: events keep the file's order. A time further back is
+        kept as written (the one before was the odd one), so one wrong time moves no
+        other event."""
+        last = self.last_epoch
+        if last is not None and last - NUDGE_WINDOW_S < when <= last:
+            when = last + NUDGE_S
         self.last_epoch = when
         return when
 
@@ -436,6 +493,16 @@ class SessionReader:
     def _new_event(
         self, thread: _Thread, event_id: str, when: float, locator: str, body: dict[str, Any]
     ) -> _Event:
+        # an id is one event of its session: the same line read again (one file under two
+        # roots) is that event; another line with an id taken gets an id of its own
+        origin = (self.file.rel, self.number)
+        first = self.event_ids.setdefault(event_id, origin)
+        if first != origin:
+            base = f"{event_id}@{thread.branch or MAIN_AGENT}"
+            event_id, n = base, 1
+            while self.event_ids.setdefault(event_id, origin) != origin:
+                n += 1
+                event_id = f"{base}#{n}"
         at = self._epoch(when)
         if thread.started is None:
             thread.started = at
@@ -503,7 +570,9 @@ class SessionReader:
         request_id = line.get("requestId") if isinstance(line.get("requestId"), str) else None
         uuid = line.get("uuid") if isinstance(line.get("uuid"), str) else None
         key = (message_id or uuid or locator, request_id or "")
-        usage = _usage(message.get("usage"))
+        usage, refused = _usage(message.get("usage"))
+        if refused:
+            self.sink.skip(locator, f"{refused}: the response is kept without this line's usage")
         sidechain = line.get("isSidechain") is True and self.file.role == "main"
         current = thread.message
         if current is not None and current.key != key:
@@ -540,10 +609,7 @@ class SessionReader:
                 "speed": message["usage"].get("speed")
                 if isinstance(message["usage"].get("speed"), str)
                 else None,
-                "cost_usd": line.get("costUSD")
-                if isinstance(line.get("costUSD"), int | float)
-                and not isinstance(line.get("costUSD"), bool)
-                else None,
+                "cost_usd": _amount(line.get("costUSD")),
                 "version": line.get("version") if isinstance(line.get("version"), str) else None,
             }
 
@@ -646,8 +712,8 @@ class SessionReader:
         self._author(thread, _text_of(content))
         event = self._new_event(thread, uuid, when, locator, {"author": "user"})
         if starts_turn:
-            self.turns.append((event.epoch, uuid))
-            event.invocation_id = uuid
+            self.turns.append((event.epoch, event.event_id))
+            event.invocation_id = event.event_id
         event.body["content"] = {"role": "user", "parts": parts}
         self._emit(event)
 
@@ -665,8 +731,9 @@ class SessionReader:
         found = line.get("toolUseResult")
         if isinstance(found, dict) and isinstance(found.get("agentId"), str):
             for b in content:
-                if isinstance(b, dict) and b.get("tool_use_id") in self.task_calls:
-                    self.agent_types[found["agentId"]] = self.task_calls[b["tool_use_id"]]
+                call_id = _str(b.get("tool_use_id")) if isinstance(b, dict) else None
+                if call_id in self.task_calls:
+                    self.agent_types[found["agentId"]] = self.task_calls[call_id]
         if thread.results is None:
             event = self._new_event(
                 thread, uuid, when, locator, {"author": self._author(thread, None)}
@@ -745,7 +812,9 @@ class SessionReader:
         usage = None
         body = line.get("message")
         if isinstance(body, dict):
-            usage = _usage(body.get("usage"))
+            usage, refused = _usage(body.get("usage"))
+            if refused:
+                self.sink.skip(locator, f"{refused}: the failure is kept without it")
         details: dict[str, Any] = {
             "line": number,
             "timestamp": stamp if isinstance(stamp, str) else None,
@@ -756,7 +825,7 @@ class SessionReader:
         if isinstance(body, dict):
             details["message_id"] = body.get("id") if isinstance(body.get("id"), str) else None
             details["model"] = body.get("model") if isinstance(body.get("model"), str) else None
-        self.sink.detail(self._detail(uuid, "failed", **details, **(usage or {})))
+        self.sink.detail(self._detail(event.event_id, "failed", **details, **(usage or {})))
         self._emit(event)
 
     def _boundary(
@@ -771,9 +840,11 @@ class SessionReader:
         """A compaction: everything of the thread before it is replaced by the summary
         that the next line carries."""
         uuid = _str(line.get("uuid")) or locator
-        start, end = thread.started, thread.last
+        end = thread.last
+        # nothing since the boundary before: this one covers that boundary's summary alone
+        start = thread.started if thread.started is not None else end
         event = self._new_event(thread, uuid, when, locator, {"author": "user"})
-        event.invocation_id = uuid  # a compaction is no turn
+        event.invocation_id = event.event_id  # a compaction is no turn
         event.body["actions"] = {
             "compaction": {
                 "start_timestamp": start if start is not None else event.epoch,
@@ -785,7 +856,7 @@ class SessionReader:
         trigger = _str(meta.get("trigger"))
         self.sink.detail(
             self._detail(
-                uuid,
+                event.event_id,
                 "compaction",
                 line=number,
                 timestamp=stamp if isinstance(stamp, str) else None,

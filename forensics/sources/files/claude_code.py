@@ -123,95 +123,82 @@ def _peek_session(path: Path) -> str | None:
     return None
 
 
-def _project(folder: Path, projects_dir: Path, found: dict[tuple[str, str], SessionFiles],
-             passed_over: list[tuple[str, str]]) -> None:  # fmt: skip
-    app = folder.name
+def _classify(path: Path, projects_dir: Path) -> tuple[str, str, TranscriptFile] | None:
+    """(app, session, file) of a transcript by its place under the projects folder; None
+    where Claude Code writes none."""
+    parts = path.relative_to(projects_dir).parts
+    rel = "/".join(parts)
+    if len(parts) == 2 and not path.stem.startswith("agent-"):
+        return parts[0], path.stem, TranscriptFile(rel, "main", path=str(path))
+    if len(parts) == 2:
+        file = TranscriptFile(rel, "agent", agent_id_of(path.stem), str(path))
+        return parts[0], _peek_session(path) or path.stem, file
+    if len(parts) == 4 and parts[2] == "subagents":
+        file = TranscriptFile(rel, "subagent", agent_id_of(path.stem), str(path))
+        return parts[0], parts[1], file
+    return None
 
-    def rel(path: Path) -> str:
-        return path.relative_to(projects_dir).as_posix()
 
-    def session(sid: str) -> SessionFiles:
-        return found.setdefault((app, sid), SessionFiles(app, sid))
+def _transcripts(folder: Path) -> list[Path]:
+    """The .jsonl entries under `folder`, in path order; folders that are links are not
+    followed (a link back up would loop), a file that is a link is read."""
+    found = []
+    for where, folders, files in os.walk(folder, followlinks=False):
+        folders.sort()
+        found += [Path(where) / name for name in files if name.endswith(".jsonl")]
+        found += [Path(where) / name for name in folders
+                  if name.endswith(".jsonl") and not (Path(where) / name).is_symlink()]  # fmt: skip
+    return sorted(found)
 
-    agents: list[Path] = []
-    for path in sorted(folder.glob("*.jsonl")):
-        if path.stem.startswith("agent-"):
-            agents.append(path)
-        else:
-            session(path.stem).files.append(
-                (path, TranscriptFile(rel(path), "main", path=str(path)))
-            )
-    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
-        for path in sorted(sub.rglob("*.jsonl")):
-            if path.parent.name == "subagents" and path.parent.parent == sub:
-                file = TranscriptFile(rel(path), "subagent", agent_id_of(path.stem), str(path))
-                session(sub.name).files.append((path, file))
-            else:
-                passed_over.append((str(path), "not where Claude Code writes transcripts"))
-    for path in agents:
-        parent = _peek_session(path) or path.stem
-        file = TranscriptFile(rel(path), "agent", agent_id_of(path.stem), str(path))
-        session(parent).files.append((path, file))
+
+def _projects_dir(file: Path) -> Path:
+    """The projects folder a transcript given alone is in."""
+    return file.parents[3] if file.parent.name == "subagents" else file.parents[1]
 
 
 def discover(paths: list[Path]) -> Layout:
-    """The sessions under `paths` (roots, projects folders, project folders or files)."""
+    """The sessions under `paths` (roots, projects folders, project folders or files);
+    a file reached twice (two paths, two roots) is read once."""
     found: dict[tuple[str, str], SessionFiles] = {}
     passed_over: list[tuple[str, str]] = []
     roots: list[str] = []
-    seen: set[Path] = set()
+    files_seen: set[Path] = set()
+
+    def add(path: Path, projects_dir: Path) -> None:
+        placed = _classify(path, projects_dir)
+        if placed is None:
+            passed_over.append((str(path), "not where Claude Code writes transcripts"))
+            return
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):  # a link loop: reading it says why
+            real = path
+        if real in files_seen:
+            return
+        files_seen.add(real)
+        app, sid, file = placed
+        found.setdefault((app, sid), SessionFiles(app, sid)).files.append((path, file))
+
     for given in paths:
-        path = given.expanduser()
+        path = Path(os.path.abspath(given.expanduser()))  # a project is its folder's name
         if not path.exists():
             raise ForensicsError(
                 f"no such file or folder: {path}",
                 hint="give a Claude Code config folder (holding projects/), a projects "
                 "folder, a project's folder or .jsonl files",
             )
-        real = path.resolve()
-        if real in seen:
-            continue  # the same folder twice (ccusage reads it once too)
-        seen.add(real)
-        roots.append(str(path))
+        roots.append(str(given))
         if path.is_file():
-            project = path.parent
-            projects_dir = project.parent
-            if path.parent.name == "subagents":
-                project = path.parent.parent.parent
-                projects_dir = project.parent
-                file = TranscriptFile(
-                    path.relative_to(projects_dir).as_posix(),
-                    "subagent",
-                    agent_id_of(path.stem),
-                    str(path),
-                )
-                sid = path.parent.parent.name
-            elif path.stem.startswith("agent-"):
-                file = TranscriptFile(
-                    path.relative_to(projects_dir).as_posix(),
-                    "agent",
-                    agent_id_of(path.stem),
-                    str(path),
-                )
-                sid = _peek_session(path) or path.stem
-            else:
-                file = TranscriptFile(
-                    path.relative_to(projects_dir).as_posix(), "main", path=str(path)
-                )
-                sid = path.stem
-            entry = found.setdefault((project.name, sid), SessionFiles(project.name, sid))
-            entry.files.append((path, file))
+            add(path, _projects_dir(path))
             continue
         if (path / "projects").is_dir():
-            projects_dir = path / "projects"
-            folders = sorted(p for p in projects_dir.iterdir() if p.is_dir())
-        elif any(path.glob("*.jsonl")):
-            projects_dir, folders = path.parent, [path]
+            path = projects_dir = path / "projects"
+        elif any(p.is_file() for p in path.glob("*.jsonl")):
+            projects_dir = path.parent  # one project's folder
         else:
             projects_dir = path
-            folders = sorted(p for p in path.iterdir() if p.is_dir())
-        for folder in folders:
-            _project(folder, projects_dir, found, passed_over)
+        for file in _transcripts(path):
+            add(file, projects_dir)
     sessions = sorted(found.values(), key=lambda s: (s.app, s.session_id))
     for entry in sessions:  # own files first, then subagents (subagents/, then 2.0's)
         order = {"main": 0, "subagent": 1, "agent": 2}
@@ -292,6 +279,12 @@ class ClaudeCodeSource:
                     "set CLAUDE_CONFIG_DIR",
                 )
         self.layout = discover(given)
+        if not self.layout.sessions:
+            raise ForensicsError(
+                f"no Claude Code transcripts (.jsonl files of a project) under "
+                f"{', '.join(str(p) for p in given)}",
+                hint="Claude Code writes them to <config>/projects/<project>/<session>.jsonl",
+            )
         self.user = user
         self.location = ", ".join(self.layout.roots)
         self.notes: dict[str, object] = {}
@@ -305,6 +298,8 @@ class ClaudeCodeSource:
         as `known` (an earlier ingest read them); a changed session is read whole (the
         store keeps an event once), so `since_watermark` is not used."""
         sink = _Sink(EventBatcher())
+        for where, why in self.layout.passed_over:
+            sink.skip(where, why)
         kinds: Counter[str] = Counter()
         lines = files = unchanged = 0
         read: list[dict[str, object]] = []
@@ -343,8 +338,6 @@ class ClaudeCodeSource:
             self.notes["sessions_unchanged"] = unchanged
         if kinds:
             self.notes["lines_not_events"] = dict(kinds.most_common())
-        if self.layout.passed_over:
-            self.notes["files_passed_over"] = len(self.layout.passed_over)
         batch = sink.take()
         batch.side["transcript_files"] = pa.Table.from_pylist(read, schema=FILE_SCHEMA)
         yield batch
