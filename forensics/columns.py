@@ -710,7 +710,9 @@ _COST_SOURCE = (
     "low..high), inferred (a compaction's summarizer, which names no model, priced as its "
     "session's main model), estimated (no usage stored: input from the window's "
     "characters, output not counted), failed (a failed request with no usage: not "
-    "billed, 0) or unknown (no price: no amount, never 0)"
+    "billed, 0), copied (a response a Claude Code transcript copied from another session, "
+    "a resumed one's history: billed in that session, 0 here) or unknown (no price: no "
+    "amount, never 0)"
 )
 _LOW = Column(
     "cost_usd_low",
@@ -792,6 +794,8 @@ COST_CALLS = Spec(
         _HIGH,
         Column("cost_source", S, help=_COST_SOURCE),
         Column("unknown_reason", S),
+        Column("copied_from", S, help="the session that holds the response this call copies "
+               "(the same message and request id): it is billed there"),
     ),
     table=(
         "call_index",
@@ -839,6 +843,8 @@ _COST_FIGURES = (
     Column("estimated_calls", I64),
     Column("failed_calls", I64),
     Column("unknown_calls", I64, help="calls with no price: not in the cost, never 0"),
+    Column("copied_calls", I64, help="responses copied from another session (a resumed "
+           "Claude Code session's history): billed, and counted, there"),
     Column("price_source", S),
 )
 

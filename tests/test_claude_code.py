@@ -603,3 +603,30 @@ def test_an_interrupted_ingest_keeps_its_batches_and_the_next_loads_the_rest(
     # the sessions committed before the stop were stored as Claude Code's
     assert set(api.sessions(db)["session_id"]) == set(api.sessions(clean)["session_id"])
     assert api.calls(db).equals(api.calls(clean))
+
+
+def test_a_resumed_session_copies_its_history_and_is_billed_once(tmp_path: Path) -> None:
+    # Claude Code resumes a conversation in a new file that starts with a copy of it: the
+    # same uuids, timestamps, message and request ids, usage
+    first = Transcript("s-a")
+    first.prompt("start")
+    first.response("msg_1", [{"type": "text", "text": "one"}], usage(3, 0, 10_000, 50))
+    first.write(tmp_path)
+    resumed = Transcript("s-b")
+    resumed.lines = list(first.lines)
+    resumed.n, resumed.second, resumed.parent = first.n, first.second + 600, first.parent
+    resumed.prompt("go on")
+    resumed.response("msg_2", [{"type": "text", "text": "two"}], usage(2, 10_000, 400, 60))
+    resumed.write(tmp_path)
+    db = tmp_path / "r.duckdb"
+    _ingest(tmp_path, db)
+    calls = api.cost(db, by="call")
+    copy = calls.filter(pl.col("session_id") == "s-b").row(0, named=True)
+    assert (copy["call_id"], copy["cost_source"], copy["copied_from"]) == ("msg_1", "copied", "s-a")
+    assert copy["cost_usd_low"] == copy["input_tokens"] == copy["output_tokens"] == 0
+    day = api.cost(db, by="day").row(0, named=True)
+    assert (day["output_tokens"], day["copied_calls"]) == (50 + 60, 1)
+    assert day["cost_usd_low"] == calls["cost_usd_low"].sum()
+    # ccusage merges the copies too: the same totals
+    theirs = api.cost_ccusage(db, by="day").row(0, named=True)
+    assert (theirs["output_tokens"], theirs["entries"]) == (110, 2)

@@ -56,6 +56,7 @@ _WINDOW = pa.schema([("since", pa.float64()), ("until", pa.float64())])
 _VIEWS = {
     "cost_logged_writes": "cost/logged_writes",
     "cost_transcript_writes": "cost/transcript_writes",
+    "cost_transcript_copies": "cost/transcript_copies",
     "cost_calls": "cost/calls",
     "cost_call_prices": "cost/call_prices",
     "cost_first_sends": "cost/first_sends",

@@ -1,5 +1,5 @@
 -- name: calls
--- Per model call of the sessions in `scope_sessions`, in the time of `cost_window` (a failed request without usage is not billed; a summarizer without a model is priced as its session's main model): its usage as the provider bills it (the convention `cost_models` names for its model), and its cost at the rates of `cost_rates` (USD per token, by model and UTC day; the one tier its input reaches) under a low and a high bound, each split into cache reads, uncached input, cache writes, output and request fees that sum to it; where a Claude Code transcript measured the request's writes (`cost_transcript_writes`: 5-minute and 1-hour, each at its rate) or a LiteLLM payload or a span logged them (`cost_logged_writes`), they are known and both bounds use them.
+-- Per model call of the sessions in `scope_sessions`, in the time of `cost_window` (a failed request without usage is not billed; a summarizer without a model is priced as its session's main model): its usage as the provider bills it (the convention `cost_models` names for its model), and its cost at the rates of `cost_rates` (USD per token, by model and UTC day; the one tier its input reaches) under a low and a high bound, each split into cache reads, uncached input, cache writes, output and request fees that sum to it; a response a Claude Code transcript copied from another session (a resumed session's history) is not billed again (`cost_transcript_copies`); where a Claude Code transcript measured the request's writes (`cost_transcript_writes`: 5-minute and 1-hour, each at its rate) or a LiteLLM payload or a span logged them (`cost_logged_writes`), they are known and both bounds use them.
 -- params: (none)
 WITH usage AS (
     SELECT c.app_name, c.user_id, c.session_id, c.call_id, c.call_index, c.turn,
@@ -12,10 +12,17 @@ WITH usage AS (
            -- ADK before 2.7 stored only a native Claude call's uncached input as its prompt
            regexp_matches(s.rules, 'google-adk (0|1|2\.[0-6])\.') AS before_2_7,
            DATE '1970-01-01' + CAST(floor(c.epoch / 86400) AS INTEGER) AS day,
-           c.prompt_tokens, c.cached_tokens, e.candidates_tokens, e.thoughts_tokens,
+           -- a copy of another session's response (a resumed session's history) is billed
+           -- in that session only: none of its usage here
+           d.original_session AS copied_from,
+           CASE WHEN d.call_id IS NULL THEN c.prompt_tokens ELSE 0 END AS prompt_tokens,
+           CASE WHEN d.call_id IS NULL THEN c.cached_tokens ELSE 0 END AS cached_tokens,
+           CASE WHEN d.call_id IS NULL THEN e.candidates_tokens ELSE 0 END AS candidates_tokens,
+           CASE WHEN d.call_id IS NULL THEN e.thoughts_tokens ELSE 0 END AS thoughts_tokens,
            e.tool_use_prompt_tokens,
            -- writes a Claude Code transcript measured, else a logged record's
-           coalesce(t.cache_write_tokens, w.cache_write_tokens) AS logged_writes,
+           CASE WHEN d.call_id IS NOT NULL THEN 0
+                ELSE coalesce(t.cache_write_tokens, w.cache_write_tokens) END AS logged_writes,
            CASE WHEN t.cache_write_tokens IS NOT NULL THEN t.cache_write_1h_tokens ELSE 0 END
                AS logged_writes_1h,
            CASE WHEN t.cache_write_tokens IS NOT NULL THEN 'transcript (measured)'
@@ -42,6 +49,9 @@ WITH usage AS (
     LEFT JOIN cost_transcript_writes AS t
         ON t.app_name = c.app_name AND t.user_id = c.user_id AND t.session_id = c.session_id
        AND t.call_id = c.call_id
+    LEFT JOIN cost_transcript_copies AS d
+        ON d.app_name = c.app_name AND d.user_id = c.user_id AND d.session_id = c.session_id
+       AND d.call_id = c.call_id
     WHERE c.epoch >= coalesce((SELECT since FROM cost_window), '-infinity'::DOUBLE)
       AND c.epoch < coalesce((SELECT until FROM cost_window), 'infinity'::DOUBLE)
 ), billed AS (
@@ -162,7 +172,8 @@ SELECT app_name, user_id, session_id, call_id, call_index, turn, invocation_id, 
            + request_usd AS cost_usd_low,
        cache_read_usd_high + uncached_input_usd_high + cache_write_usd_high + output_usd_high
            + request_usd AS cost_usd_high,
-       CASE WHEN prompt_tokens IS NULL AND kind = 'failed' THEN 'failed'
+       CASE WHEN copied_from IS NOT NULL THEN 'copied'
+            WHEN prompt_tokens IS NULL AND kind = 'failed' THEN 'failed'
             WHEN rate_input IS NULL THEN 'unknown'
             WHEN prompt_tokens IS NULL THEN 'estimated'
             WHEN model_inferred THEN 'inferred'
@@ -171,6 +182,6 @@ SELECT app_name, user_id, session_id, call_id, call_index, turn, invocation_id, 
                  <> cache_read_usd_high + uncached_input_usd_high + cache_write_usd_high
                      + output_usd_high THEN 'range'
             ELSE 'priced' END AS cost_source,
-       unknown_reason
+       unknown_reason, copied_from
 FROM components
 ORDER BY app_name, user_id, session_id, call_index;

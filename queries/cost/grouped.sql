@@ -32,6 +32,7 @@ SELECT CASE WHEN $by IN ('session', 'agent', 'app', 'turn') THEN app_name END AS
        count(*) FILTER (WHERE cost_source = 'estimated') AS estimated_calls,
        count(*) FILTER (WHERE cost_source = 'failed') AS failed_calls,
        count(*) FILTER (WHERE cost_source = 'unknown') AS unknown_calls,
+       count(*) FILTER (WHERE cost_source = 'copied') AS copied_calls,
        string_agg(DISTINCT price_source, '; ' ORDER BY price_source) AS price_source
 FROM cost_calls
 GROUP BY ALL
