@@ -630,3 +630,27 @@ def test_a_resumed_session_copies_its_history_and_is_billed_once(tmp_path: Path)
     # ccusage merges the copies too: the same totals
     theirs = api.cost_ccusage(db, by="day").row(0, named=True)
     assert (theirs["output_tokens"], theirs["entries"]) == (110, 2)
+
+
+def test_a_fast_request_is_unknown_unless_priced(tmp_path: Path) -> None:
+    t = Transcript()
+    t.prompt("quick")
+    fast = {**usage(10, 1_000, 2_000, 100), "speed": "fast"}
+    t.response("msg_f", [{"type": "text", "text": "a"}], fast, model="claude-opus-4-6")
+    t.response("msg_s", [{"type": "text", "text": "b"}], usage(10, 3_000, 20, 100),
+               model="claude-opus-4-6")  # fmt: skip
+    t.write(tmp_path)
+    db = tmp_path / "f.duckdb"
+    _ingest(tmp_path, db)
+    calls = api.cost(db, "s-1", by="call")
+    assert calls["model"].to_list() == ["claude-opus-4-6 (fast)", "claude-opus-4-6"]
+    assert calls["cost_source"].to_list() == ["unknown", "priced"]
+    assert "fast-mode" in calls["unknown_reason"][0]
+    prices = tmp_path / "fast.toml"
+    prices.write_text('[[price]]\nmodel = "claude-opus-4-6 (fast)"\ninput_mtok = "30"\n'
+                      'output_mtok = "150"\ncache_read_mtok = "3"\ncache_write_mtok = "37.5"\n'
+                      'cache_write_1h_mtok = "60"\n')  # fmt: skip
+    row = api.cost(db, "s-1", by="call", prices=prices).row(0, named=True)
+    per = Decimal(10) ** -6
+    assert row["cost_source"] == "priced" and row["cost_usd_low"] == (
+        10 * 30 + 1_000 * 3 + 2_000 * 60 + 100 * 150) * per  # fmt: skip

@@ -29,6 +29,7 @@ RATES = ("input", "cache_read", "cache_write", "cache_write_1h", "output")
 _KEYS = ("input_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok", "output_mtok")
 _REQUESTS = "requests_kcount"  # USD per 1,000 requests
 PLACES = 12  # a rate per MTok has at most this many decimal places: exact per token
+FAST = " (fast)"  # how a fast-mode request's model is named for its price (cost/calls.sql)
 MAX_RATE = Decimal(10) ** 9  # USD per MTok: anything above is a typo, not a price
 # LiteLLM's provider prefixes (model names such as `bedrock/...`) -> genai-prices' ids
 _PREFIXES = {
@@ -483,4 +484,10 @@ class PriceBook:
                         source=f"{found.source} as {found.price_model} ({alias.where})",
                         note=alias.note,
                     )
+        if model.endswith(FAST):
+            return Unknown(
+                model,
+                "a fast-mode request: genai-prices has no fast-mode rates (Claude bills them "
+                f"at a multiple); price {model!r} in a --prices file",
+            )
         return list_price(model, day)

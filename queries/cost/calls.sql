@@ -4,9 +4,10 @@
 WITH usage AS (
     SELECT c.app_name, c.user_id, c.session_id, c.call_id, c.call_index, c.turn,
            c.invocation_id, c.author AS agent, c.kind, c.epoch,
-           -- a compaction event names no model: its summarizer is the session's main model
+           -- a compaction event names no model: its summarizer is the session's main model;
+           -- a fast request (Claude Code's `speed: fast`) is priced as `<model> (fast)`
            coalesce(c.model_version, CASE WHEN c.kind = 'summarizer' THEN s.main_model END, '')
-               AS model,
+               || CASE WHEN t.speed = 'fast' THEN ' (fast)' ELSE '' END AS model,
            c.model_version IS NULL AND c.kind = 'summarizer' AND s.main_model <> ''
                AS model_inferred,
            -- ADK before 2.7 stored only a native Claude call's uncached input as its prompt
