@@ -589,7 +589,7 @@ def test_an_interrupted_ingest_keeps_its_batches_and_the_next_loads_the_rest(
         return read(path, skip)
 
     monkeypatch.setattr(claude_code, "read_lines", stopping)
-    monkeypatch.setattr(claude_code, "EventBatcher", lambda: EventBatcher(size=10))
+    monkeypatch.setattr(claude_code, "EventBatcher", lambda max_chars: EventBatcher(10, max_chars))
     db = tmp_path / "cut.duckdb"
     with pytest.raises(KeyboardInterrupt):
         api.ingest_claude_code(db, [sample])

@@ -3,6 +3,7 @@ on generated transcripts of growing size: seconds and peak RSS of each, in one r
 
     python tests/benchmarks/bench_claude_code.py --ccusage /path/with/node_modules
     python tests/benchmarks/bench_claude_code.py --scale 105 --scale 1050   # ~200 MB, ~2 GB
+    python tests/benchmarks/bench_claude_code.py --lean --scale 385         # ~200 MB, 4x the lines
 
 The transcripts are the bundled sample's scenario written N times by its generator
 (sample_data/generate_claude_code.py --scale N: fresh ids, shifted days), so every
@@ -61,13 +62,17 @@ def native(install_dir: Path) -> Path:
     return binary
 
 
-def generate(scale: int, workdir: Path) -> tuple[Path, int, int]:
-    out = workdir / f"scale-{scale}"
+def generate(scale: int, workdir: Path, lean: bool) -> tuple[Path, int, int]:
+    out = workdir / f"scale-{scale}{'-lean' if lean else ''}"
     if not (out / "claude_code").is_dir():
         subprocess.run(
             [sys.executable, str(GENERATOR), "--scale", str(scale), "--out", str(out), "--quiet"],
             check=True,
         )
+        if lean:  # the incident session's files: three MCP results of 120 fat rows
+            for fat in (out / "claude_code" / "projects").rglob("*.jsonl"):
+                if fat.stat().st_size > 1_000_000:
+                    fat.unlink()
     files = list((out / "claude_code" / "projects").rglob("*.jsonl"))
     size = sum(f.stat().st_size for f in files)
     lines = 0
@@ -88,6 +93,8 @@ def main() -> int:
     ap.add_argument("--scale", type=int, action="append", help="copies of the scenario")
     ap.add_argument("--ccusage", type=Path, help="a folder holding node_modules with ccusage")
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--lean", action="store_true", help="without the incident session (its "
+                    "files over 1 MB): more, smaller lines, as everyday coding sessions have")
     args = ap.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-claude-code-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -96,8 +103,8 @@ def main() -> int:
     forensics = forensics_cmd()
     print(f"work folder {workdir}; ccusage {VERSION} at {binary}", flush=True)
     for scale in args.scale or [105, 1050]:
-        folder, size, lines = generate(scale, workdir)
-        db = workdir / f"scale-{scale}.duckdb"
+        folder, size, lines = generate(scale, workdir, args.lean)
+        db = workdir / f"{folder.parent.name}.duckdb"
         db.unlink(missing_ok=True)
         print(f"\nscale {scale}: {size / 1e6:,.0f} MB of transcripts, {lines:,} lines", flush=True)
         env_cmd = ["env", f"CLAUDE_CONFIG_DIR={folder}", "TZ=UTC"]

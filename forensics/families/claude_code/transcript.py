@@ -398,7 +398,8 @@ class SessionReader:
         if head.startswith('{"type":"file-history-snapshot"'):
             self.kinds["file-history-snapshot"] += 1
             return
-        if '"type":"progress","data":' in head:
+        at = head.find('"type":"progress","data":')
+        if at >= 0 and head.find('"type":"') == at:  # the line's own type, not a nested one
             self.kinds["progress"] += 1  # the largest lines of 2.1 files: not parsed
             return
         try:
