@@ -603,8 +603,9 @@ def _merged_failures(store: Store, chosen: Selection, calls: pl.DataFrame) -> pl
     logged = store.frame(
         "failures/logged", since=chosen.since, until=chosen.until, session=chosen.session
     )
-    if chosen.app is not None or chosen.user is not None:
-        # a logged record names no app or user: it is the selection's when its session is
+    if chosen.app is not None or chosen.user is not None or chosen.family is not None:
+        # a logged record names no app, user or family: it is the selection's when its
+        # session is
         logged = logged.filter(pl.col("session_id").is_in(calls["session_id"].unique().to_list()))
     failed = calls.filter(pl.col("kind") == "failed")
     errors = store.frame(

@@ -547,6 +547,16 @@ def test_subagent_files_and_the_compaction_summarizer(tmp_path: Path) -> None:
     finally:
         con.close()
     assert tokens == (9_155, 4)
+    # what a request held: its own thread only; after the boundary the summary, then what
+    # followed it (the subagent's events are never in the main thread's windows)
+    after = api.window(db, "s-2", "msg_d")
+    assert after["role"].to_list() == ["summary", "user"]
+    assert after["part_kind"].to_list() == ["text", "text"]
+    before = api.window(db, "s-2", "msg_b")
+    assert set(before["author"]) == {"user", "main"} and not before["relayed"].any()
+    assert before["part_kind"].to_list() == ["text", "function_call", "function_response"]
+    sub = api.window(db, "s-2", "msg_s")
+    assert sub["role"].to_list() == ["user"] and sub["author"].to_list() == ["user"]
     # ccusage's sessions are its files' paths: the subagents count towards s-2
     sessions = api.cost_ccusage(db, by="session")
     assert sessions["session_id"].to_list() == ["s-2"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from forensics import api
 from forensics.cli import app
 from forensics.secrets import Secret, redact
 
@@ -188,7 +189,10 @@ def test_demo_loads_the_bundled_samples(tmp_path):
     own = list((ROOT / "sample_data" / "claude_code" / "projects").glob("*/*.jsonl"))
     assert len(claude) == len([p for p in own if not p.name.startswith("agent-")])
     assert f"Loaded {sum(s['events'] for s in claude):,} events of Claude Code" in result.stdout
-    assert (tmp_path / "claude-code-incident.html").is_file()
+    report = (tmp_path / "claude-code-incident.html").read_text()
+    failed = api.context_failures(tmp_path / "d.duckdb", api.Selection(family="claude-code"))
+    assert failed["session_id"].to_list() == [failed["session_id"][0]]
+    assert failed["session_id"][0] in report and "families/claude_code/windows.py" in report
     assert "Weekly review: " in result.stdout and (tmp_path / "review.html").is_file()
     assert by_id["incident"]["errors"] == 1
     # compaction events carry invocation ids of their own and are not turns

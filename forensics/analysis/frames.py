@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..columns import WINDOW
-from ..families.adk.windows import window
+from ..families.windows import rules_of
 from .reconstruct import Reconstruction
 
 
@@ -16,7 +16,7 @@ def window_frame(rec: Reconstruction, call_id: str) -> pl.DataFrame:
         if call.event.event_id == call_id:
             if call.kind == "summarizer":
                 break
-            parts = window(session, call.index)
+            parts = rules_of(session).window(session, call.index)
             ratio = rec.ratio(session, call)
             return WINDOW.frame(
                 {

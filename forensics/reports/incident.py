@@ -802,5 +802,7 @@ def _method(ingests: pl.DataFrame, calls: pl.DataFrame, rules: str) -> Method:
         ratio=ratio or "no calls",
         toolkit=f"agent-forensics {__version__}",
         generated_at=when(datetime.now(UTC)),
-        reconstruction=f"{rules}: the request assembly of forensics/families/adk/windows.py",
+        reconstruction=f"{rules}: the request assembly of forensics/families/"
+        + ("claude_code" if "claude-code" in rules else "adk")
+        + "/windows.py",
     )
