@@ -59,6 +59,8 @@ class Batch:
     rows_read: int = 0
     # a family's own details of these events, by store table (store.writes.SIDE_TABLES)
     side: dict[str, pa.Table] = field(default_factory=dict)
+    # sessions this batch replaces whole: their stored rows go before its own are stored
+    replaces: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------

@@ -220,22 +220,34 @@ def test_ingest_is_idempotent_and_reads_claude_config_dir(
     assert record["rows_read"] == 0
     assert record["notes"]["sessions_unchanged"] == sessions
     full = runner.invoke(app, ["ingest", "claude-code", "--full", "--db", str(db), "-f", "json"])
-    record = json.loads(full.stdout)[0]
-    assert record["rows_loaded"] == 0
-    assert record["rows_already_stored"] == first["rows_loaded"]
-    # a file that changed is read again, its session whole: only its new line is new
+    record = json.loads(full.stdout)[0]  # read whole again: each session replaced
+    assert record["rows_loaded"] == first["rows_loaded"] == record["notes"]["events_replaced"]
+    assert api.sessions(db).height == sessions
+
+
+@needs_real
+def test_a_session_read_while_it_was_written_is_replaced_when_read_again(
+    tmp_path: Path,
+) -> None:
+    # the first ingest ran while Claude Code was writing: the file ended after a
+    # response's first line (a placeholder usage); read again, complete, the session is
+    # replaced whole, as a clean ingest of the complete file stores it
     target = REAL / "projects" / "agentlogs-fixtures" / "crud.jsonl"
-    copy = tmp_path / "cfg" / "projects" / "agentlogs-fixtures"
-    copy.mkdir(parents=True)
-    (copy / "crud.jsonl").write_text(target.read_text())
-    db2 = tmp_path / "y.duckdb"
-    api.ingest_claude_code(db2, [tmp_path / "cfg"])
-    with (copy / "crud.jsonl").open("a") as f:
-        f.write(json.dumps({"type": "user", "timestamp": "2025-10-12T22:00:00.000Z",
-                            "uuid": "u-new", "message": {"role": "user", "content": "more"}},
-                           separators=(",", ":")) + "\n")  # fmt: skip
-    grown = api.ingest_claude_code(db2, [tmp_path / "cfg"])
-    assert grown.rows_loaded == 1 and grown.rows_already_stored == grown.rows_read - 1
+    lines = target.read_text().splitlines(keepends=True)
+    copy = tmp_path / "cfg" / "projects" / "agentlogs-fixtures" / "crud.jsonl"
+    copy.parent.mkdir(parents=True)
+    copy.write_text("".join(lines[:4]))
+    db = tmp_path / "y.duckdb"
+    cut = api.ingest_claude_code(db, [tmp_path / "cfg"])
+    copy.write_text("".join(lines))
+    again = api.ingest_claude_code(db, [tmp_path / "cfg"])
+    assert again.notes["events_replaced"] == cut.rows_loaded
+    clean = tmp_path / "clean.duckdb"
+    api.ingest_claude_code(clean, [target])
+    for frame in (api.cost, api.calls, api.turns):
+        ours, theirs = frame(db), frame(clean)
+        assert ours.drop("source", strict=False).equals(theirs.drop("source", strict=False))
+    assert stored_usage(db) == stored_usage(clean)
 
 
 # ---------------------------------------------------------------------------
@@ -607,8 +619,8 @@ def test_an_interrupted_ingest_keeps_its_batches_and_the_next_loads_the_rest(
     assert cut["status"] == "interrupted" and 0 < cut["rows_loaded"] < whole
     assert "kept" in cut["error"]
     monkeypatch.undo()
-    rest = api.ingest_claude_code(db, [sample])
-    assert rest.rows_loaded == whole - cut["rows_loaded"]
+    rest = api.ingest_claude_code(db, [sample])  # no file was recorded: every session again
+    assert rest.rows_loaded == whole and rest.notes["events_replaced"] == cut["rows_loaded"]
     assert api.cost(db, by="day").equals(api.cost(clean, by="day"))
     # the sessions committed before the stop were stored as Claude Code's
     assert set(api.sessions(db)["session_id"]) == set(api.sessions(clean)["session_id"])

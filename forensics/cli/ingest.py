@@ -76,6 +76,11 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
             f"newest event: {newest}; the next run of this source reads from "
             f"{WATERMARK_OVERLAP_S / 60:.0f} minutes before it (--full reads everything)"
         )
+    if "events_replaced" in result.notes:
+        echo(
+            f"{result.notes['events_replaced']:,} events stored before were replaced: their "
+            "sessions' files changed, and a session is read whole"
+        )
     if "sessions_unchanged" in result.notes:
         echo(
             f"{result.notes['sessions_unchanged']:,} sessions not read again: their files are "
@@ -368,9 +373,10 @@ def ingest_claude_code(
     usages, not the streaming placeholder), tool calls and results, compaction
     boundaries, failed requests (api_error lines). Lines of other kinds (progress,
     snapshots, summaries) are counted, not stored; a line that cannot be read is
-    skipped with its file and line. Files are read line by line, whatever their size;
-    read again, an event already stored is not stored twice, and a session whose files
-    have not changed since is not read at all (--full reads it).
+    skipped with its file and line. Files are read line by line, whatever their size.
+    A session whose files have not changed since an ingest read them is not read again
+    (--full reads it); one that changed is read whole and replaces what was stored of it
+    (it may have been read while Claude Code was still writing it).
 
     Example: forensics ingest claude-code ~/.claude/projects
     Example: CLAUDE_CONFIG_DIR=~/work-claude forensics ingest claude-code

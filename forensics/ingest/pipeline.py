@@ -20,6 +20,7 @@ from ..store.writes import (
     insert_batch,
     insert_releases,
     insert_side,
+    replace_sessions,
     set_session_family,
     set_session_sources,
 )
@@ -115,6 +116,7 @@ class _Run:
         self.family: str | None = getattr(source, "family", None)
         self.seen: set[tuple[str, str, str]] = set()
         self.conflicts: list[int] = []
+        self.replaced = 0  # stored events of sessions read whole again
         self.started = ledger.now()
         self.clock = time.monotonic()
 
@@ -124,6 +126,8 @@ class _Run:
             self.seen |= _keys(batch.events)
         result.rows_read += batch.rows_read
         result.skips.extend(batch.skipped)
+        if batch.replaces:
+            self.replaced += replace_sessions(store, batch.replaces)
         result.rows_loaded += insert_batch(
             store,
             events=batch.events,
@@ -159,6 +163,8 @@ class _Run:
         result.notes = dict(source.notes)
         if found:
             result.notes["adk_release"] = _release_note(found)
+        if self.replaced:
+            result.notes["events_replaced"] = self.replaced
         if sum(self.conflicts):
             result.notes["conflicting_events"] = (
                 f"{sum(self.conflicts):,} events already stored with other content (time, "

@@ -58,6 +58,20 @@ def insert_side(store: Store, name: str, table: pa.Table, ingest_id: int) -> Non
         store.unregister(view)
 
 
+def replace_sessions(store: Store, keys: list[tuple[str, str, str]]) -> int:
+    """Delete the stored events, parts and transcript details of these sessions inside
+    the caller's transaction (their source reads them whole again); returns the events
+    deleted."""
+    table = pa.table(
+        {name: [k[i] for k in keys] for i, name in enumerate(("app_name", "user_id", "session_id"))}
+    )
+    store.con.register("replaced_sessions", table)
+    try:
+        return int(store.run(sql.load("store/delete_sessions").sql)[0][0])
+    finally:
+        store.unregister("replaced_sessions")
+
+
 def set_session_family(store: Store, family: str, ingest_id: int) -> None:
     """The sessions this ingest created were written by `family`."""
     store.run(sql.load("store/set_session_family").sql, {"family": family, "ingest_id": ingest_id})

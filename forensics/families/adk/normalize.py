@@ -39,6 +39,7 @@ class Normalized:
     skipped: list[Skip] = field(default_factory=list)
     newest: float | None = None  # the newest event timestamp in the batch (epoch seconds)
     side: dict[str, pa.Table] = field(default_factory=dict)  # the batch's, passed through
+    replaces: list[tuple[str, str, str]] = field(default_factory=list)  # the same
 
 
 class Normalizer:
@@ -95,6 +96,7 @@ class Normalizer:
                 skipped=skipped,
                 newest=newest,
                 side=batch.side,
+                replaces=batch.replaces,
             )
         finally:
             for name in ("raw_batch", "raw_sessions"):

@@ -233,6 +233,7 @@ class _Sink:
     def __init__(self, batcher: EventBatcher):
         self.batcher = batcher
         self.details: list[dict[str, Any]] = []
+        self.replaces: list[tuple[str, str, str]] = []
 
     def event(self, row: dict[str, Any]) -> None:
         self.batcher.rows_read += 1
@@ -253,6 +254,7 @@ class _Sink:
         )
         self.details = []
         batch.side["transcript_events"] = table
+        batch.replaces, self.replaces = self.replaces, []
         return batch
 
 
@@ -313,6 +315,10 @@ class ClaudeCodeSource:
                 unchanged += 1
                 continue
             reader = SessionReader(entry.app, self.user, entry.session_id, sink)
+            # read whole, it replaces what an earlier ingest stored of it (which may have
+            # been read while Claude Code was still writing: a response's first lines, a
+            # boundary before its summary)
+            sink.replaces.append((entry.app, self.user, entry.session_id))
             own = next((p for p, f in entry.files if f.role == "main"), entry.files[0][0])
             self._sources[(entry.app, self.user, entry.session_id)] = f"{self.kind}:{own}"
             for path, file in entry.files:
