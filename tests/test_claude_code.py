@@ -676,3 +676,18 @@ def test_a_fast_request_is_unknown_unless_priced(tmp_path: Path) -> None:
     per = Decimal(10) ** -6
     assert row["cost_source"] == "priced" and row["cost_usd_low"] == (
         10 * 30 + 1_000 * 3 + 2_000 * 60 + 100 * 150) * per  # fmt: skip
+
+
+def test_a_slash_command_and_its_output_are_one_turn(tmp_path: Path) -> None:
+    t = Transcript()
+    t.prompt("fix it")
+    t.response("msg_a", [{"type": "text", "text": "done"}], usage(3, 0, 900, 5))
+    t.prompt("<command-name>/compact</command-name>\n<command-message>compact</command-message>")
+    t.prompt("<local-command-stdout>Compacted</local-command-stdout>")
+    t.prompt("go on")
+    t.response("msg_b", [{"type": "text", "text": "ok"}], usage(3, 900, 20, 5))
+    t.write(tmp_path)
+    db = tmp_path / "t.duckdb"
+    _ingest(tmp_path, db)
+    turns = api.turns(db, "s-1")
+    assert turns["calls"].to_list() == [1, 0, 1]  # the prompt, the command, the prompt

@@ -108,7 +108,7 @@ def _raw(
     """Stored raw events (see `_stored`), lo <= epoch <= hi, stored before `before`; in
     a Claude Code session, of the compaction's own thread (`thread`: its branch)."""
     rules = rules_of(session)
-    threaded = rules is _claude_code_windows
+    threaded = rules.THREADED
     return [
         (i, e)
         for i, e in enumerate(session.events[:before])
@@ -320,7 +320,7 @@ def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
     (compaction never deletes; the raw events inside a range stay in the session
     table) and sent (what the next model call's request held, from its window)."""
     rules = rules_of(session)
-    threaded = rules is _claude_code_windows  # a compaction is its own thread's
+    threaded = rules.THREADED  # a compaction is its own thread's (Claude Code)
     turn_of = rules.turns(session)
     agent_calls = [c for c in found if c.kind != "summarizer"]
     summarizers = [c for c in found if c.kind == "summarizer"]
@@ -409,7 +409,7 @@ def _session_row(key: Row, session: Session, found: list[Call], compactions: int
     """The session's own facts: what built them, and what stays after its last range
     (in a Claude Code session, of its main thread: each thread compacts on its own)."""
     rules = rules_of(session)
-    threaded = rules is _claude_code_windows
+    threaded = rules.THREADED
     indexed = [
         (i, e.compaction)
         for i, e in enumerate(session.events)

@@ -317,11 +317,7 @@ def find_binary(given: Path | None = None, environ: dict[str, str] | None = None
             candidates.append(Path(on_path).resolve())
     for start in candidates:
         for path in _binaries_near(start):
-            if path.is_file() and path.read_bytes()[:4] in (
-                b"\x7fELF",
-                b"\xcf\xfa\xed\xfe",
-                b"MZ\x90\x00",
-            ):
+            if path.is_file() and _magic(path) in _EXECUTABLES:
                 return path
     if explicit is not None:
         raise ForensicsError(
@@ -330,6 +326,18 @@ def find_binary(given: Path | None = None, environ: dict[str, str] | None = None
             "package or a folder holding node_modules; `npm install ccusage` installs it",
         )
     return None
+
+
+_EXECUTABLES = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"MZ\x90\x00")  # ELF, Mach-O, PE
+
+
+def _magic(path: Path) -> bytes:
+    """A file's first four bytes: what kind of executable it is (not the npm wrapper)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4)
+    except OSError:
+        return b""
 
 
 def _binaries_near(start: Path) -> list[Path]:

@@ -149,7 +149,9 @@ class _Run:
             self.progress(result)
 
     def _sources(self) -> None:
-        """The sessions this run created take the file(s) their events came from as source."""
+        """The sessions this run created take the file(s) their events came from as source
+        (the whole map each batch: a session's row exists only once its batch is stored,
+        and the UPDATE touches only this run's sessions)."""
         sources = getattr(self.source, "session_sources", None)
         if sources is not None:
             set_session_sources(self.store, sources(), self.result.ingest_id)

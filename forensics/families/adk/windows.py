@@ -49,6 +49,7 @@ _STATUS_CODE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
 
 
 LEGACY_PREAMBLE = "For context:"  # contents.py before 2.8.0
+THREADED = False  # a compaction and a window span the session's branches (families/windows.py)
 
 
 def _sized(chars: int, fenced: bool) -> int:

@@ -7,12 +7,14 @@ object a line (docs/claude-code.md). What this module reads, from real files of 
 - `assistant` lines: one per content block of a model response, each repeating
   `message.id`, `requestId` and `message.usage`. Early lines carry a streaming
   placeholder usage (output 10, 10, then the final 441 on the last), so a call is one
-  (message.id, requestId) and keeps the largest usage; a sidechain copy never replaces
-  a main-thread one. A response's lines may be separated by the results of the tools
-  it called: tools run while it streams.
+  (message.id, requestId) and keeps the largest usage; a copy of it in another of the
+  session's files (a sidechain's mirror of it) is the same call, read once. A
+  response's lines may be separated by the results of the tools it called: tools run
+  while it streams.
 - `user` lines: a prompt (text), or tool results (`tool_result` blocks, each answering a
-  `tool_use` id). `isMeta` lines are sent to the model but start no turn; the
-  `isCompactSummary` line after a compaction boundary is that compaction's summary.
+  `tool_use` id). `isMeta` lines and a slash command's output are sent to the model
+  but start no turn; the `isCompactSummary` line after a compaction boundary is that
+  compaction's summary.
 - `system` lines: `compact_boundary` (`compactMetadata {trigger, preTokens}`) becomes a
   compaction event; `api_error` (a request the API refused, retried after it) a failed
   call; an assistant line with `isApiErrorMessage` (the last, unretried failure, model
@@ -68,6 +70,8 @@ NUDGE_WINDOW_S = 3600.0  # ... when it is stamped at most this much before it
 EARLIEST, AFTER = 0.0, 32_503_680_000.0
 MAX_MESSAGE_CHARS = 2000  # of an error's text, kept
 TASK_TOOLS = ("Task", "Agent")  # the tool that starts a subagent (renamed Agent in 2.1)
+# a slash command's output (its own user line, after the command's): the command's turn
+LOCAL_OUTPUT = ("<local-command-stdout>", "<local-command-stderr>")
 MAX_TOKENS = 10**12  # a usage count above this is no count (so sums stay in 64 bits)
 MAX_USD = 1e9  # a costUSD above this is no cost
 
@@ -304,7 +308,7 @@ def _synthetic_error(line: dict[str, Any], text: str) -> tuple[str, str]:
     if start >= 0:
         try:
             body = json.loads(text[start:])
-        except ValueError:
+        except (ValueError, RecursionError):
             body = None
         if isinstance(body, dict):
             inner = body.get("error")
@@ -344,7 +348,6 @@ class _Message:
 
     key: tuple[str, str]
     event: _Event
-    sidechain: bool
     usage: dict[str, int | None] | None
     detail: dict[str, Any]
     total: int = -1
@@ -414,7 +417,11 @@ class SessionReader:
             self.sink.skip(locator, "not a JSON object")
             return
         if "\\ud" in text or "\\uD" in text:  # an escaped surrogate, maybe a lone one
-            line = _whole(line)
+            try:
+                line = _whole(line)
+            except RecursionError:
+                self.sink.skip(locator, "nested too deeply to read (with an escaped surrogate)")
+                return
         kind = line.get("type")
         if kind in SKIPPED_TYPES or kind not in ("user", "assistant", "system"):
             self.kinds[kind if isinstance(kind, str) and kind else "no type"] += 1
@@ -574,7 +581,6 @@ class SessionReader:
         usage, refused = _usage(message.get("usage"))
         if refused:
             self.sink.skip(locator, f"{refused}: the response is kept without this line's usage")
-        sidechain = line.get("isSidechain") is True and self.file.role == "main"
         current = thread.message
         if current is not None and current.key != key:
             self._close(thread)
@@ -590,15 +596,15 @@ class SessionReader:
             if model and model != "<synthetic>":
                 body["model_version"] = model
             event = self._new_event(thread, key[0], when, locator, body)
-            current = _Message(key, event, sidechain, None, {})
+            current = _Message(key, event, None, {})
             thread.message = current
         for block in blocks:
             part = self._block(block, thread)
             if part is not None:
                 current.parts.append(part)
         total = _total(usage)
-        if usage is not None and (total > current.total or (current.sidechain and not sidechain)):
-            current.usage, current.total, current.sidechain = usage, total, sidechain
+        if usage is not None and total > current.total:
+            current.usage, current.total = usage, total
             current.detail = {
                 "line": number,
                 "timestamp": stamp if isinstance(stamp, str) else None,
@@ -709,6 +715,7 @@ class SessionReader:
             and self.file.role == "main"
             and line.get("isMeta") is not True
             and line.get("isCompactSummary") is not True
+            and not _text_of(content).lstrip().startswith(LOCAL_OUTPUT)
         )
         self._author(thread, _text_of(content))
         event = self._new_event(thread, uuid, when, locator, {"author": "user"})

@@ -25,9 +25,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ...model import ROLES, Call, Event, Session, WindowPart
+from ..adk.windows import turns  # a turn is an invocation, in both families
 from .transcript import COMPACT_AGENT
 
 RULES_LABEL = "claude-code rules"
+THREADED = True  # a compaction, a window, are one thread's (the event's branch)
+
+__all__ = ["RULES_LABEL", "THREADED", "calls", "is_call", "turns", "window"]
 
 
 def is_call(event: Event) -> str | None:
@@ -43,15 +47,6 @@ def is_call(event: Event) -> str | None:
     ):
         return None
     return "summarizer" if event.author == COMPACT_AGENT else "agent"
-
-
-def turns(session: Session) -> dict[str, int]:
-    """invocation_id -> 1-based turn number, in order of first event; compactions excluded."""
-    numbers: dict[str, int] = {}
-    for e in session.events:
-        if e.invocation_id and not e.is_compaction and e.invocation_id not in numbers:
-            numbers[e.invocation_id] = len(numbers) + 1
-    return numbers
 
 
 @dataclass
