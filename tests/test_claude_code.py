@@ -391,6 +391,14 @@ def test_placeholders_parallel_results_and_growth(tmp_path: Path) -> None:
     assert growth["occupancy_before"].to_list() == [20_003, 20_003]
     assert growth["occupancy_after"].to_list() == [31_002, 31_002]
     assert growth["growth_tokens"].sum() == 31_002 - 20_003
+    # a result is sized as the text the model read (not its JSON with escapes)
+    sizes = dict(
+        duckdb.connect(str(db), read_only=True)
+        .execute("SELECT function_call_id, chars FROM parts WHERE kind = 'function_response'")
+        .fetchall()
+    )
+    assert sizes == {"t1": len("Read") + len("small file"),
+                     "t2": len("mcp__store__orders") + len(big)}  # fmt: skip
 
 
 def test_one_hour_writes_are_priced_at_the_one_hour_rate(tmp_path: Path) -> None:

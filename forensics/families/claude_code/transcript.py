@@ -32,7 +32,8 @@ in progress when they happen. Events are written as the store's event JSON (ADK'
 Event shape, which the normaliser reads), so characters, previews and a tool result's
 rows are measured by the same code as ADK's. A tool result is stored as
 `{"result": <its text, or the JSON the text holds>}` (ADK's wrapping of a tool's
-return), an image as its type and size only. What the store's event columns cannot
+return), sized as its text (its tool's name and the text, as ADK sizes a response by
+name and payload), an image as its type and size only. What the store's event columns cannot
 hold (the cache writes by TTL, message and request ids, the file and line, a
 boundary's trigger and preTokens) is kept per event in `transcript_events`.
 
@@ -219,6 +220,9 @@ def _result_parts(block: dict[str, Any], name: str) -> list[dict[str, Any]]:
             "id": call_id if isinstance(call_id, str) else None,
             "name": name,
             "response": response,
+            # what the model read: the text, not the JSON the store keeps it as (escapes
+            # add a fifth to code; a pretty-printed JSON text loses its spaces)
+            "chars": len(name) + len(text),
         }
     }
     return [part, *images]

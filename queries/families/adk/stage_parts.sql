@@ -3,7 +3,7 @@
 -- params: (none)
 -- Sizes: text and thoughts count their characters; a function_call its name plus
 -- its args as compact JSON; a function_response its name plus its response as
--- compact JSON; any other part its payload (inline_data, file_data, executable
+-- compact JSON (or the `chars` a family gave it); any other part its payload (inline_data, file_data, executable
 -- code or its result) as compact JSON.
 CREATE OR REPLACE TEMP TABLE staged_parts AS
 WITH raw_parts AS (
@@ -65,8 +65,9 @@ SELECT
         WHEN 'thought' THEN length(p.text)
         WHEN 'function_call' THEN
             length(coalesce(fc.name, '')) + length(coalesce(fc.args, '{}')::VARCHAR)
-        WHEN 'function_response' THEN
-            length(coalesce(fr.name, '')) + length(coalesce(fr.response, '{}')::VARCHAR)
+        -- a family that knows what the model read gives it (Claude Code: the result's text)
+        WHEN 'function_response' THEN coalesce(fr.chars,
+            length(coalesce(fr.name, '')) + length(coalesce(fr.response, '{}')::VARCHAR))
         ELSE coalesce(length(coalesce(p.inline_data, p.inlineData)::VARCHAR), 0)
             + coalesce(length(coalesce(p.file_data, p.fileData)::VARCHAR), 0)
             + coalesce(length(coalesce(p.executable_code, p.executableCode)::VARCHAR), 0)
