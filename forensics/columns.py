@@ -706,9 +706,10 @@ FIDELITY = Spec(
 # ---------------------------------------------------------------------------
 
 _COST_SOURCE = (
-    "priced (measured usage x a dated price), range (cache writes or thinking not stored: "
-    "low..high), inferred (a compaction's summarizer, which names no model, priced as its "
-    "session's main model), estimated (no usage stored: input from the window's "
+    "priced (measured usage x a dated price), range (cache writes or thinking not stored, "
+    "or an output count that is a streaming placeholder: low..high), inferred (a "
+    "compaction's summarizer, which names no model, priced as its session's main model), "
+    "estimated (no usage stored: input from the window's "
     "characters, output not counted), failed (a failed request with no usage: not "
     "billed, 0), copied (a response a Claude Code transcript copied from another session, "
     "a resumed one's history: billed in that session, 0 here) or unknown (no price: no "
@@ -759,9 +760,12 @@ COST_CALLS = Spec(
         Column("input_tokens_unsure", I64, MEASURED, help="a Claude call stored by ADK "
                "before 2.7: its cache reads, which that release's native path left out of "
                "the prompt count and LiteLLM's left in; the high bound reads them beside it"),
-        Column("output_tokens_unsure", I64, MEASURED, help="a Claude call's thoughts: "
-               "billed output under ADK's native path, already inside candidates under "
-               "LiteLLM's; counted in the high bound only"),
+        Column("output_tokens_unsure", I64, "measured (estimated for a placeholder)",
+               help="a Claude call's thoughts: billed output under ADK's native path, "
+               "already inside candidates under LiteLLM's; and a Claude Code 2.1 response "
+               "whose final usage was never written (its output count a streaming "
+               "placeholder): its content's estimated tokens beyond it; counted in the high "
+               "bound only"),
         Column("cache_write_tokens", I64, "see cache_write_source", help="cache writes, "
                "where a Claude Code transcript measured them or a LiteLLM payload or a span "
                "logged the request's (ADK stores none): both bounds use them"),

@@ -44,7 +44,8 @@ class By(StrEnum):
 def _footnote(sources: str) -> str:
     return (
         f"USD, priced with {sources}; low..high where the store cannot say (cache writes, "
-        "a Claude call's thinking); cost_source says how each figure is known"
+        "a Claude call's thinking, a streamed placeholder output); cost_source says how "
+        "each figure is known"
     )
 
 
@@ -110,9 +111,11 @@ def cost(
     estimated from its window's characters. With --since/--until, the calls in that
     time.
 
-    Claude Code transcripts record every call's usage, cache writes by TTL included, so
-    their cost is exact (5-minute writes at the write rate, 1-hour ones at the 1-hour
-    rate). --ccusage-compatible totals them as ccusage does instead, to reconcile.
+    Claude Code transcripts record every call's usage, cache writes by TTL included
+    (5-minute writes at the write rate, 1-hour ones at the 1-hour rate); a 2.1 response
+    whose final usage line was never written kept a placeholder output count: its high
+    bound adds its content's estimated tokens. --ccusage-compatible totals them as
+    ccusage does instead, to reconcile.
 
     Example: forensics cost --by day --since 2026-11-16 --until 2026-11-23
     Example: forensics cost SESSION_ID --prices contract.toml -f json

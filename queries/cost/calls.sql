@@ -20,6 +20,11 @@ WITH usage AS (
            CASE WHEN d.call_id IS NULL THEN c.cached_tokens ELSE 0 END AS cached_tokens,
            CASE WHEN d.call_id IS NULL THEN e.candidates_tokens ELSE 0 END AS candidates_tokens,
            CASE WHEN d.call_id IS NULL THEN e.thoughts_tokens ELSE 0 END AS thoughts_tokens,
+           -- a response that kept only its streaming placeholder output (Claude Code 2.1
+           -- left out its final usage line): what its content holds beyond it, estimated
+           CASE WHEN t.output_placeholder AND d.call_id IS NULL THEN greatest(
+               CAST(round_even(e.chars / r.chars_per_token, 0) AS BIGINT)
+               - coalesce(e.candidates_tokens, 0), 0) ELSE 0 END AS placeholder_output,
            e.tool_use_prompt_tokens,
            -- writes a Claude Code transcript measured, else a logged record's
            CASE WHEN d.call_id IS NOT NULL THEN 0
@@ -65,9 +70,10 @@ WITH usage AS (
            coalesce(u.candidates_tokens, 0)
                + CASE WHEN m.convention = 'gemini' THEN coalesce(u.thoughts_tokens, 0) ELSE 0 END
                AS output_tokens,
-           -- ADK's native Claude path excludes thinking from candidates, LiteLLM's includes it
+           -- ADK's native Claude path excludes thinking from candidates, LiteLLM's includes
+           -- it; a placeholder output count is low by what the response's content holds
            CASE WHEN m.convention = 'claude' THEN coalesce(u.thoughts_tokens, 0) ELSE 0 END
-               AS output_tokens_unsure,
+               + u.placeholder_output AS output_tokens_unsure,
            m.convention = 'claude' AND u.before_2_7 AND u.prompt_tokens IS NOT NULL
                AS two_readings
     FROM usage AS u

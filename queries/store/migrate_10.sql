@@ -27,6 +27,7 @@ CREATE TABLE IF NOT EXISTS transcript_events (
     cache_creation_tokens BIGINT,     -- cache_creation_input_tokens
     cache_write_5m_tokens BIGINT,     -- cache_creation.ephemeral_5m_input_tokens (null: no split)
     cache_write_1h_tokens BIGINT,     -- cache_creation.ephemeral_1h_input_tokens
+    output_placeholder BOOLEAN,       -- 2.1+: no line of the response held its final usage
     -- compact_boundary
     "trigger" VARCHAR,                -- auto | manual
     pre_tokens BIGINT,                -- compactMetadata.preTokens (logged by Claude Code)

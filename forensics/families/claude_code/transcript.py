@@ -55,6 +55,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ...model import parse_version
 from ..fields import count, epoch, json_error
 from ..fields import number as finite
 
@@ -266,6 +267,21 @@ def _usage(usage: Any) -> tuple[dict[str, int | None] | None, str | None]:
     return found, None
 
 
+def _final(usage: dict[str, Any]) -> bool:
+    """Whether a line's usage is a response's final one: from 2.1, Claude Code writes it
+    on the response's last line with keys the streaming placeholders lack."""
+    return "iterations" in usage or "server_tool_use" in usage
+
+
+def _writes_final(version: Any) -> bool:
+    """Whether this Claude Code release marks a final usage (2.1 on): then a response
+    without one kept only its streaming placeholder (its output count, far too low)."""
+    try:
+        return parse_version(version) >= (2, 1, 0) if isinstance(version, str) else False
+    except ValueError:
+        return False
+
+
 def _total(usage: dict[str, int | None] | None) -> int:
     if usage is None:
         return -1
@@ -355,6 +371,7 @@ class _Message:
     usage: dict[str, int | None] | None
     detail: dict[str, Any]
     total: int = -1
+    final: bool = False  # a line held the response's final usage (2.1's last-line shape)
     parts: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -607,6 +624,8 @@ class SessionReader:
             if part is not None:
                 current.parts.append(part)
         total = _total(usage)
+        if usage is not None and _final(message["usage"]):
+            current.final = True
         if usage is not None and total > current.total:
             current.usage, current.total = usage, total
             current.detail = {
@@ -681,7 +700,16 @@ class SessionReader:
                 "candidates_token_count": usage["output_tokens"] or 0,
                 "total_token_count": prompt + (usage["output_tokens"] or 0),
             }
-            self.sink.detail(self._detail(event.event_id, "call", **current.detail, **usage))
+            placeholder = not current.final and _writes_final(current.detail.get("version"))
+            self.sink.detail(
+                self._detail(
+                    event.event_id,
+                    "call",
+                    **current.detail,
+                    **usage,
+                    output_placeholder=placeholder,
+                )
+            )
         self._emit(event)
 
     # -- user lines: prompts, tool results, the compaction summary ----------------

@@ -70,6 +70,7 @@ DETAIL_SCHEMA = pa.schema(
         ("cache_creation_tokens", pa.int64()),
         ("cache_write_5m_tokens", pa.int64()),
         ("cache_write_1h_tokens", pa.int64()),
+        ("output_placeholder", pa.bool_()),
         ("trigger", pa.string()),
         ("pre_tokens", pa.int64()),
     ]
@@ -248,12 +249,15 @@ class _Sink:
 
     def take(self) -> Batch:
         batch = self.batcher.take()
-        names = set(DETAIL_SCHEMA.names)
-        for row in self.details[:1]:  # a key the table lacks is a bug, not a null
-            unknown = set(row) - names
-            if unknown:
-                raise ValueError(f"transcript details have no column {sorted(unknown)}")
-        table = pa.Table.from_pylist(self.details, schema=DETAIL_SCHEMA)
+        names = DETAIL_SCHEMA.names
+        known = set(names)
+        for row in self.details:  # a key the table lacks is a bug, not a null
+            if not known.issuperset(row):
+                raise ValueError(f"transcript details have no column {sorted(set(row) - known)}")
+        # by name, each row's missing keys null (Table.from_pylist reads the first row's)
+        table = pa.table(
+            {n: [row.get(n) for row in self.details] for n in names}, schema=DETAIL_SCHEMA
+        )
         self.details = []
         batch.side["transcript_events"] = table
         batch.replaces, self.replaces = self.replaces, []
