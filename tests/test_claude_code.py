@@ -668,7 +668,7 @@ def test_a_resumed_session_copies_its_history_and_is_billed_once(tmp_path: Path)
     first.prompt("start")
     first.response("msg_1", [{"type": "text", "text": "one"}], usage(3, 0, 10_000, 50))
     first.write(tmp_path)
-    resumed = Transcript("s-b")
+    resumed = Transcript("a-resumed")  # a key smaller than the original's: history decides
     resumed.lines = list(first.lines)
     resumed.n, resumed.second, resumed.parent = first.n, first.second + 600, first.parent
     resumed.prompt("go on")
@@ -677,7 +677,7 @@ def test_a_resumed_session_copies_its_history_and_is_billed_once(tmp_path: Path)
     db = tmp_path / "r.duckdb"
     _ingest(tmp_path, db)
     calls = api.cost(db, by="call")
-    copy = calls.filter(pl.col("session_id") == "s-b").row(0, named=True)
+    copy = calls.filter(pl.col("session_id") == "a-resumed").row(0, named=True)
     assert (copy["call_id"], copy["cost_source"], copy["copied_from"]) == ("msg_1", "copied", "s-a")
     assert copy["cost_usd_low"] == copy["input_tokens"] == copy["output_tokens"] == 0
     day = api.cost(db, by="day").row(0, named=True)
