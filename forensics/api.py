@@ -383,12 +383,11 @@ def ingest_claude_code(
 
     filters: dict[str, object] = {"user": user} if user else {}
     with using(store, read_only=False) as target:
-        known = (
-            {}
-            if full
-            else {p: (size, mtime) for p, size, mtime in target.query("store/transcript_files")}
-        )
-        source = ClaudeCodeSource([Path(p) for p in paths], user=user or DEFAULT_USER, known=known)
+        owner = user or DEFAULT_USER
+        # per user: the same files read for another user are another user's sessions
+        rows = [] if full else target.query("store/transcript_files", user_id=owner)
+        known = {p: (size, mtime) for p, size, mtime in rows}
+        source = ClaudeCodeSource([Path(p) for p in paths], user=owner, known=known)
         # incremental by file, not by watermark: a session is read again when one of its
         # files changed
         result = ingest(

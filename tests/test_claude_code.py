@@ -251,6 +251,21 @@ def test_ingest_is_idempotent_and_reads_claude_config_dir(
     assert api.sessions(db).height == sessions
 
 
+def test_files_read_for_one_user_are_read_again_for_another(tmp_path: Path) -> None:
+    # `--user` names whose sessions these are: the files an ingest read for one user say
+    # nothing of another's, whose sessions are not stored yet
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "claude_code"
+    db = tmp_path / "u.duckdb"
+    first = api.ingest_claude_code(db, [sample])
+    other = api.ingest_claude_code(db, [sample], user="alice")
+    assert "sessions_unchanged" not in other.notes
+    assert other.rows_loaded == first.rows_loaded > 0
+    users = api.sessions(db).group_by("user_id").len().sort("user_id")
+    assert users["len"].to_list()[0] == users["len"].to_list()[1]
+    again = api.ingest_claude_code(db, [sample], user="alice")
+    assert again.rows_read == 0 and again.notes["sessions_unchanged"] == users["len"][1]
+
+
 @needs_real
 def test_a_session_read_while_it_was_written_is_replaced_when_read_again(
     tmp_path: Path,

@@ -1,5 +1,5 @@
 -- name: migrate_10
--- Store schema 10: Claude Code transcripts. A session says which family of agent software wrote it (adk, claude-code); each Claude Code event keeps what the store's event columns cannot (transcript_events): for a call, the usage the provider billed as the transcript recorded it (uncached input, output, cache reads, cache writes and their 5-minute and 1-hour split), its message and request ids, speed and costUSD; for a compaction boundary, its trigger and preTokens; and for both the file, line and timestamp they were read from. And the transcript files read (transcript_files), so a later ingest reads again only the sessions whose files changed.
+-- Store schema 10: Claude Code transcripts. A session says which family of agent software wrote it (adk, claude-code); each Claude Code event keeps what the store's event columns cannot (transcript_events): for a call, the usage the provider billed as the transcript recorded it (uncached input, output, cache reads, cache writes and their 5-minute and 1-hour split), its message and request ids, speed and costUSD; for a compaction boundary, its trigger and preTokens; and for both the file, line and timestamp they were read from. And the transcript files read (transcript_files, per user the sessions were stored under), so a later ingest for that user reads again only the sessions whose files changed.
 -- params: (none)
 ALTER TABLE sessions ADD COLUMN IF NOT EXISTS family VARCHAR DEFAULT 'adk';
 
@@ -36,9 +36,11 @@ CREATE TABLE IF NOT EXISTS transcript_events (
 );
 
 CREATE TABLE IF NOT EXISTS transcript_files (
-    path VARCHAR PRIMARY KEY,         -- the file as read (absolute)
+    path VARCHAR NOT NULL,            -- the file as read (absolute)
+    user_id VARCHAR NOT NULL,         -- the user its sessions were stored under
     size BIGINT NOT NULL,             -- bytes, when it was read
     mtime_ns BIGINT NOT NULL,         -- its modification time, when it was read
     lines BIGINT NOT NULL,            -- lines read
-    ingest_id BIGINT NOT NULL
+    ingest_id BIGINT NOT NULL,
+    PRIMARY KEY (path, user_id)
 );

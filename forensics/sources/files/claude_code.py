@@ -78,7 +78,13 @@ DETAIL_SCHEMA = pa.schema(
 
 
 FILE_SCHEMA = pa.schema(
-    [("path", pa.string()), ("size", pa.int64()), ("mtime_ns", pa.int64()), ("lines", pa.int64())]
+    [
+        ("path", pa.string()),
+        ("user_id", pa.string()),
+        ("size", pa.int64()),
+        ("mtime_ns", pa.int64()),
+        ("lines", pa.int64()),
+    ]
 )
 
 
@@ -346,7 +352,15 @@ class ClaudeCodeSource:
                     continue
                 lines += count
                 size, mtime = stats[str(path)]
-                read.append({"path": str(path), "size": size, "mtime_ns": mtime, "lines": count})
+                read.append(
+                    {
+                        "path": str(path),
+                        "user_id": self.user,
+                        "size": size,
+                        "mtime_ns": mtime,
+                        "lines": count,
+                    }
+                )
             kinds.update(reader.kinds)
         self.notes["files"] = files
         self.notes["lines"] = lines
