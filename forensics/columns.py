@@ -507,6 +507,13 @@ COMPACTION_RANGES = Spec(
         Column("summary_in_next_request", B, "inferred (window reconstruction)"),
         Column("raw_in_range_sent_next", I64, "inferred (window reconstruction)"),
         Column("next_request_tokens_estimated", I64, ESTIMATED),
+        Column("trigger", S, help="Claude Code: what started the compaction (auto, manual)"),
+        Column(
+            "pre_tokens",
+            I64,
+            LOGGED,
+            help="Claude Code: the context size it logged at the boundary (preTokens)",
+        ),
     ),
     table=(
         "session_id",
@@ -1520,6 +1527,8 @@ ALL: tuple[Spec, ...] = (
     COST_SHARE,
     COST_TOOLS,
     COST_TOOL_CALLS,
+    COST_CCUSAGE_DAY,
+    COST_CCUSAGE_SESSION,
     PRICES,
     FAILURES,
     FAILURES_BY_AGENT,
@@ -1540,10 +1549,12 @@ ALL: tuple[Spec, ...] = (
 def field_table() -> str:
     """The README's field table: every column with a `help`, in frame order."""
     lines = ["| field | command | provenance | meaning |", "|---|---|---|---|"]
+    commands: dict[Column, list[str]] = {}  # a column two frames share is one row
     for spec in ALL:
         for column in spec.columns:
             if column.help:
-                shown = column.provenance or "—"
-                command = spec.command or spec.name
-                lines.append(f"| `{column.name}` | {command} | {shown} | {column.help} |")
+                commands.setdefault(column, []).append(spec.command or spec.name)
+    for column, where in commands.items():
+        shown = column.provenance or "—"
+        lines.append(f"| `{column.name}` | {', '.join(where)} | {shown} | {column.help} |")
     return "\n".join(lines) + "\n"

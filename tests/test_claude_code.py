@@ -156,19 +156,8 @@ def test_real_compaction_boundaries(real_store: Path) -> None:
     # preTokens Claude Code logged, and the summarizer (the acompact agent) read them
     calls = api.calls(real_store, api.Selection(session="258c7280-ae70-4798-800f-63464d01a85d"))
     after = calls.filter(pl.col("call_id") == row["next_call_id"])["occupancy_measured"].item()
-    boundary = _detail(real_store, row["compaction_event_id"])
-    assert boundary["trigger"] == "auto" and boundary["pre_tokens"] == 167094
-    assert after < boundary["pre_tokens"] / 3
-
-
-def _detail(db: Path, event_id: str) -> dict[str, Any]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        cur = con.execute("SELECT * FROM transcript_events WHERE event_id = ?", [event_id])
-        names = [d[0] for d in cur.description]
-        return dict(zip(names, cur.fetchone(), strict=True))
-    finally:
-        con.close()
+    assert row["trigger"] == "auto" and row["pre_tokens"] == 167094
+    assert after < row["pre_tokens"] / 3
 
 
 @needs_real
@@ -215,8 +204,12 @@ def test_real_cost_is_exact_but_for_placeholder_outputs(real_store: Path) -> Non
         placeholders += sum(1 for done in final.values() if not done)
     con = duckdb.connect(str(real_store), read_only=True)
     try:
-        flagged = {r[0] for r in con.execute(
-            "SELECT event_id FROM transcript_events WHERE output_placeholder").fetchall()}
+        flagged = {
+            r[0]
+            for r in con.execute(
+                "SELECT event_id FROM transcript_events WHERE output_placeholder"
+            ).fetchall()
+        }
     finally:
         con.close()
     assert len(flagged) == placeholders > 100
@@ -249,6 +242,56 @@ def test_ingest_is_idempotent_and_reads_claude_config_dir(
     record = json.loads(full.stdout)[0]  # read whole again: each session replaced
     assert record["rows_loaded"] == first["rows_loaded"] == record["notes"]["events_replaced"]
     assert api.sessions(db).height == sessions
+
+
+def test_the_toolkit_reads_the_sample_as_its_generator_wrote_it(tmp_path: Path) -> None:
+    # expected.json holds what the generator put into the sample; the analyses must find it
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "claude_code"
+    expected = json.loads((sample / "expected.json").read_text())
+    db = tmp_path / "s.duckdb"
+    api.ingest_claude_code(db, [sample])
+    (boundary,) = expected["compactions"]
+    (row,) = api.compaction(db).rows(named=True)
+    assert (row["session_id"], row["trigger"], row["pre_tokens"]) == (
+        boundary["session_id"],
+        boundary["trigger"],
+        boundary["pre_tokens"],
+    )
+    calls = api.calls(db, api.Selection(session=boundary["session_id"]))
+    after = calls.filter(pl.col("call_id") == row["next_call_id"]).row(0, named=True)
+    # the next request holds the compacted window and the prompt typed after it
+    assert 0 < after["occupancy_measured"] - boundary["window_after_compaction"] < 100
+    (incident,) = expected["incidents"]
+    growth = api.growth(db, api.Selection(session=incident["session_id"]))
+    top = growth.row(0, named=True)
+    largest = incident["largest_growth"]
+    assert (top["function_call_id"], top["tool_name"]) == (
+        largest["tool_use_id"],
+        largest["tool_name"],
+    )
+    assert (top["occupancy_before"], top["occupancy_after"], top["growth_tokens"]) == (
+        largest["window_before"],
+        largest["window_after"],
+        largest["growth"],
+    )
+    by_id = {r["function_call_id"]: r for r in growth.rows(named=True)}
+    for result in incident["tool_results"]:
+        got = by_id[result["tool_use_id"]]
+        assert (got["occupancy_before"], got["occupancy_after"]) == (
+            result["window_before"],
+            result["window_after"],
+        )
+        # sized from the text at the session's fitted ratio: within 1% of the generator's
+        assert (
+            abs(got["result_tokens_estimated"] - result["result_tokens"])
+            < 0.01 * result["result_tokens"]
+        )
+    (failure,) = api.context_failures(db).rows(named=True)
+    assert failure["session_id"] == incident["session_id"]
+    assert (failure["logged_tokens"], failure["context_limit"]) == (
+        incident["context_failure"]["window"],
+        incident["context_failure"]["limit"],
+    )
 
 
 def test_files_read_for_one_user_are_read_again_for_another(tmp_path: Path) -> None:
@@ -625,6 +668,8 @@ def test_subagent_files_and_the_compaction_summarizer(tmp_path: Path) -> None:
 
 
 def test_cli_errors_name_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the default store is ./forensics.duckdb
+    monkeypatch.delenv("FORENSICS_DB", raising=False)
     out = runner.invoke(app, ["ingest", "claude-code", str(tmp_path / "nope")])
     assert out.exit_code == 1
     assert f"Error: no such file or folder: {tmp_path / 'nope'}" in out.output

@@ -1,8 +1,8 @@
 -- name: compaction_ranges
--- Per compaction event of the sessions in `scope_sessions`: its range, what it covers (stored), what the next call sent (tokens from `scope_ratios`).
+-- Per compaction event of the sessions in `scope_sessions`: its range, what it covers (stored), what the next call sent (tokens from `scope_ratios`), and for a Claude Code boundary its trigger and the preTokens Claude Code logged (transcript_events).
 -- params: (none)
 WITH sized AS (
-    SELECT c.*, o.ordinal AS session_ordinal,
+    SELECT c.*, t."trigger", t.pre_tokens, o.ordinal AS session_ordinal,
            round_even(c.raw_chars_in_range / r.chars_per_token, 0)::BIGINT AS raw_tokens,
            round_even(c.summary_chars / r.chars_per_token, 0)::BIGINT AS summary_tokens,
            round_even(c.tool_chars_in_range / r.chars_per_token, 0)::BIGINT AS tool_tokens,
@@ -18,6 +18,10 @@ WITH sized AS (
         ON n.app_name = c.app_name AND n.user_id = c.user_id AND n.session_id = c.session_id
        AND n.call_id = c.next_call_id
     LEFT JOIN scope_ratios AS rn ON rn.model = n.model
+    LEFT JOIN (SELECT app_name, user_id, session_id, event_id, "trigger", pre_tokens
+               FROM transcript_events WHERE kind = 'compaction') AS t
+        ON t.app_name = c.app_name AND t.user_id = c.user_id AND t.session_id = c.session_id
+       AND t.event_id = c.compaction_event_id
 )
 SELECT session_id, compaction_event_id, appended_at, appended_after_turn, start_timestamp,
        end_timestamp, invocations_in_range, turns_in_range, raw_events_in_range,
@@ -33,6 +37,7 @@ SELECT session_id, compaction_event_id, appended_at, appended_after_turn, start_
        overlap_seconds, retained_events_after,
        retained_tokens AS retained_tokens_after,
        next_call_id, summary_in_next_request, raw_in_range_sent_next,
-       next_tokens AS next_request_tokens_estimated
+       next_tokens AS next_request_tokens_estimated,
+       "trigger", pre_tokens
 FROM sized
 ORDER BY session_ordinal, ordinal;
