@@ -40,14 +40,17 @@ if TYPE_CHECKING:
     from ..selection import Selection
 
 app = typer.Typer(
-    help="Offline forensics for tool-calling LLM agents: load ADK sessions into a local "
-    "DuckDB store and read them back call by call.",
+    help="Offline forensics for tool-calling LLM agents: load ADK sessions and traces, "
+    "OpenSearch logs and Claude Code transcripts into a local DuckDB store and read them "
+    "back call by call.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,  # locals would print DSNs with passwords
     add_completion=False,
 )
 ingest_app = typer.Typer(
-    help="Load ADK session events into the store (idempotent: the same event is stored once).",
+    help="Load agent records into the store: ADK sessions (PostgreSQL, SQLite, JSON), ADK "
+    "traces, OpenSearch documents, Claude Code transcripts, a Parquet export (idempotent: "
+    "the same event is stored once).",
     no_args_is_help=True,
 )
 report_app = typer.Typer(help="Self-contained HTML reports to share.", no_args_is_help=True)

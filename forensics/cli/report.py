@@ -196,7 +196,8 @@ def demo(
 ) -> None:
     """The main job on the bundled sample data: load it, write the sample incident's report.
 
-    The samples are real ADK output (sample_data/README.md). Prints the sessions it
+    The ADK samples are real ADK output, the Claude Code transcripts generated in
+    Claude Code's formats (sample_data/README.md). Prints the sessions it
     loaded, what they cost (their scripted model priced as Gemini 2.5 Flash,
     sample_data/prices.toml), the context failures the sample's OpenSearch documents
     and sessions show, a 16,000-token cap replayed on the incident (`whatif`), the
