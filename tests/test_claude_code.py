@@ -681,6 +681,10 @@ def test_cli_errors_name_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
                               "--db", str(tmp_path / "x.duckdb")])  # fmt: skip
     assert out.exit_code == 1
     assert "--ccusage-compatible totals by day or by session" in out.output
+    given = ["--prices", str(tmp_path / "p.toml"), "--db", str(tmp_path / "x.duckdb")]
+    out = runner.invoke(app, ["cost", "--by", "day", "--ccusage-compatible", *given])
+    assert out.exit_code == 1
+    assert "ccusage's own table, not --prices" in out.output
     out = runner.invoke(app, ["cost", "--source", "codex", "--db", str(tmp_path / "x.duckdb")])
     assert out.exit_code == 1
     assert "--source 'codex' is not a family" in out.output
@@ -748,7 +752,9 @@ def test_a_resumed_session_copies_its_history_and_is_billed_once(tmp_path: Path)
     assert (theirs["output_tokens"], theirs["entries"]) == (110, 2)
 
 
-def test_a_fast_request_is_unknown_unless_priced(tmp_path: Path) -> None:
+def test_a_fast_request_is_unknown_unless_priced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     t = Transcript()
     t.prompt("quick")
     fast = {**usage(10, 1_000, 2_000, 100), "speed": "fast"}
@@ -770,6 +776,16 @@ def test_a_fast_request_is_unknown_unless_priced(tmp_path: Path) -> None:
     per = Decimal(10) ** -6
     assert row["cost_source"] == "priced" and row["cost_usd_low"] == (
         10 * 30 + 1_000 * 3 + 2_000 * 60 + 100 * 150) * per  # fmt: skip
+    # without a ccusage install its fast multiplier is not known either: unpriced, at 0
+    monkeypatch.delenv("FORENSICS_CCUSAGE", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
+    theirs = api.cost_ccusage(db, by="day").row(0, named=True)
+    assert (
+        "genai-prices" in theirs["price_source"]
+        and "fast requests unpriced" in theirs["price_source"]
+    )
+    assert (theirs["entries"], theirs["unpriced_entries"]) == (2, 1)
+    assert theirs["cost_usd"] == calls["cost_usd_low"][1]  # the standard request alone
 
 
 def test_a_slash_command_and_its_output_are_one_turn(tmp_path: Path) -> None:

@@ -79,7 +79,8 @@ def cost(
             help="Claude Code usage as ccusage 20 totals it (--by day or session): its "
             "dedup, its price table (from its install) and rules (each field's tokens above "
             "200,000 at the long-context rate; 1-hour writes at 2x input), to reconcile "
-            "with it line by line. Not the provider's bill: docs/claude-code.md.",
+            "with it line by line; without an install, genai-prices under its rules, "
+            "fast requests unpriced. Not the provider's bill: docs/claude-code.md.",
         ),
     ] = False,
     ccusage: Annotated[
@@ -141,6 +142,11 @@ def cost(
         raise ForensicsError("--ccusage names the install --ccusage-compatible reads",
                              hint="add --ccusage-compatible")  # fmt: skip
     if ccusage_compatible:
+        if prices is not None:
+            raise ForensicsError(
+                "--ccusage-compatible prices with ccusage's own table, not --prices",
+                hint="drop --prices (it prices `cost` without the flag)",
+            )
         if share or chosen not in ("day", "session"):
             raise ForensicsError(
                 "--ccusage-compatible totals by day or by session, as ccusage does",

@@ -74,7 +74,8 @@ _NATIVE = ("ccusage-linux-x64", "ccusage-linux-arm64", "ccusage-darwin-x64",
 @dataclass(frozen=True)
 class Rates:
     """One model's rates under ccusage's rules, USD per token; `*_above` apply to a
-    field's tokens beyond 200,000 (None: no tier); `fast` multiplies a fast request."""
+    field's tokens beyond 200,000 (None: no tier); `fast` multiplies a fast request (None:
+    not known, the request unpriced)."""
 
     key: str  # the table entry that priced it
     input: Decimal
@@ -85,7 +86,7 @@ class Rates:
     output_above: Decimal | None = None
     cache_write_above: Decimal | None = None
     cache_read_above: Decimal | None = None
-    fast: Decimal = Decimal(1)
+    fast: Decimal | None = Decimal(1)
 
 
 def _d(value: Any) -> Decimal | None:
@@ -173,7 +174,7 @@ class PriceTable:
             return None
         return Rates(**{**found.__dict__, "fast": self._fast(model, found)})
 
-    def _fast(self, model: str, rates: Rates) -> Decimal:
+    def _fast(self, model: str, rates: Rates) -> Decimal | None:
         if rates.fast != 1:
             return rates.fast
         for part in re.split(r"[/:]", _normal(model)):
@@ -438,7 +439,8 @@ def _row(model: str, day: date | None, rates: Rates) -> dict[str, object]:
 
 def list_rates(model: str, day: date) -> Rates | None:
     """genai-prices' rates of `model` on `day` as ccusage would use them: the base tier,
-    and its 200,000-token tier's rates for the excess of each field."""
+    and its 200,000-token tier's rates for the excess of each field; genai-prices has no
+    fast-mode rates, so a fast request is unpriced (at 0, as ccusage counts one)."""
     found = list_price(model, day)
     if isinstance(found, Unknown):
         return None
@@ -455,6 +457,7 @@ def list_rates(model: str, day: date) -> Rates | None:
         above.output / per if above else None,
         above.cache_write / per if above else None,
         above.cache_read / per if above else None,
+        fast=None,
     )
 
 
@@ -477,8 +480,8 @@ class Reconciliation:
         if self.table is not None:
             return self.table.source
         return (
-            f"genai-prices {genai_prices_version()} under ccusage's rules (no ccusage install "
-            "found: give --ccusage)"
+            f"genai-prices {genai_prices_version()} under ccusage's rules, fast requests "
+            "unpriced (no ccusage install found: give --ccusage)"
         )
 
     def _rates(self) -> pa.Table:

@@ -1,5 +1,5 @@
 -- name: ccusage
--- The Claude Code usage of the sessions in `scope_sessions` (in the time of `cost_window`), totalled by $by (day or session) as ccusage 20 totals it, to reconcile with it: every recorded usage (a failed request's too), one entry per message and request id across all sessions (a main-thread copy before a sidechain one, then the larger token total, then by day the dearer, then the first read), the day of the entry's own line (UTC), the session its file's path names, cache creation as the 5-minute and 1-hour split where the line has one, and its cost at `ccusage_rates` (USD per token by model; `day` null: every day) under ccusage's rules: the line's own costUSD if it has one, else each field on its own with only its tokens above 200,000 at the above-200k rate, 1-hour writes at twice the input rate, a fast request times the model's fast multiplier, a model without a price at 0.
+-- The Claude Code usage of the sessions in `scope_sessions` (in the time of `cost_window`), totalled by $by (day or session) as ccusage 20 totals it, to reconcile with it: every recorded usage (a failed request's too), one entry per message and request id across all sessions (a main-thread copy before a sidechain one, then the larger token total, then by day the dearer, then the first read), the day of the entry's own line (UTC), the session its file's path names, cache creation as the 5-minute and 1-hour split where the line has one, and its cost at `ccusage_rates` (USD per token by model; `day` null: every day) under ccusage's rules: the line's own costUSD if it has one, else each field on its own with only its tokens above 200,000 at the above-200k rate, 1-hour writes at twice the input rate, a fast request times the model's fast multiplier (null: not known, the request unpriced), a model without a price at 0.
 -- params: $by
 WITH lines AS (
     SELECT t.app_name, t.user_id, t.session_id, t.event_id, t.file, t.line, t.message_id,
@@ -22,10 +22,11 @@ WITH lines AS (
     SELECT l.*, r.price_key,
            n_input + n_output + n_read + n_write_5m + n_write_1h AS n_total,
            CASE WHEN l.speed = 'fast' THEN l.model || '-fast' ELSE l.model END AS label,
-           r.input IS NULL AND l.cost_usd IS NULL
+           (r.input IS NULL OR (l.speed = 'fast' AND r.fast IS NULL)) AND l.cost_usd IS NULL
                AND coalesce(l.model, '<synthetic>') <> '<synthetic>' AS unpriced,
            CASE WHEN l.cost_usd IS NOT NULL THEN CAST(l.cost_usd AS DECIMAL(38, 18))
-                WHEN r.input IS NULL OR l.model = '<synthetic>' THEN CAST(0 AS DECIMAL(38, 18))
+                WHEN r.input IS NULL OR l.model = '<synthetic>'
+                     OR (l.speed = 'fast' AND r.fast IS NULL) THEN CAST(0 AS DECIMAL(38, 18))
                 ELSE (
                     CASE WHEN n_input > 200000 AND r.input_above IS NOT NULL
                          THEN 200000 * r.input + (n_input - 200000) * r.input_above
