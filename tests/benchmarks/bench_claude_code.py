@@ -4,6 +4,7 @@ on generated transcripts of growing size: seconds and peak RSS of each, in one r
     python tests/benchmarks/bench_claude_code.py --ccusage /path/with/node_modules
     python tests/benchmarks/bench_claude_code.py --scale 105 --scale 1050   # ~200 MB, ~2 GB
     python tests/benchmarks/bench_claude_code.py --lean --scale 385         # ~200 MB, 4x the lines
+    python tests/benchmarks/bench_claude_code.py --one-file --scale 380     # one ~700 MB session
 
 The transcripts are the bundled sample's scenario written N times by its generator
 (sample_data/generate_claude_code.py --scale N: fresh ids, shifted days), so every
@@ -18,6 +19,11 @@ is that process's ru_maxrss, as bench_ingest.run_child measures it):
 (d) `forensics cost --by day --ccusage-compatible --ccusage INSTALL`: ccusage's totals;
 (e) (b) again, nothing changed: the files' sizes and times say nothing is to be read.
 
+--one-file writes the main files of the set's `-home-dev-shop` sessions, in time order,
+as one session's file (sessionId rewritten; their subagent files under it): a single
+transcript of hundreds of MB, as ccusage #873 and #1151 report, with a compaction in
+every copy of the scenario, as a long-lived session has.
+
 The issue's target: (b) + (c) within 3x of (a), and flat memory. Prints the figures;
 asserts nothing. Without --ccusage, ccusage 20.0.24 is installed from npm into the
 work folder.
@@ -26,11 +32,13 @@ work folder.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -73,13 +81,58 @@ def generate(scale: int, workdir: Path, lean: bool) -> tuple[Path, int, int]:
             for fat in (out / "claude_code" / "projects").rglob("*.jsonl"):
                 if fat.stat().st_size > 1_000_000:
                     fat.unlink()
-    files = list((out / "claude_code" / "projects").rglob("*.jsonl"))
+    size, lines = measure(out / "claude_code")
+    return out / "claude_code", size, lines
+
+
+def measure(folder: Path) -> tuple[int, int]:
+    """Bytes and lines of the set's transcripts."""
+    files = list((folder / "projects").rglob("*.jsonl"))
     size = sum(f.stat().st_size for f in files)
     lines = 0
     for f in files:
         with f.open("rb") as handle:
             lines += sum(1 for _ in handle)
-    return out / "claude_code", size, lines
+    return size, lines
+
+
+def one_file(folder: Path, workdir: Path) -> Path:
+    """The set's -home-dev-shop sessions as one session's file (see the docstring)."""
+    out = workdir / f"{folder.parent.name}-one-file" / "claude_code"
+    big = "0b1f0000-0000-4000-8000-000000000001"
+    project = out / "projects" / "-home-dev-big"
+    if (project / f"{big}.jsonl").is_file():
+        return out
+    shop = folder / "projects" / "-home-dev-shop"
+    (project / big / "subagents").mkdir(parents=True)
+
+    def first_time(path: Path) -> str:
+        with path.open("rb") as handle:
+            for raw in handle:
+                found = json.loads(raw).get("timestamp")
+                if found:
+                    return str(found)
+        return ""
+
+    def copy(source: Path, sink: BinaryIO) -> None:
+        old, new = f'"sessionId":"{source.stem}"'.encode(), f'"sessionId":"{big}"'.encode()
+        session = source.parent.parent.name if source.parent.name == "subagents" else None
+        if session:
+            old = f'"sessionId":"{session}"'.encode()
+        with source.open("rb") as handle:
+            for raw in handle:
+                sink.write(raw.replace(old, new))
+
+    with (project / f"{big}.jsonl").open("wb") as sink:
+        for main_file in sorted(shop.glob("*.jsonl"), key=first_time):
+            copy(main_file, sink)
+            for agent in sorted((shop / main_file.stem / "subagents").glob("*.jsonl")):
+                target = project / big / "subagents" / agent.name
+                if target.exists():
+                    raise SystemExit(f"two subagent files named {agent.name}")
+                with target.open("wb") as agent_sink:
+                    copy(agent, agent_sink)
+    return out
 
 
 def row(label: str, rc: int, seconds: float, rss: int, err: str) -> str:
@@ -93,6 +146,8 @@ def main() -> int:
     ap.add_argument("--scale", type=int, action="append", help="copies of the scenario")
     ap.add_argument("--ccusage", type=Path, help="a folder holding node_modules with ccusage")
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--one-file", action="store_true", help="the set's -home-dev-shop "
+                    "sessions as one session's file: a single transcript of hundreds of MB")
     ap.add_argument("--lean", action="store_true", help="without the incident session (its "
                     "files over 1 MB): more, smaller lines, as everyday coding sessions have")
     args = ap.parse_args()
@@ -104,6 +159,9 @@ def main() -> int:
     print(f"work folder {workdir}; ccusage {VERSION} at {binary}", flush=True)
     for scale in args.scale or [105, 1050]:
         folder, size, lines = generate(scale, workdir, args.lean)
+        if args.one_file:
+            folder = one_file(folder, workdir)
+            size, lines = measure(folder)
         db = workdir / f"{folder.parent.name}.duckdb"
         db.unlink(missing_ok=True)
         print(f"\nscale {scale}: {size / 1e6:,.0f} MB of transcripts, {lines:,} lines", flush=True)
