@@ -19,7 +19,8 @@ is that process's ru_maxrss, as bench_ingest.run_child measures it):
 (d) `forensics cost --by day --ccusage-compatible --ccusage INSTALL`: ccusage's totals;
 (e) (b) again, nothing changed: the files' sizes and times say nothing is to be read.
 
---one-file writes the main files of the set's `-home-dev-shop` sessions, in time order,
+--one-file writes the main files of the set's `-home-dev-shop*` sessions (each copy's
+project), in time order,
 as one session's file (sessionId rewritten; their subagent files under it): a single
 transcript of hundreds of MB, as ccusage #873 and #1151 report, with a compaction in
 every copy of the scenario, as a long-lived session has.
@@ -97,13 +98,13 @@ def measure(folder: Path) -> tuple[int, int]:
 
 
 def one_file(folder: Path, workdir: Path) -> Path:
-    """The set's -home-dev-shop sessions as one session's file (see the docstring)."""
+    """The set's -home-dev-shop* sessions as one session's file (see the docstring)."""
     out = workdir / f"{folder.parent.name}-one-file" / "claude_code"
     big = "0b1f0000-0000-4000-8000-000000000001"
     project = out / "projects" / "-home-dev-big"
     if (project / f"{big}.jsonl").is_file():
         return out
-    shop = folder / "projects" / "-home-dev-shop"
+    shops = sorted((folder / "projects").glob("-home-dev-shop*"))
     (project / big / "subagents").mkdir(parents=True)
 
     def first_time(path: Path) -> str:
@@ -124,9 +125,10 @@ def one_file(folder: Path, workdir: Path) -> Path:
                 sink.write(raw.replace(old, new))
 
     with (project / f"{big}.jsonl").open("wb") as sink:
-        for main_file in sorted(shop.glob("*.jsonl"), key=first_time):
+        mains = [f for shop in shops for f in shop.glob("*.jsonl")]
+        for main_file in sorted(mains, key=first_time):
             copy(main_file, sink)
-            for agent in sorted((shop / main_file.stem / "subagents").glob("*.jsonl")):
+            for agent in sorted((main_file.parent / main_file.stem / "subagents").glob("*.jsonl")):
                 target = project / big / "subagents" / agent.name
                 if target.exists():
                     raise SystemExit(f"two subagent files named {agent.name}")
@@ -146,7 +148,7 @@ def main() -> int:
     ap.add_argument("--scale", type=int, action="append", help="copies of the scenario")
     ap.add_argument("--ccusage", type=Path, help="a folder holding node_modules with ccusage")
     ap.add_argument("--workdir", type=Path, default=None)
-    ap.add_argument("--one-file", action="store_true", help="the set's -home-dev-shop "
+    ap.add_argument("--one-file", action="store_true", help="the set's -home-dev-shop* "
                     "sessions as one session's file: a single transcript of hundreds of MB")
     ap.add_argument("--lean", action="store_true", help="without the incident session (its "
                     "files over 1 MB): more, smaller lines, as everyday coding sessions have")
