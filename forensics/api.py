@@ -377,8 +377,8 @@ def ingest_claude_code(
     """Load Claude Code transcripts: config folders (holding projects/), projects folders,
     project folders or .jsonl files; none: $CLAUDE_CONFIG_DIR, else ~/.config/claude and
     ~/.claude. Each project is an app, each session a session of `user` (default
-    `claude-code`); a session whose files an earlier ingest read, unchanged since, is
-    not read again unless `full`. docs/claude-code.md."""
+    `claude-code`); a session whose files an earlier ingest read for that user, unchanged
+    since, is not read again unless `full`. docs/claude-code.md."""
     from .sources.files.claude_code import DEFAULT_USER, ClaudeCodeSource
 
     filters: dict[str, object] = {"user": user} if user else {}
@@ -1075,6 +1075,14 @@ class Scope:
             raise ForensicsError(
                 f"ccusage totals by day or by session, not by {by!r}",
                 hint="--by day|session with --ccusage-compatible",
+            )
+        users = self.facts.query("cost/ccusage_users")["user_id"].to_list()
+        if len(users) > 1:  # one run of ccusage reads one user's folders
+            shown = ", ".join(users[:5]) + (", ..." if len(users) > 5 else "")
+            raise ForensicsError(
+                f"ccusage totals one user's transcripts; the selection holds {len(users)} "
+                f"users' ({shown})",
+                hint="--user USER with --ccusage-compatible",
             )
         found = ccusage.find_binary(binary)
         table = ccusage.read_table(found) if found is not None else None

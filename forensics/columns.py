@@ -2,7 +2,7 @@
 
 The frames' builders (store queries, analysis, plan) produce exactly these columns;
 the CLI shows them with the table columns, totals and footnotes given here; the
-README's field table is generated from the `help` texts (tests/test_docs.py checks
+README's field table is generated from the `help` texts (tests/test_golden.py checks
 it is current).
 """
 
@@ -893,11 +893,13 @@ _CCUSAGE_FIGURES = (
     Column("cost_usd", USD, "priced (ccusage's rules)", help="each entry at ccusage's "
            "price table under its rules: a line's costUSD if it has one, else each field on "
            "its own with its tokens above 200,000 at the above-200k rate, 1-hour writes at "
-           "2x input, a fast request times its multiplier; a model without a price at 0 "
-           "(unpriced_entries); not what the provider bills: `cost` without this flag"),
+           "2x input, a fast request times its multiplier; a model without a price, or a fast "
+           "request without a known multiplier, at 0 (unpriced_entries); not what the "
+           "provider bills: `cost` without this flag"),
     Column("entries", I64, help="usage entries counted (ccusage's: model responses, failed "
            "requests' zero usage included)"),
-    Column("unpriced_entries", I64, help="entries whose model the table does not price: "
+    Column("unpriced_entries", I64, help="entries whose model the table does not price (or a fast "
+           "request, without a ccusage install: genai-prices has no multiplier): "
            "ccusage counts them at 0"),
     Column("models", S, help="the models of the entries (a fast request as <model>-fast)"),
     Column("price_keys", S, help="the price-table entries that priced them"),

@@ -6,7 +6,7 @@ a folder holding such an install), and run offline on the same transcripts
 `forensics ingest claude-code` reads: the committed sample (sample_data/claude_code)
 and the real transcripts in shared/real_data when present. Compared, per day and per
 session: input, output, cache-creation and cache-read tokens, equal; and under
-`--ccusage-compatible`, the cost, equal to the cent. Without npm, or when the install
+`--ccusage-compatible`, the cost, within half a cent. Without npm, or when the install
 fails, the tests skip with the reason, unless FORENSICS_REQUIRE_CCUSAGE=1 (CI sets it),
 where they fail.
 """
@@ -149,7 +149,7 @@ TOKENS = (
 )
 
 
-def test_daily_tokens_equal_and_cost_to_the_cent(ccusage: Path, corpus) -> None:
+def test_daily_tokens_equal_and_cost_within_half_a_cent(ccusage: Path, corpus) -> None:
     folder, db = corpus
     theirs = {d["date"]: d for d in _theirs(ccusage, folder, "daily")}
     ours = api.cost_ccusage(db, by="day", ccusage=ccusage)
@@ -173,7 +173,7 @@ def test_daily_tokens_equal_and_cost_to_the_cent(ccusage: Path, corpus) -> None:
         assert uncached == day["inputTokens"]
 
 
-def test_session_tokens_equal_and_cost_to_the_cent(ccusage: Path, corpus) -> None:
+def test_session_tokens_equal_and_cost_within_half_a_cent(ccusage: Path, corpus) -> None:
     folder, db = corpus
     theirs = {(s["projectPath"], s["sessionId"]): s for s in _theirs(ccusage, folder, "session")}
     ours = api.cost_ccusage(db, by="session", ccusage=ccusage)

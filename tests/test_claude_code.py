@@ -307,6 +307,21 @@ def test_files_read_for_one_user_are_read_again_for_another(tmp_path: Path) -> N
     assert users["len"].to_list()[0] == users["len"].to_list()[1]
     again = api.ingest_claude_code(db, [sample], user="alice")
     assert again.rows_read == 0 and again.notes["sessions_unchanged"] == users["len"][1]
+    # two users' bills: neither's calls are copies of the other's
+    bills = [api.cost(db, api.Selection(user=u), by="session") for u in ("alice", "claude-code")]
+    assert bills[0]["cost_usd_low"].sum() == bills[1]["cost_usd_low"].sum() > 0
+    assert bills[0]["copied_calls"].sum() == bills[1]["copied_calls"].sum() == 0
+    theirs = api.cost_ccusage(db, api.Selection(user="alice"), by="day")
+    assert theirs["entries"].sum() == first_entries(sample, tmp_path)
+    with pytest.raises(api.ForensicsError, match="one user's transcripts; the selection holds 2"):
+        api.cost_ccusage(db, by="day")
+
+
+def first_entries(sample: Path, tmp_path: Path) -> int:
+    """ccusage's entries of the sample, from a store holding it once."""
+    once = tmp_path / "once.duckdb"
+    api.ingest_claude_code(once, [sample])
+    return int(api.cost_ccusage(once, by="day")["entries"].sum())
 
 
 @needs_real
@@ -684,7 +699,7 @@ def test_cli_errors_name_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     given = ["--prices", str(tmp_path / "p.toml"), "--db", str(tmp_path / "x.duckdb")]
     out = runner.invoke(app, ["cost", "--by", "day", "--ccusage-compatible", *given])
     assert out.exit_code == 1
-    assert "ccusage's own table, not --prices" in out.output
+    assert "under ccusage's rules, not with --prices" in out.output
     out = runner.invoke(app, ["cost", "--source", "codex", "--db", str(tmp_path / "x.duckdb")])
     assert out.exit_code == 1
     assert "--source 'codex' is not a family" in out.output

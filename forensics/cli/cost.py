@@ -144,7 +144,7 @@ def cost(
     if ccusage_compatible:
         if prices is not None:
             raise ForensicsError(
-                "--ccusage-compatible prices with ccusage's own table, not --prices",
+                "--ccusage-compatible prices under ccusage's rules, not with --prices",
                 hint="drop --prices (it prices `cost` without the flag)",
             )
         if share or chosen not in ("day", "session"):

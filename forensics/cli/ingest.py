@@ -84,7 +84,7 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
     if "sessions_unchanged" in result.notes:
         echo(
             f"{result.notes['sessions_unchanged']:,} sessions not read again: their files are "
-            "unchanged since an ingest read them (--full reads them)"
+            "unchanged since an ingest read them for this user (--full reads them)"
         )
     if "lines_not_events" in result.notes:
         kinds = ", ".join(f"{k} {v:,}" for k, v in result.notes["lines_not_events"].items())  # type: ignore[attr-defined]
@@ -361,7 +361,7 @@ def ingest_claude_code(
         typer.Option(
             "--full",
             help="Read every session again; by default a session whose files are unchanged "
-            "(size and time) since an ingest read them is passed over.",
+            "(size and time) since an ingest read them for the same --user is passed over.",
         ),
     ] = False,
     db: DbOption = None,

@@ -1,5 +1,5 @@
 -- name: ccusage
--- The Claude Code usage of the sessions in `scope_sessions` (in the time of `cost_window`), totalled by $by (day or session) as ccusage 20 totals it, to reconcile with it: every recorded usage (a failed request's too), one entry per message and request id across all sessions (a main-thread copy before a sidechain one, then the larger token total, then by day the dearer, then the first read), the day of the entry's own line (UTC), the session its file's path names, cache creation as the 5-minute and 1-hour split where the line has one, and its cost at `ccusage_rates` (USD per token by model; `day` null: every day) under ccusage's rules: the line's own costUSD if it has one, else each field on its own with only its tokens above 200,000 at the above-200k rate, 1-hour writes at twice the input rate, a fast request times the model's fast multiplier (null: not known, the request unpriced), a model without a price at 0.
+-- The Claude Code usage of the sessions in `scope_sessions` (in the time of `cost_window`), totalled by $by (day or session) as ccusage 20 totals it, to reconcile with it: every recorded usage (a failed request's too), one entry per message and request id across all sessions of a user (a user's transcripts are one ccusage run) (a main-thread copy before a sidechain one, then the larger token total, then by day the dearer, then the first read), the day of the entry's own line (UTC), the session its file's path names, cache creation as the 5-minute and 1-hour split where the line has one, and its cost at `ccusage_rates` (USD per token by model; `day` null: every day) under ccusage's rules: the line's own costUSD if it has one, else each field on its own with only its tokens above 200,000 at the above-200k rate, 1-hour writes at twice the input rate, a fast request times the model's fast multiplier (null: not known, the request unpriced), a model without a price at 0.
 -- params: $by
 WITH lines AS (
     SELECT t.app_name, t.user_id, t.session_id, t.event_id, t.file, t.line, t.message_id,
@@ -51,7 +51,7 @@ WITH lines AS (
 ), kept AS (
     SELECT *,
            row_number() OVER (
-               PARTITION BY CASE WHEN message_id IS NOT NULL AND request_id IS NOT NULL
+               PARTITION BY user_id, CASE WHEN message_id IS NOT NULL AND request_id IS NOT NULL
                                  THEN message_id || chr(31) || request_id
                                  ELSE app_name || chr(31) || user_id || chr(31) || session_id
                                       || chr(31) || event_id END

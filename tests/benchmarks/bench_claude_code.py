@@ -23,7 +23,8 @@ is that process's ru_maxrss, as bench_ingest.run_child measures it):
 project), in time order,
 as one session's file (sessionId rewritten; their subagent files under it): a single
 transcript of hundreds of MB, as ccusage #873 and #1151 report, with a compaction in
-every copy of the scenario, as a long-lived session has.
+every copy of the scenario (each copy starts a conversation of its own: a speed and
+memory figure, not a realistic conversation).
 
 The issue's target: (b) + (c) within 3x of (a), and flat memory. Prints the figures;
 asserts nothing. Without --ccusage, ccusage 20.0.24 is installed from npm into the
@@ -102,8 +103,9 @@ def one_file(folder: Path, workdir: Path) -> Path:
     out = workdir / f"{folder.parent.name}-one-file" / "claude_code"
     big = "0b1f0000-0000-4000-8000-000000000001"
     project = out / "projects" / "-home-dev-big"
-    if (project / f"{big}.jsonl").is_file():
+    if (out / "complete").is_file():  # written last: an interrupted run is redone
         return out
+    shutil.rmtree(out, ignore_errors=True)
     shops = sorted((folder / "projects").glob("-home-dev-shop*"))
     (project / big / "subagents").mkdir(parents=True)
 
@@ -134,6 +136,7 @@ def one_file(folder: Path, workdir: Path) -> Path:
                     raise SystemExit(f"two subagent files named {agent.name}")
                 with target.open("wb") as agent_sink:
                     copy(agent, agent_sink)
+    (out / "complete").write_text(f"{len(mains)} files\n")
     return out
 
 
