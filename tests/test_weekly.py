@@ -125,3 +125,23 @@ def test_agent_names_are_text_in_the_chart() -> None:
 
     svg = daily_cost_svg(DayChart(["2026-10-19"], {"x$\\frac$y": [1.0], "_hidden": [2.0]}))
     assert svg.startswith("<?xml") and svg.count("<path") > 10
+
+
+def test_a_review_of_several_apps_names_each_row_s_app(tmp_path: Path) -> None:
+    # the bundled Claude Code transcripts: three projects (apps), a `main` agent and a
+    # Read tool in each; two failed requests (not billed, and not unpriced either)
+    db = tmp_path / "cc.duckdb"
+    api.ingest_claude_code(db, [SAMPLE / "claude_code"])
+    context = build_weekly(db, week_label="2026-W47")
+    bill = api.cost(db, by="agent")
+    assert bill["unknown_calls"].sum() == 0 and bill["failed_calls"].sum() == 2
+    assert "unpriced" not in context.headline[0]
+    assert not any("no price" in line for line in context.evidence["open"])
+    agents = [row[0].text for row in context.agents.rows]
+    assert len(agents) == len(set(agents)) == bill.height
+    expected = {f"{r['agent']} ({r['app_name']})" for r in bill.iter_rows(named=True)}
+    assert set(agents) == expected and "main (-home-dev-shop)" in context.headline[2]
+    tools = [row[0].text for row in context.tools.rows]
+    assert len(tools) == len(set(tools)) and "Read (-home-dev-legacy)" in tools
+    models = [row[0].text for row in context.models.rows]
+    assert "— (failed requests)" in models and all("(-home" not in m for m in models)

@@ -131,7 +131,18 @@ def _total(frame: pl.DataFrame, column: str) -> Decimal:
 
 
 def _unpriced(frame: pl.DataFrame) -> int:
-    return frame.filter(pl.col("cost_usd_low").is_null()).height
+    """Calls with no price (a failed request has no cost either, but is not billed)."""
+    return frame.filter(pl.col("cost_source") == "unknown").height
+
+
+def _apps(frame: pl.DataFrame) -> bool:
+    """Whether the frame's rows are of several apps: a name (main, Read) is then not enough."""
+    return frame["app_name"].n_unique() > 1
+
+
+def _named(row: dict[str, Any], key: str, apps: bool) -> str:
+    name = row[key] or ("— (failed requests)" if row.get("cost_source") == "failed" else "—")
+    return f"{name} ({row['app_name']})" if apps else str(name)
 
 
 def _priced_note(frame: pl.DataFrame) -> str:
@@ -142,8 +153,9 @@ def _priced_note(frame: pl.DataFrame) -> str:
 
 
 def _grouped(frame: pl.DataFrame, key: str, title: str) -> Table:
+    apps = key != "model" and _apps(frame)  # a model is one model whatever the app
     rows = [
-        [Cell(str(r[key]) if r[key] is not None else "—"), Cell(n(r["calls"])),
+        [Cell(_named(r, key, apps)), Cell(n(r["calls"])),
          Cell(n(r["input_tokens"]), MEASURED), Cell(n(r["output_tokens"]), MEASURED),
          _money(r)]
         for r in frame.sort("cost_usd_low", descending=True, nulls_last=True).iter_rows(named=True)
@@ -243,14 +255,14 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
         top = priced_agents.sort("cost_usd_low", descending=True).row(0, named=True)
         part = top["cost_usd_low"] / total_low * 100
         headline.append(
-            f"The agent that cost most: {top['agent']}, "
+            f"The agent that cost most: {_named(top, 'agent', _apps(agents))}, "
             f"{usd(top['cost_usd_low'], top['cost_usd_high'])} ({part:.0f}% of the low bound)."
         )
     if not tools.is_empty():
         tool = tools.sort("cost_usd_low", descending=True, nulls_last=True).row(0, named=True)
         headline.append(
             f"Tool results cost {usd(_total(tools, 'cost_usd_low'))} sent and re-sent; "
-            f"{tool['tool_name']}'s {usd(tool['cost_usd_low'])} the most."
+            f"{_named(tool, 'tool_name', _apps(tools))}'s {usd(tool['cost_usd_low'])} the most."
         )
     if failures.height:
         headline.append(
@@ -270,7 +282,7 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
         for r in share.iter_rows(named=True)
     ]  # fmt: skip
     tool_rows = [
-        [Cell(r["tool_name"]), Cell(n(r["results"])), Cell(n(r["sends"])),
+        [Cell(_named(r, "tool_name", _apps(tools))), Cell(n(r["results"])), Cell(n(r["sends"])),
          Cell(n(r["result_tokens_estimated"]), ESTIMATED), _money(r, ESTIMATED)]
         for r in tools.sort("cost_usd_low", descending=True, nulls_last=True).iter_rows(named=True)
     ]  # fmt: skip
