@@ -49,7 +49,6 @@ clock, seeded ids): a re-run writes the same files. Runs in about two seconds.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import logging
 import random
@@ -74,24 +73,13 @@ from google.adk.sessions.session import Session
 from google.adk.tools.long_running_tool import LongRunningFunctionTool
 from google.genai import types
 
+from tests.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 GENERATE_PY = ROOT / "sample_data" / "generate.py"
 
 
-def _load_generate() -> Any:
-    """sample_data/generate.py as a module (sample_data is not a package)."""
-    name = "_forensics_sample_generate"
-    module = sys.modules.get(name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(name, GENERATE_PY)
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up here
-        spec.loader.exec_module(module)
-    return module
-
-
-gen = _load_generate()
+gen: Any = load_script(GENERATE_PY, "_forensics_sample_generate")
 
 SEED = 4242
 APP_NAME = "stress_store"

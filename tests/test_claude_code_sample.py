@@ -9,10 +9,8 @@ tool-result pairing, compaction lines, and the figures in `expected.json`.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data" / "claude_code"
@@ -37,12 +37,7 @@ EXPECTED_EXTRA_KEYS = {
 
 
 def _load_generator() -> Any:
-    spec = importlib.util.spec_from_file_location("sample_data_generate_claude_code", GENERATOR)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
+    return load_script(GENERATOR, "sample_data_generate_claude_code")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ sessions. Expected numbers are computed from the data, not written down.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import math
 import re
@@ -23,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from tests.scripts import load_script
+
 pytest.importorskip("google.adk")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,12 +35,7 @@ SUPPORT_FILES = ("outcomes.csv", "tasks.evalset_result.json")
 
 
 def _load_generator() -> Any:
-    spec = importlib.util.spec_from_file_location("sample_data_generate", GENERATOR)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
+    return load_script(GENERATOR, "sample_data_generate")
 
 
 gen = _load_generator()
