@@ -816,3 +816,42 @@ def test_a_slash_command_and_its_output_are_one_turn(tmp_path: Path) -> None:
     _ingest(tmp_path, db)
     turns = api.turns(db, "s-1")
     assert turns["calls"].to_list() == [1, 0, 1]  # the prompt, the command, the prompt
+
+
+def test_a_session_with_no_prompt_gets_its_incident_report(tmp_path: Path) -> None:
+    """A transcript whose prompt line is missing (its calls belong to no turn): the
+    report's what-if box crashed on the turn it could not find (issue 32)."""
+    t = Transcript()
+    big = json.dumps({"orders": [{"id": i, "notes": "x" * 900} for i in range(40)]})
+    t.response(
+        "msg_a",
+        [tool_use("t1", "mcp__store__orders", customer="c-1")],
+        usage(3, 0, 2_000, 20),
+        between={0: [tool_result("t1", big)]},
+    )
+    t.response("msg_b", [{"type": "text", "text": "Done."}], usage(2, 2_000, 11_000, 40))
+    t.write(tmp_path)
+    db = tmp_path / "t.duckdb"
+    _ingest(tmp_path, db)
+    assert api.turns(db, "s-1").is_empty()
+    out = tmp_path / "r.html"
+    result = runner.invoke(app, ["report", "incident", "s-1", "--db", str(db), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    assert "mcp__store__orders result (in no turn: no prompt came before it)" in page
+
+
+@needs_real
+def test_the_real_crud_session_without_its_prompt_line_gets_its_report(tmp_path: Path) -> None:
+    """Issue 32's reproduction: line 2 of agentlogs' crud.jsonl (its first prompt) deleted."""
+    source = REAL / "projects" / "agentlogs-fixtures" / "crud.jsonl"
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    folder = tmp_path / "p"
+    folder.mkdir()
+    (folder / "crud.jsonl").write_text("".join(lines[:1] + lines[2:]), encoding="utf-8")
+    db = tmp_path / "s.duckdb"
+    api.ingest_claude_code(db, [folder / "crud.jsonl"])
+    out = tmp_path / "r.html"
+    result = runner.invoke(app, ["report", "incident", "crud", "--db", str(db), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "in no turn" in out.read_text()

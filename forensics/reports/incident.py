@@ -319,15 +319,22 @@ def _whatif(scope: api.Scope, book: api.PriceBook, top: dict[str, Any], cap: int
         else "has no rows to cut (sized whole)"
     )
     over = " and still goes out over the cap" if result["over_budget"] else ""
+    turn = top["turn"]  # None: a call before the session's first prompt, in no turn
+    result_of = (
+        f"turn-{turn} {top['tool_name']} result"
+        if turn is not None
+        else f"{top['tool_name']} result (in no turn: no prompt came before it)"
+    )
     lines.append(
-        f"The turn-{top['turn']} {top['tool_name']} result {kept}{over}: "
+        f"The {result_of} {kept}{over}: "
         f"{n(result['result_tokens_estimated'])} → {n(result['counterfactual_tokens'])} "
         "tokens in the window (estimated)."
     )
     turns = replay.turn_frame()
-    row = turns.filter(pl.col("turn") == top["turn"]).row(0, named=True)
+    row = turns.filter(pl.col("turn").eq_missing(turn)).row(0, named=True)
+    whose = f"Turn {turn}'s" if turn is not None else "The calls in no turn: their"
     lines.append(
-        f"Turn {top['turn']}'s cumulative input: {n(row['cumulative_input'])} → "
+        f"{whose} cumulative input: {n(row['cumulative_input'])} → "
         f"{n(row['cumulative_input_counterfactual'])} tokens; its peak window "
         f"{n(row['peak_occupancy'])} → {n(row['peak_occupancy_counterfactual'])}."
     )
