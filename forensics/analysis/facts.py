@@ -13,6 +13,8 @@ The same function runs in every engine: the local one (engines/local.py, at inge
 from __future__ import annotations
 
 import hashlib
+import math
+from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -102,18 +104,43 @@ def _stored(event: Event, rules: ModuleType) -> bool:
     return not event.is_compaction and (bool(event.parts) or rules.is_call(event) == "failed")
 
 
-def _raw(
-    session: Session, lo: float, hi: float, before: int, thread: object = None
-) -> list[tuple[int, Event]]:
-    """Stored raw events (see `_stored`), lo <= epoch <= hi, stored before `before`; in
-    a Claude Code session, of the compaction's own thread (`thread`: its branch)."""
-    rules = rules_of(session)
-    threaded = rules.THREADED
-    return [
-        (i, e)
-        for i, e in enumerate(session.events[:before])
-        if _stored(e, rules) and lo <= e.epoch <= hi and (not threaded or e.branch == thread)
-    ]
+class _Stored:
+    """The session's stored raw events (see `_stored`) per thread (a Claude Code
+    session's branch; one thread in ADK's), sorted by time, so a compaction finds the
+    events of a time range stored before it without walking the session: a range of
+    the sorted times, bounded by the latest time stored before it."""
+
+    def __init__(self, session: Session, rules: ModuleType):
+        self.threaded = rules.THREADED
+        self.events = session.events
+        found: dict[object, list[tuple[float, int]]] = defaultdict(list)
+        stored_at: dict[object, list[int]] = defaultdict(list)
+        latest: dict[object, list[float]] = defaultdict(list)  # running max, in stored order
+        for i, e in enumerate(session.events):
+            if _stored(e, rules) and not math.isnan(e.epoch):
+                thread = e.branch if self.threaded else None
+                found[thread].append((e.epoch, i))
+                stored_at[thread].append(i)
+                runs = latest[thread]
+                runs.append(max(runs[-1], e.epoch) if runs else e.epoch)
+        self.sorted = {t: sorted(v) for t, v in found.items()}
+        self.epochs = {t: [epoch for epoch, _ in v] for t, v in self.sorted.items()}
+        self.stored_at, self.latest = stored_at, latest
+
+    def between(
+        self, lo: float, hi: float, before: int, thread: object = None
+    ) -> list[tuple[int, Event]]:
+        """Stored raw events, lo <= epoch <= hi, stored before `before`, in stored order;
+        in a Claude Code session, of the compaction's own thread (`thread`: its branch)."""
+        thread = thread if self.threaded else None
+        k = bisect_left(self.stored_at.get(thread, []), before) - 1
+        if k < 0 or not lo <= hi:  # (a time that is no number is in no range)
+            return []
+        hi = min(hi, self.latest[thread][k])  # nothing stored before is later than this
+        epochs, pairs = self.epochs[thread], self.sorted[thread]
+        found = [i for _, i in pairs[bisect_left(epochs, lo) : bisect_right(epochs, hi)]
+                 if i < before]  # fmt: skip
+        return [(i, self.events[i]) for i in sorted(found)]
 
 
 def _rules_digest() -> str:
@@ -322,53 +349,77 @@ def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
     rules = rules_of(session)
     threaded = rules.THREADED  # a compaction is its own thread's (Claude Code)
     turn_of = rules.turns(session)
-    agent_calls = [c for c in found if c.kind != "summarizer"]
+    stored = _Stored(session, rules)
+    # the agent calls of each thread (all of them, in ADK's), and the summarizers, by index
+    agent_calls: dict[object, list[Call]] = defaultdict(list)
+    for c in found:
+        if c.kind != "summarizer":
+            agent_calls[c.event.branch if threaded else None].append(c)
+    call_at = {t: [c.index for c in cs] for t, cs in agent_calls.items()}
     summarizers = [c for c in found if c.kind == "summarizer"]
+    summarizer_at = [c.index for c in summarizers]
+    compacted = [
+        (index, event)
+        for index, event in enumerate(session.events)
+        if event.is_compaction and event.compaction is not None
+    ]
+    followers: dict[int, Call] = {}  # compaction index -> the next call of its thread
+    for index, event in compacted:
+        thread = event.branch if threaded else None
+        k = bisect_right(call_at.get(thread, []), index)
+        if k < len(call_at.get(thread, [])):
+            followers[index] = agent_calls[thread][k]
+    inside_of = {  # the stored raw events each range covers
+        index: stored.between(event.compaction.start, event.compaction.end, index, event.branch)
+        for index, event in compacted
+        if event.compaction is not None
+    }
+    asked: dict[int, set[str]] = defaultdict(set)  # what each next call's window may hold
+    for index, event in compacted:
+        if index in followers:
+            ids = {event.event_id, *(e.event_id for _, e in inside_of[index])}
+            asked[followers[index].index] |= ids
+    sent = rules.sent(session, asked)
+    last_plain = {i: None for i, _ in compacted}  # the last raw event stored before each
+    plain: Event | None = None
+    for index, event in enumerate(session.events):
+        if index in last_plain:
+            last_plain[index] = plain
+        if not event.is_compaction:
+            plain = event
     rows: list[Row] = []
     previous: dict[str | None, Any] = {}  # thread -> the range before
     last_index = -1
-    for index, event in enumerate(session.events):
-        if not event.is_compaction or event.compaction is None:
-            continue
+    for index, event in compacted:
+        assert event.compaction is not None
         thread = event.branch if threaded else None
         start, end = event.compaction.start, event.compaction.end
-        inside = _raw(session, start, end, index, thread)
+        inside = inside_of[index]
         by_kind = Counter(_kind(e, rules) for _, e in inside)
         results = [p for _, e in inside for p in e.parts if p.kind == "function_response"]
-        earlier = [e for e in session.events[:index] if not e.is_compaction]
-        after_turn = turn_of.get(earlier[-1].invocation_id or "") if earlier else None
+        earlier = last_plain[index]
+        after_turn = turn_of.get(earlier.invocation_id or "") if earlier else None
         overlap_events, overlap_s = 0, 0.0
         before = previous.get(thread)
         if before is not None:
             lo, hi = max(start, before.start), min(end, before.end)
             if lo <= hi:
                 overlap_s = hi - lo
-                overlap_events = len(_raw(session, lo, hi, index, thread))
-        retained = [e for _, e in _raw(session, end, float("inf"), index, thread) if e.epoch > end]
-        following = next(
-            (
-                c
-                for c in agent_calls
-                if c.index > index and (not threaded or c.event.branch == thread)
-            ),
-            None,
-        )
+                overlap_events = len(stored.between(lo, hi, index, thread))
+        retained = [e for _, e in stored.between(end, float("inf"), index, thread) if e.epoch > end]
+        following = followers.get(index)
         # ADK keeps the summarizer's usage on the compaction event; Claude Code writes the
         # summarizer's response in its own thread, just before the boundary
-        summarizer = (
-            event
-            if not threaded
-            else next(
-                (c.event for c in reversed(summarizers) if last_index < c.index < index), None
-            )
-        )
+        summarizer: Event | None = event
+        if threaded:
+            k = bisect_left(summarizer_at, index) - 1
+            summarizer = summarizers[k].event if k >= 0 and summarizer_at[k] > last_index else None
         last_index = index
         in_next = sent_raw = None
         if following is not None:
-            parts = rules.window(session, following.index)
-            in_next = any(p.event_id == event.event_id and p.role == "summary" for p in parts)
-            inside_ids = {e.event_id for _, e in inside}
-            sent_raw = len({p.event_id for p in parts if p.event_id in inside_ids})
+            raw_sent, summaries_sent = sent[following.index]
+            in_next = event.event_id in summaries_sent
+            sent_raw = len(raw_sent.intersection(e.event_id for _, e in inside))
         rows.append(
             {
                 **key,
@@ -384,8 +435,10 @@ def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
                     {turn_of[e.invocation_id] for _, e in inside if e.invocation_id in turn_of}
                 ),
                 "raw_events_in_range": len(inside),
-                **{f"raw_{k}_events": by_kind.get(k, 0)
-                   for k in ("user", "model", "tool_result", "other")},  # fmt: skip
+                **{
+                    f"raw_{k}_events": by_kind.get(k, 0)
+                    for k in ("user", "model", "tool_result", "other")
+                },  # fmt: skip
                 "raw_chars_in_range": sum(p.chars for _, e in inside for p in e.parts),
                 "tool_results_in_range": len(results),
                 "tool_chars_in_range": sum(p.chars for p in results),

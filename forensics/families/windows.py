@@ -1,6 +1,6 @@
 """Which family's request-assembly rules rebuild a session's windows: ADK's (per
 release, adk/windows.py) or Claude Code's (claude_code/windows.py). Both offer
-`is_call`, `calls`, `window` and `turns` with the same signatures."""
+`is_call`, `calls`, `window`, `windows`, `sent` and `turns` with the same signatures."""
 
 from __future__ import annotations
 

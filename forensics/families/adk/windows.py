@@ -24,11 +24,12 @@ relayed text that is only whitespace is counted.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
-from collections.abc import Iterator
+from bisect import bisect_left, bisect_right, insort
+from collections import Counter
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
-from ...model import ROLES, Call, CompactionRange, Event, Release, Session, WindowPart
+from ...model import ROLES, Call, CompactionRange, Event, Part, Release, Session, WindowPart
 from .releases import NEWEST, RULE_SINCE, parse, uncertain_rules
 
 # _fencing.py, google-adk 2.13
@@ -48,6 +49,7 @@ FRAMEWORK_ERRORS = {"INVOCATION_ABORTED"}
 _STATUS_CODE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
 
 
+INF = float("inf")
 LEGACY_PREAMBLE = "For context:"  # contents.py before 2.8.0
 THREADED = False  # a compaction and a window span the session's branches (families/windows.py)
 
@@ -220,30 +222,38 @@ def _at_list_position(candidates: list[tuple[int, Event]]) -> list[Item]:
     return kept
 
 
+def _eligible(e: Event, rules: WindowRules) -> bool:
+    """Whether an event can be in any call's request (what every call leaves out: partial
+    and framework events, empty ones, compactions without a summary or before 1.16.0)."""
+    if e.partial or is_framework(e):
+        return False
+    if e.is_compaction:
+        return rules.compaction_applied and bool(e.summary) and e.compaction is not None
+    return _sent(e, rules)
+
+
 def window(session: Session, call_index: int) -> list[WindowPart]:
-    """The parts of the request made by the call whose event is `session.events[call_index]`."""
+    """The parts of the request made by the call whose event is `session.events[call_index]`.
+
+    The definition, walking every earlier event: `calls` and `windows` keep each
+    viewer's window from call to call instead (_Viewer), and tests hold them equal."""
     rules = rules_for(session.release)
     call = session.events[call_index]
-    agent = call.author or ""
     candidates = [
         (i, e)
         for i, e in enumerate(session.events[:call_index])
-        if not e.partial
-        and e.scope == call.scope
-        and _in_branch(call.branch, e.branch)
-        and not is_framework(e)
-        and (
-            (e.is_compaction and bool(e.summary) and e.compaction is not None)
-            or (not e.is_compaction and _sent(e, rules))
-        )
+        if e.scope == call.scope and _in_branch(call.branch, e.branch) and _eligible(e, rules)
     ]
-    if not rules.compaction_applied:  # before 1.16.0: a compaction event is just empty
-        candidates = [(i, e) for i, e in candidates if not e.is_compaction]
     if rules.compaction_superseded:
         items = _superseded(candidates)
     else:
         items = _at_list_position(candidates)
+    return _assemble(items, call.author or "", rules)
 
+
+def _assemble(items: list[Item], agent: str, rules: WindowRules) -> list[WindowPart]:
+    """The request's parts from its items in order (raw events and summaries): relayed
+    events quoted, orphaned calls and responses dropped."""
     call_author = {
         p.call_id: e.author
         for _, e, s in items
@@ -251,7 +261,6 @@ def window(session: Session, call_index: int) -> list[WindowPart]:
         for p in e.parts
         if p.kind == "function_call" and p.call_id
     }
-    own_calls: set[str] = set()
     own_responses: set[str] = set()
     long_running: set[str] = set()
     plan: list[tuple[Event, bool, bool]] = []  # event, is_summary, relayed
@@ -268,9 +277,7 @@ def window(session: Session, call_index: int) -> list[WindowPart]:
         if not relayed and not is_summary:
             long_running |= e.long_running
             for p in e.parts:
-                if p.kind == "function_call" and p.call_id:
-                    own_calls.add(p.call_id)
-                elif p.kind == "function_response" and p.call_id:
+                if p.kind == "function_response" and p.call_id:
                     own_responses.add(p.call_id)
 
     out: list[WindowPart] = []
@@ -439,27 +446,287 @@ def turns(session: Session) -> dict[str, int]:
     return numbers
 
 
+def _summary_parts(e: Event, rules: WindowRules) -> list[WindowPart]:
+    """A compaction's summary as a request carries it (role `summary`)."""
+    if not rules.agent_voiced_summary:
+        return _relayed_summary(e)
+    return [
+        WindowPart(e.event_id, p.index, p.kind, "compaction", e.author, "summary", False,
+                   None, None, p.chars)
+        for p in e.summary
+        if p.visible
+    ]  # fmt: skip
+
+
+def _role(e: Event, p: Part) -> str:
+    if p.kind == "function_response":
+        return "tool"
+    return "user" if e.author == "user" else "model"
+
+
+class _Viewer:
+    """The window of the calls one agent makes in one scope and branch, kept from call
+    to call: each call's window is the previous call's plus the events stored between
+    them, so a session is assembled in time linear in its length, not walked again per
+    call (window() is the definition; tests hold the two equal).
+
+    The summaries and the raw events are kept apart: a summary's size depends on
+    nothing else, while a raw event's part depends on the others (who called the tool
+    it answers, whether a call was answered, whether a response's call came first). Raw
+    events are appended in window order and planned as they come; what an append cannot
+    express (a compaction removing events, an event sorting before planned ones, a call
+    id a planned response already named) plans the live raw events again, which after a
+    compaction are only the retained ones."""
+
+    def __init__(self, rules: WindowRules, agent: str, scope: str | None, branch: str | None):
+        self.rules, self.agent, self.scope, self.branch = rules, agent, scope, branch
+        self.cursor = 0  # events stored before it have been taken in
+        self.summaries: dict[int, tuple[Event, CompactionRange, int]] = {}  # kept, by index
+        self.summary_chars = 0
+        self.summary_ids: Counter[str] = Counter()  # event ids of kept summaries with parts
+        self.ranges: list[tuple[float, float, int]] = []  # kept ranges, 1.25.0 on
+        self.coverage: list[list[float]] = []  # merged ranges, 1.25.0 on
+        self.raw: list[Item] = []  # live raw events, in window order
+        self._replan()
+
+    def _replan(self) -> None:
+        self.planned = 0  # raw[:planned] are in the figures below
+        self.dirty = False
+        self.call_author: dict[str, str | None] = {}
+        self.named: set[str] = set()  # call ids the planned raw events' responses name
+        self.answered: set[str] = set()  # own responses' call ids and long-running calls
+        self.seen: set[str] = set()  # own calls, in window order so far
+        self.dropped: dict[str, list[tuple[str, int]]] = {}  # unanswered own calls: roles, chars
+        self.by_role = dict.fromkeys(ROLES, 0)
+        self.response_ids: list[str] = []
+        self.relayed_ids: list[str] = []
+
+    def advance(self, events: list[Event], eligible: list[bool], until: int) -> None:
+        """Take in the events stored before index `until`."""
+        for i in range(self.cursor, until):
+            e = events[i]
+            if not eligible[i] or e.scope != self.scope or not _in_branch(self.branch, e.branch):
+                continue
+            if e.is_compaction:
+                self._compaction(i, e)
+            else:
+                self._raw(i, e)
+        self.cursor = max(self.cursor, until)
+        if self.dirty:
+            self._replan()
+        self._plan(self.raw[self.planned :])
+        self.planned = len(self.raw)
+
+    def _covered(self, epoch: float) -> bool:
+        k = bisect_right(self.coverage, [epoch, float("inf")]) - 1
+        return k >= 0 and self.coverage[k][0] <= epoch <= self.coverage[k][1]
+
+    def _raw(self, i: int, e: Event) -> None:
+        if self.rules.compaction_superseded:
+            if self._covered(e.epoch):
+                return
+            key = (e.epoch, i)
+        else:
+            key = (float(i), i)
+        item: Item = (key, e, False)
+        if self.raw and key < self.raw[-1][0]:
+            at = bisect_right(self.raw, key, key=lambda x: x[0])
+            self.raw.insert(at, item)
+            self.dirty |= at < self.planned
+        else:
+            self.raw.append(item)
+
+    def _compaction(self, i: int, e: Event) -> None:
+        span = e.compaction
+        assert span is not None  # _eligible
+        if not self.rules.compaction_superseded:  # 1.16 to 1.24: every summary, in place
+            self._keep(i, e)
+            kept = [x for x in self.raw if x[1].epoch < span.start]
+        else:
+            # _kept_ranges: a range inside another is dropped (of two equal, the earlier).
+            # The kept ones, sorted by start, have rising ends (none holds another), so
+            # the one that could hold the new range is the last starting before it, and
+            # those it holds are a run from the first starting at or after it.
+            ranges = self.ranges
+            k = bisect_right(ranges, (span.start, INF, INF)) - 1
+            held = k >= 0 and ranges[k][1] >= span.end and ranges[k][:2] != (span.start, span.end)
+            if not held:
+                lo = hi = bisect_left(ranges, (span.start, -INF, -INF))
+                while hi < len(ranges) and ranges[hi][1] <= span.end:
+                    self._drop(ranges[hi][2])
+                    hi += 1
+                ranges[lo:hi] = [(span.start, span.end, i)]
+                self._keep(i, e)
+            insort(self.coverage, [span.start, span.end])
+            merged: list[list[float]] = []
+            for lo_end, hi_end in self.coverage:
+                if merged and lo_end <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], hi_end)
+                else:
+                    merged.append([lo_end, hi_end])
+            self.coverage = merged
+            kept = [x for x in self.raw if not span.start <= x[1].epoch <= span.end]
+        if len(kept) != len(self.raw):
+            self.raw = kept
+            self.dirty = True
+
+    def _keep(self, i: int, e: Event) -> None:
+        parts = _summary_parts(e, self.rules)
+        chars = sum(p.chars for p in parts)
+        assert e.compaction is not None
+        self.summaries[i] = (e, e.compaction, chars)
+        self.summary_chars += chars
+        if parts:
+            self.summary_ids[e.event_id] += 1
+
+    def _drop(self, i: int) -> None:
+        e, _, chars = self.summaries.pop(i)
+        self.summary_chars -= chars
+        if self.summary_ids.get(e.event_id):
+            self.summary_ids[e.event_id] -= 1
+
+    def _answer(self, call_id: str) -> None:
+        """An own call is answered (or long-running): it is sent from now on."""
+        if call_id not in self.answered:
+            self.answered.add(call_id)
+            for role, chars in self.dropped.pop(call_id, ()):
+                self.by_role[role] += chars
+
+    def _plan(self, new: list[Item]) -> None:
+        """Add raw events that come after every planned one (_assemble, as a delta)."""
+        if not new:
+            return
+        agent, others = self.agent, (None, self.agent, "user")
+        for _, e, _ in new:  # who called each tool: the last call of an id wins
+            for p in e.parts:
+                if p.kind == "function_call" and p.call_id:
+                    if p.call_id in self.named:  # a planned response's author may change
+                        self._replan()
+                        self._plan(self.raw)
+                        return
+                    self.call_author[p.call_id] = e.author
+        relayed_flags = []
+        for _, e, _ in new:
+            relayed = e.author not in (agent, "user") or any(
+                p.kind == "function_response"
+                and p.call_id
+                and self.call_author.get(p.call_id) not in others
+                for p in e.parts
+            )
+            relayed_flags.append(relayed)
+            for p in e.parts:
+                if p.kind == "function_response" and p.call_id:
+                    self.named.add(p.call_id)
+                    if not relayed:
+                        self._answer(p.call_id)
+            if not relayed:
+                for call_id in e.long_running:
+                    self._answer(call_id)
+        for (_, e, _), relayed in zip(new, relayed_flags, strict=True):
+            if relayed:
+                for part in _relay(e, self.rules):
+                    self.by_role[part.role] += part.chars
+                    if part.part_kind == "function_response" and part.function_call_id:
+                        self.relayed_ids.append(part.function_call_id)
+                continue
+            for p in e.parts:
+                role = _role(e, p)
+                if p.kind == "function_call" and p.call_id:
+                    self.seen.add(p.call_id)
+                    if p.call_id not in self.answered:
+                        self.dropped.setdefault(p.call_id, []).append((role, p.chars))
+                        continue
+                if p.kind == "function_response" and p.call_id:
+                    if p.call_id not in self.seen:
+                        continue
+                    self.response_ids.append(p.call_id)
+                self.by_role[role] += p.chars
+
+    def chars_by_role(self) -> dict[str, int]:
+        found = dict(self.by_role)
+        found["summary"] += self.summary_chars
+        return found
+
+    def parts(self) -> list[WindowPart]:
+        """The window's parts in order, as window() gives them."""
+        items: list[Item] = list(self.raw)
+        for i, (e, span, _) in self.summaries.items():
+            key = (span.end, i) if self.rules.compaction_superseded else (float(i), i)
+            items.append((key, e, True))
+        items.sort(key=lambda item: item[0])
+        return _assemble(items, self.agent, self.rules)
+
+    def sent(self, asked: Collection[str]) -> tuple[set[str], set[str]]:
+        """Which of the `asked` event ids the window holds a part of: (raw events,
+        summaries). The raw parts need only the raw events (a summary changes none of
+        them), so this costs the live raw events, not every kept summary."""
+        raw = {p.event_id for p in _assemble(self.raw, self.agent, self.rules)}
+        return raw.intersection(asked), {i for i in asked if self.summary_ids.get(i)}
+
+
+def _assembled(
+    session: Session, want: Collection[int] = ()
+) -> Iterator[tuple[int, str | None, _Viewer | None]]:
+    """Each call of the session (and each event index in `want`), in order, with its
+    kind and the viewer holding its window (None for a summarizer's call)."""
+    rules = rules_for(session.release)
+    events = session.events
+    eligible = [_eligible(e, rules) for e in events]
+    viewers: dict[tuple[str, str | None, str | None], _Viewer] = {}
+    for index, event in enumerate(events):
+        kind = is_call(event)
+        if kind is None and index not in want:
+            continue
+        if kind == "summarizer" and index not in want:
+            yield index, kind, None
+            continue
+        key = (event.author or "", event.scope, event.branch)
+        viewer = viewers.get(key)
+        if viewer is None:
+            viewer = viewers[key] = _Viewer(rules, *key)
+        viewer.advance(events, eligible, index)
+        yield index, kind, viewer
+
+
 def calls(session: Session) -> Iterator[Call]:
     """Every call of the session in order, with its window's size by role."""
     turn_of = turns(session)
-    for index, event in enumerate(session.events):
-        kind = is_call(event)
+    for index, kind, viewer in _assembled(session):
         if kind is None:
             continue
-        by_role = dict.fromkeys(ROLES, 0)
-        response_ids: list[str] = []
-        relayed_ids: list[str] = []
-        if kind != "summarizer":
-            for part in window(session, index):
-                by_role[part.role] += part.chars
-                if part.part_kind == "function_response" and part.function_call_id:
-                    (relayed_ids if part.relayed else response_ids).append(part.function_call_id)
+        event = session.events[index]
+        if viewer is None:  # the summarizer's own request is not rebuilt
+            yield Call(event, index, kind, turn_of.get(event.invocation_id or ""),
+                       dict.fromkeys(ROLES, 0), [], [])  # fmt: skip
+            continue
         yield Call(
             event,
             index,
             kind,
             turn_of.get(event.invocation_id or ""),
-            by_role,
-            response_ids,
-            relayed_ids,
+            viewer.chars_by_role(),
+            list(viewer.response_ids),
+            list(viewer.relayed_ids),
         )
+
+
+def windows(session: Session, indices: Collection[int]) -> dict[int, list[WindowPart]]:
+    """window() of each event index in `indices`, assembled in one pass."""
+    want = set(indices)
+    return {
+        index: viewer.parts()
+        for index, _, viewer in _assembled(session, want)
+        if index in want and viewer is not None
+    }
+
+
+def sent(
+    session: Session, asked: Mapping[int, Collection[str]]
+) -> dict[int, tuple[set[str], set[str]]]:
+    """For each event index in `asked`, which of its asked event ids the window of that
+    index holds a part of: (raw events, compaction summaries); one pass."""
+    return {
+        index: viewer.sent(asked[index])
+        for index, _, viewer in _assembled(session, set(asked))
+        if index in asked and viewer is not None
+    }

@@ -21,7 +21,7 @@ summarizer's response (`summarizer`: the `compact` agent's thread).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ...model import ROLES, Call, Event, Session, WindowPart
@@ -31,7 +31,7 @@ from .transcript import COMPACT_AGENT
 RULES_LABEL = "claude-code rules"
 THREADED = True  # a compaction, a window, are one thread's (the event's branch)
 
-__all__ = ["RULES_LABEL", "THREADED", "calls", "is_call", "turns", "window"]
+__all__ = ["RULES_LABEL", "THREADED", "calls", "is_call", "sent", "turns", "window", "windows"]
 
 
 def is_call(event: Event) -> str | None:
@@ -57,6 +57,7 @@ class _Thread:
     chars: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROLES, 0))
     thought_chars: int = 0  # thinking since the thread's latest prompt (in `model`)
     results: list[str] = field(default_factory=list)  # call ids of the results carried
+    prompted: int = 0  # parts[:prompted] came before the latest prompt: no thinking sent
 
     def add(self, part: WindowPart, keep: bool) -> None:
         if keep:
@@ -71,8 +72,13 @@ class _Thread:
     def drop_thoughts(self) -> None:
         """A new prompt: the thinking of the turns before it is no longer sent."""
         self.thought_chars = 0
-        if self.parts:
-            self.parts = [p for p in self.parts if p.part_kind != "thought"]
+        self.prompted = len(self.parts)
+
+    def window(self) -> list[WindowPart]:
+        """The parts kept (`add(keep=True)`) that the next request sends."""
+        return [
+            p for i, p in enumerate(self.parts) if i >= self.prompted or p.part_kind != "thought"
+        ]
 
     def by_role(self) -> dict[str, int]:
         found = dict(self.chars)
@@ -145,7 +151,31 @@ def calls(session: Session) -> Iterator[Call]:
 
 def window(session: Session, call_index: int) -> list[WindowPart]:
     """The parts of the request made by the call at `session.events[call_index]`."""
-    for index, _, thread in _walk(session, call_index, keep=True):
-        if index == call_index:
-            return list(thread.parts)
-    raise IndexError(f"no event {call_index} in session {session.session_id}")
+    found = windows(session, [call_index])
+    if call_index not in found:
+        raise IndexError(f"no event {call_index} in session {session.session_id}")
+    return found[call_index]
+
+
+def windows(session: Session, indices: Collection[int]) -> dict[int, list[WindowPart]]:
+    """window() of each event index in `indices`, in one walk of the session."""
+    want = set(indices)
+    last = max(want, default=-1)
+    return {
+        index: thread.window()
+        for index, _, thread in _walk(session, last, keep=True)
+        if index in want
+    }
+
+
+def sent(
+    session: Session, asked: Mapping[int, Collection[str]]
+) -> dict[int, tuple[set[str], set[str]]]:
+    """For each event index in `asked`, which of its asked event ids the window of that
+    index holds a part of: (raw events, compaction summaries)."""
+    found: dict[int, tuple[set[str], set[str]]] = {}
+    for index, parts in windows(session, asked).items():
+        ids = set(asked[index])
+        raw = {p.event_id for p in parts if p.role != "summary"} & ids
+        found[index] = (raw, {p.event_id for p in parts if p.role == "summary"} & ids)
+    return found
