@@ -32,7 +32,7 @@ from .analysis.stored import Facts as StoredFacts
 from .columns import COST_BY, EVENTS, FIDELITY, INGEST_SKIPS, INGESTS, SESSIONS
 from .cost import billed
 from .cost.prices import PriceBook, parse_overrides, read_overrides
-from .engines.local import Refresh, refresh
+from .engines.local import WORKERS, Refresh, refresh
 from .errors import FactsInterrupted, ForensicsError, SourceError, StoreError
 from .families.adk.releases import given as given_release
 from .families.mapping import Mapping
@@ -109,6 +109,17 @@ def progress_to(report: Callable[[str, int, int], None] | None) -> Iterator[None
         yield
     finally:
         PROGRESS.reset(token)
+
+
+@contextmanager
+def workers_to(count: int | None) -> Iterator[None]:
+    """Within the block, facts are rebuilt by `count` processes (None: FORENSICS_WORKERS,
+    else every core); the store they write is the same whatever the count."""
+    token = WORKERS.set(count)
+    try:
+        yield
+    finally:
+        WORKERS.reset(token)
 
 
 def open_store(path: str | Path | None = None, *, read_only: bool = True) -> Store:

@@ -21,6 +21,7 @@ from forensics.analysis.facts import FACT_SCHEMAS, FACT_TABLES, RULES_VERSION
 from forensics.cli import app
 from forensics.engines import local
 from forensics.engines.output import SUMMARIES
+from forensics.store.reads import session_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_data"
@@ -148,16 +149,22 @@ def test_an_interrupted_rebuild_keeps_its_batches_and_the_next_finishes_it(
     _same_frames(_frames(store), expected)
 
 
+def _streamed(store, keys, chunk_events):
+    """Each session's event and part rows as the engine reads them: runs of sessions
+    (store.facts.stale_tables), each run's rows per session (store.reads.session_tables)."""
+    keys = [tuple(k) for k in keys]
+    for _, events, parts in local.stored.stale_tables(store, keys, chunk_events=chunk_events):
+        for key, event_rows, part_rows, _ in session_tables(events, parts):
+            yield key, event_rows, part_rows
+
+
 def test_a_session_without_parts_between_others_streams_apart(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
     expected = _frames(db)
     with api.using(db, read_only=False) as s:
         keys = s.run("SELECT app_name, user_id, session_id FROM sessions ORDER BY ALL")
-        rows = [
-            (key, len(events), len(parts))
-            for key, events, parts in local.stored.stale_rows(s, keys, chunk_events=20)
-        ]
+        rows = [(key, len(events), len(parts)) for key, events, parts in _streamed(s, keys, 20)]
         stored = s.run(
             "SELECT app_name, user_id, session_id, count(*) FROM events GROUP BY ALL ORDER BY ALL"
         )
@@ -167,7 +174,7 @@ def test_a_session_without_parts_between_others_streams_apart(tmp_path: Path) ->
     with api.using(db, read_only=False) as s:
         middle = keys[1]
         s.run("DELETE FROM parts WHERE session_id = ?", [middle[2]])
-        rows = list(local.stored.stale_rows(s, keys, chunk_events=1))
+        rows = list(_streamed(s, keys, 1))
     assert [len(p) for _, _, p in rows][1] == 0
     assert [k for k, _, _ in rows] == [tuple(k) for k in keys]
     assert expected["calls"].height > 0

@@ -38,8 +38,19 @@ def _main(
         bool,
         typer.Option("--version", help="Print the version.", callback=_version, is_eager=True),
     ] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Processes that build the facts of the sessions a command loaded or finds"
+            " stale (default: FORENSICS_WORKERS, else every core); the store is the same"
+            " whatever the number.",
+        ),
+    ] = None,
 ) -> None:
     state["debug"] = debug
+    state["workers"] = workers
 
 
 def main() -> None:

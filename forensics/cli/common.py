@@ -61,7 +61,8 @@ export_app = typer.Typer(
 )
 app.add_typer(export_app, name="export")
 
-state: dict[str, Any] = {"debug": False}  # debug; the running command's StageProgress
+# --debug, --workers, and the running command's StageProgress
+state: dict[str, Any] = {"debug": False, "workers": None}
 
 
 class Format(StrEnum):
@@ -164,7 +165,10 @@ def boundary(command: F) -> F:
         stages = StageProgress()
         state["stages"] = stages
         try:
-            with api.progress_to(stages if stages.enabled else None):
+            with (
+                api.progress_to(stages if stages.enabled else None),
+                api.workers_to(state.get("workers")),
+            ):
                 return command(*args, **kwargs)
         except ForensicsError as e:
             stages.done()

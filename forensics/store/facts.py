@@ -9,7 +9,7 @@ last brought up to date with, and the newest ingest they include.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -20,6 +20,7 @@ from .handle import Store
 TABLES = ("fact_sessions", "fact_calls", "fact_carried", "fact_tool_calls", "fact_turns",
           "fact_compactions")  # fmt: skip
 Key = tuple[str, str, str]
+KEY_COLUMNS = ("app_name", "user_id", "session_id")
 
 
 def _meta(store: Store, key: str) -> str | None:
@@ -62,11 +63,13 @@ def mark_current(store: Store, rules_version: str, through_ingest: int) -> None:
         store.run("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [key, value])
 
 
-def stale(store: Store, rules_version: str, *, every: bool = False) -> list[tuple[Key, int, str]]:
-    """(key, events, stamp) of every session whose facts need building (with `every`:
-    of every session with events), in key order."""
+def stale(
+    store: Store, rules_version: str, *, every: bool = False
+) -> list[tuple[Key, int, str, bool]]:
+    """(key, events, stamp, built) of every session whose facts need building (with
+    `every`: of every session with events), in key order; `built`: it has facts now."""
     rows = store.query("facts/stale_sessions", rules_version=rules_version, every=every)
-    return [((a, u, s), int(n), stamp) for a, u, s, n, stamp in rows]
+    return [((a, u, s), int(n), stamp, bool(b)) for a, u, s, n, stamp, b in rows]
 
 
 CHUNK_EVENTS = 20_000  # the sessions read at once hold about this many events
@@ -87,15 +90,16 @@ def _chunks(keys: Sequence[Key], sizes: Mapping[Key, int], limit: int) -> Iterat
         yield run
 
 
-def stale_rows(
+def stale_tables(
     store: Store,
     keys: Sequence[Key],
     sizes: Mapping[Key, int] | None = None,
     chunk_events: int = CHUNK_EVENTS,
-) -> Iterator[tuple[Key, list[dict[str, Any]], list[dict[str, Any]]]]:
-    """Per session of `keys` that has events, in the order of `keys`: its event rows and
-    part rows. Sessions are read a run at a time (`sizes`: each one's events), so memory
-    holds one run's rows, however many sessions there are."""
+) -> Iterator[tuple[list[Key], pa.Table, pa.Table]]:
+    """The sessions of `keys` a run at a time (`sizes`: each one's events; a run holds
+    about `chunk_events`), in the order of `keys`: the run's keys, and its event rows and
+    part rows as Arrow tables (queries/facts/stale_events.sql, stale_parts.sql), so
+    memory holds one run's rows however many sessions there are."""
     for run in _chunks(keys, sizes or {}, chunk_events):
         table = pa.table(
             {
@@ -106,58 +110,54 @@ def stale_rows(
         )
         store.con.register("stale_keys", table)
         try:
-            event_rows = store.arrow("facts/stale_events").to_pylist()
-            part_rows = store.arrow("facts/stale_parts").to_pylist()
+            events = store.arrow("facts/stale_events")
+            parts = store.arrow("facts/stale_parts")
         finally:
             store.unregister("stale_keys")
-        events: dict[Key, list[dict[str, Any]]] = {}
-        for row in event_rows:  # in stored order within each session
-            events.setdefault((row["app_name"], row["user_id"], row["session_id"]), []).append(row)
-        parts: dict[Key, list[dict[str, Any]]] = {}
-        for row in part_rows:
-            parts.setdefault((row["app_name"], row["user_id"], row["session_id"]), []).append(row)
-        for key in run:
-            if key in events:
-                yield key, events.pop(key), parts.pop(key, [])
+        yield run, events, parts
 
 
 def write(
     store: Store,
-    tables: Mapping[str, list[dict[str, Any]]],
+    tables: Mapping[str, pa.Table | list[dict[str, Any]]],
     stamps: Mapping[Key, str],
     schemas: Mapping[str, pa.Schema] | None = None,
     errors: Mapping[Key, str] | None = None,
+    built: Collection[Key] | None = None,
 ) -> None:
-    """Replace the facts of the sessions in `stamps` with `tables`' rows, in one
-    transaction; each session's fact_sessions row gets its stamp, and a session whose
-    rebuild failed (`errors`) its error. `schemas` (the engines' FACT_SCHEMAS) types
-    the rows; without, types are inferred from them."""
-    schemas = {**(schemas or {})}
-    if "fact_sessions" in schemas:
-        schemas["fact_sessions"] = schemas["fact_sessions"].append(pa.field("stamp", pa.string()))
-    keys = pa.table(
-        {
-            "app_name": [k[0] for k in stamps],
-            "user_id": [k[1] for k in stamps],
-            "session_id": [k[2] for k in stamps],
-        }
-    )
-    sessions = [
-        {**row, "stamp": stamps[(row["app_name"], row["user_id"], row["session_id"])]}
-        for row in tables["fact_sessions"]
+    """Replace the facts of the sessions in `stamps` with `tables`' rows (Arrow tables, or
+    rows that `schemas`, the engines' FACT_SCHEMAS, type; without, types are inferred),
+    in one transaction; each session's fact_sessions row gets its stamp, and a session
+    whose rebuild failed (`errors`) its error. `built`: the sessions of `stamps` that
+    have facts to replace (default: all of them); deleting costs a scan of every fact
+    table, which a first build of a session does not need."""
+    schemas = schemas or {}
+    frames = {
+        t: rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=schemas.get(t))
+        for t, rows in tables.items()
+    }
+    sessions = frames["fact_sessions"]
+    stamp_of = [
+        stamps[key]
+        for key in zip(*(sessions.column(c).to_pylist() for c in KEY_COLUMNS), strict=True)
     ]
+    frames["fact_sessions"] = sessions.append_column("stamp", pa.array(stamp_of, pa.string()))
+    had = set(stamps if built is None else built)
+    replaced = [k for k in stamps if k in had]
+    keys = pa.table({c: [k[i] for k in replaced] for i, c in enumerate(KEY_COLUMNS)})
     con = store.con
     registered = ["batch_keys"]
     con.register("batch_keys", keys)
     try:
         with store.transaction():
-            store.run(sql.load("facts/delete_facts").sql)
+            if replaced:
+                store.run(sql.load("facts/delete_facts").sql)
             for table in TABLES:
-                rows = sessions if table == "fact_sessions" else tables[table]
-                if not rows:
+                frame = frames[table]
+                if not frame.num_rows:
                     continue
                 name = f"new_{table}"
-                con.register(name, pa.Table.from_pylist(rows, schema=schemas.get(table)))
+                con.register(name, frame)
                 registered.append(name)
                 # both names come from TABLES, never from data
                 store.run(f"INSERT INTO {table} BY NAME SELECT * FROM {name}")  # noqa: S608
@@ -169,4 +169,3 @@ def write(
                 )
     finally:
         store.unregister(*registered)
-

@@ -35,8 +35,11 @@ _DUCKDB_MAGIC = b"DUCK"  # bytes 8-12 of every DuckDB database file
 def connect(
     database: str = ":memory:", *, read_only: bool = False, **config: str | int | bool
 ) -> duckdb.DuckDBPyConnection:
-    """Every DuckDB connection the project opens: extensions never loaded or fetched."""
-    return duckdb.connect(database, read_only=read_only, config={**OFFLINE, **config})
+    """Every DuckDB connection the project opens: extensions never loaded or fetched, and
+    no progress bar (DuckDB draws one on the terminal for a query over 2 s, over ours)."""
+    con = duckdb.connect(database, read_only=read_only, config={**OFFLINE, **config})
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def raise_if_interrupted(error: BaseException) -> None:

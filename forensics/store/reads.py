@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
+
+import pyarrow as pa
 
 from ..errors import ForensicsError
 from ..model import CompactionRange, Event, Part, Release, Session, parse_version
@@ -127,56 +129,93 @@ def result_preview(store: Store, key: tuple[str, str, str], function_call_id: st
     return rows[0][0] if rows else None
 
 
+# the columns of queries/store/session_events.sql and session_parts.sql an Event and a
+# Part are built from, in the order `_session` reads them
+EVENT_COLUMNS = ("event_id", "invocation_id", "author", "branch", "isolation_scope", "epoch",
+                 "partial", "error_code", "error_message", "is_compaction", "compaction_start",
+                 "compaction_end", "prompt_tokens", "cached_tokens", "candidates_tokens",
+                 "long_running_tool_ids", "model_version")  # fmt: skip
+PART_COLUMNS = ("event_id", "origin", "part_index", "kind", "tool_name", "function_call_id",
+                "has_thought_signature", "chars", "relay_chars", "row_count")  # fmt: skip
+_KEY = ("app_name", "user_id", "session_id")
+Key = tuple[str, str, str]
+
+
 def build_sessions(events: Iterable[Row], parts: Iterable[Row]) -> list[Session]:
-    """Group rows of queries/store/session_events.sql and session_parts.sql into sessions."""
-    by_event: dict[tuple[str, str, str, str], tuple[list[Part], list[Part]]] = {}
+    """Group rows of queries/store/session_events.sql and session_parts.sql into sessions
+    (a session per run of event rows of one key, as they come)."""
+    parts_of: dict[Key, list[tuple[Any, ...]]] = {}
     for r in parts:
-        key = (r["app_name"], r["user_id"], r["session_id"], r["event_id"])
-        content, summary = by_event.setdefault(key, ([], []))
-        part = Part(
-            r["origin"],
-            r["part_index"],
-            r["kind"],
-            r["tool_name"],
-            r["function_call_id"],
-            bool(r["has_thought_signature"]),
-            r["chars"],
-            r["relay_chars"],
-            r["row_count"],
-        )
-        (summary if r["origin"] == "compaction" else content).append(part)
-    sessions: list[Session] = []
-    current: Session | None = None
+        key = (r["app_name"], r["user_id"], r["session_id"])
+        parts_of.setdefault(key, []).append(tuple(r[c] for c in PART_COLUMNS))
+    runs: list[tuple[Key, list[tuple[Any, ...]], str, str]] = []
     for r in events:
-        key3 = (r["app_name"], r["user_id"], r["session_id"])
-        if current is None or current.key != key3:
-            current = Session(*key3, [], r.get("source") or "", family=r.get("family") or "adk")
-            sessions.append(current)
-        content, summary = by_event.get((*key3, r["event_id"]), ([], []))
-        start, end = r["compaction_start"], r["compaction_end"]
-        current.events.append(
+        key = (r["app_name"], r["user_id"], r["session_id"])
+        if not runs or runs[-1][0] != key:
+            runs.append((key, [], r.get("source") or "", r.get("family") or "adk"))
+        runs[-1][1].append(tuple(r[c] for c in EVENT_COLUMNS))
+    return [
+        session_of(key, rows, parts_of.get(key, []), source, family)
+        for key, rows, source, family in runs
+    ]
+
+
+def session_tables(
+    events: pa.Table, parts: pa.Table
+) -> Iterator[tuple[Key, list[tuple[Any, ...]], list[tuple[Any, ...]], str]]:
+    """Per session of tables of those rows, sorted by session (store/facts.py's stale
+    runs): its key, event tuples (EVENT_COLUMNS), part tuples (PART_COLUMNS) and family;
+    columns zipped into tuples, never a dict per row."""
+    event_keys = zip(*(events.column(c).to_pylist() for c in _KEY), strict=True)
+    event_rows = zip(*(events.column(c).to_pylist() for c in EVENT_COLUMNS), strict=True)
+    families = events.column("family").to_pylist()
+    part_keys = zip(*(parts.column(c).to_pylist() for c in _KEY), strict=True)
+    part_rows = zip(*(parts.column(c).to_pylist() for c in PART_COLUMNS), strict=True)
+    parts_of: dict[Key, list[tuple[Any, ...]]] = {}
+    for key, row in zip(part_keys, part_rows, strict=True):
+        parts_of.setdefault(key, []).append(row)
+    current: Key | None = None
+    rows: list[tuple[Any, ...]] = []
+    family = ""
+    for key, row, fam in zip(event_keys, event_rows, families, strict=True):
+        if key != current:
+            if current is not None:
+                yield current, rows, parts_of.pop(current, []), family
+            current, rows, family = key, [], fam or "adk"
+        rows.append(row)
+    if current is not None:
+        yield current, rows, parts_of.pop(current, []), family
+
+
+def session_of(
+    key: Key,
+    events: list[tuple[Any, ...]],
+    parts: list[tuple[Any, ...]],
+    source: str = "",
+    family: str = "adk",
+) -> Session:
+    """One session from its event tuples (EVENT_COLUMNS, in stored order) and part
+    tuples (PART_COLUMNS, in key order)."""
+    by_event: dict[str, tuple[list[Part], list[Part]]] = {}
+    for event_id, origin, index, kind, tool, call_id, signed, chars, relay, rows in parts:
+        content, summary = by_event.setdefault(event_id, ([], []))
+        part = Part(origin, index, kind, tool, call_id, bool(signed), chars, relay, rows)
+        (summary if origin == "compaction" else content).append(part)
+    session = Session(*key, [], source, family=family)
+    for row in events:
+        (event_id, invocation, author, branch, scope, epoch, partial, code, message,
+         compaction, start, end, prompt, cached, candidates, long_running, model) = row  # fmt: skip
+        content, summary = by_event.get(event_id) or ([], [])
+        session.events.append(
             Event(
-                r["event_id"],
-                r["invocation_id"],
-                r["author"],
-                r["branch"],
-                r["isolation_scope"],
-                r["epoch"],
-                bool(r["partial"]),
-                r["error_code"],
-                r["error_message"],
-                bool(r["is_compaction"]),
+                event_id, invocation, author, branch, scope, epoch, bool(partial), code,
+                message, bool(compaction),
                 CompactionRange(start, end) if start is not None and end is not None else None,
-                r["prompt_tokens"],
-                r["cached_tokens"],
-                r["candidates_tokens"],
-                frozenset(r["long_running_tool_ids"] or ()),
-                r["model_version"],
-                content,
-                summary,
-            )
+                prompt, cached, candidates, frozenset(long_running or ()), model,
+                content, summary,
+            )  # fmt: skip
         )
-    return sessions
+    return session
 
 
 def traced_windows(

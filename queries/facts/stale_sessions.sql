@@ -1,5 +1,5 @@
 -- name: stale_sessions
--- The sessions whose stored facts are missing, built from other inputs, or by other rules, in key order: each with its events and its stamp (the counts and newest ingest of its events, of the traced requests that answered them, and of its release evidence).
+-- The sessions whose stored facts are missing, built from other inputs, or by other rules, in key order: each with its events, its stamp (the counts and newest ingest of its events, of the traced requests that answered them, and of its release evidence) and whether it has facts now.
 -- params: $rules_version, $every
 WITH ev AS (
     SELECT app_name, user_id, session_id, count(*) AS n, max(ingest_id) AS i
@@ -20,7 +20,7 @@ WITH ev AS (
     LEFT JOIN tr USING (app_name, user_id, session_id)
     LEFT JOIN rl USING (app_name, user_id, session_id)
 )
-SELECT s.app_name, s.user_id, s.session_id, s.events, s.stamp
+SELECT s.app_name, s.user_id, s.session_id, s.events, s.stamp, f.rules IS NOT NULL AS built
 FROM stamps AS s
 LEFT JOIN fact_sessions AS f USING (app_name, user_id, session_id)
 WHERE $every OR f.stamp IS NULL OR f.stamp <> s.stamp OR NOT starts_with(f.rules, $rules_version || ' ')

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ...model import ROLES, Call, CompactionRange, Event, Part, Release, Session, WindowPart
@@ -665,19 +665,24 @@ class _Viewer:
 
 
 def _assembled(
-    session: Session, want: Collection[int] = ()
+    session: Session, want: Collection[int] | None = None
 ) -> Iterator[tuple[int, str | None, _Viewer | None]]:
-    """Each call of the session (and each event index in `want`), in order, with its
-    kind and the viewer holding its window (None for a summarizer's call)."""
+    """Each call of the session in order, with its kind and the viewer holding its window
+    (None for a summarizer's call); with `want`, each event index in it instead."""
     rules = rules_for(session.release)
     events = session.events
     eligible = [_eligible(e, rules) for e in events]
     viewers: dict[tuple[str, str | None, str | None], _Viewer] = {}
-    for index, event in enumerate(events):
+    if want is None:
+        indices: Iterable[int] = range(len(events))
+    else:
+        indices = sorted(i for i in set(want) if 0 <= i < len(events))
+    for index in indices:
+        event = events[index]
         kind = is_call(event)
-        if kind is None and index not in want:
+        if want is None and kind is None:
             continue
-        if kind == "summarizer" and index not in want:
+        if want is None and kind == "summarizer":
             yield index, kind, None
             continue
         key = (event.author or "", event.scope, event.branch)
@@ -712,12 +717,7 @@ def calls(session: Session) -> Iterator[Call]:
 
 def windows(session: Session, indices: Collection[int]) -> dict[int, list[WindowPart]]:
     """window() of each event index in `indices`, assembled in one pass."""
-    want = set(indices)
-    return {
-        index: viewer.parts()
-        for index, _, viewer in _assembled(session, want)
-        if index in want and viewer is not None
-    }
+    return {index: viewer.parts() for index, _, viewer in _assembled(session, indices) if viewer}
 
 
 def sent(
@@ -725,8 +725,5 @@ def sent(
 ) -> dict[int, tuple[set[str], set[str]]]:
     """For each event index in `asked`, which of its asked event ids the window of that
     index holds a part of: (raw events, compaction summaries); one pass."""
-    return {
-        index: viewer.sent(asked[index])
-        for index, _, viewer in _assembled(session, set(asked))
-        if index in asked and viewer is not None
-    }
+    found = _assembled(session, asked) if asked else iter(())
+    return {index: viewer.sent(asked[index]) for index, _, viewer in found if viewer}
