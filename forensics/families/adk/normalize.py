@@ -18,6 +18,7 @@ import pyarrow as pa
 from ... import sql
 from ...model import RAW_SESSION_SCHEMA, Batch, Skip
 from ...store.handle import connect, raise_if_interrupted
+from .results import size_results
 
 # With the store's own cap (ingest.pipeline.INGEST_MEMORY_LIMIT) 384 MB kept a 200,000-event,
 # 1.85 GB ingest under 1 GB of resident memory (measured 968 MB) at 1.98x the
@@ -83,7 +84,16 @@ class Normalizer:
             skipped = list(batch.skipped)
             skipped += [Skip(str(loc), str(why)) for loc, why in self._run("invalid_events")]
             self._run("stage_parts")
-            self._run("stage_results")
+            # the guard's sizes: results.py reads what it can, stage_results.sql the rest
+            sized, declined = size_results(self._table("result_payloads"))
+            self.con.register("sized_results", sized)
+            self.con.register("results_to_size", declined)
+            if declined.num_rows:
+                self._run("stage_results")
+            else:  # (the statement unnests every part again to find none)
+                self.con.execute(
+                    "CREATE OR REPLACE TEMP TABLE staged_results AS FROM sized_results LIMIT 0"
+                )
             # the watermark is on the column the loaders filter on, not the JSON's own
             (newest,) = self.con.execute(
                 "SELECT max(coalesce(column_epoch, epoch)) FROM staged WHERE valid"
@@ -99,7 +109,7 @@ class Normalizer:
                 replaces=batch.replaces,
             )
         finally:
-            for name in ("raw_batch", "raw_sessions"):
+            for name in ("raw_batch", "raw_sessions", "sized_results", "results_to_size"):
                 try:  # clean-up must not hide the error (an interrupt) it follows
                     self.con.unregister(name)
                 except (duckdb.Error, KeyboardInterrupt):
