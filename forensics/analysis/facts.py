@@ -380,7 +380,8 @@ def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
             ids = {event.event_id, *(e.event_id for _, e in inside_of[index])}
             asked[followers[index].index] |= ids
     sent = rules.sent(session, asked)
-    last_plain = {i: None for i, _ in compacted}  # the last raw event stored before each
+    # the last raw event stored before each
+    last_plain: dict[int, Event | None] = {i: None for i, _ in compacted}
     plain: Event | None = None
     for index, event in enumerate(session.events):
         if index in last_plain:
