@@ -13,7 +13,13 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..analysis.facts import FACT_SCHEMAS, FACT_TABLES, RULES_VERSION, session_facts
+from ..analysis.facts import (
+    FACT_SCHEMAS,
+    FACT_TABLES,
+    RULES_VERSION,
+    failed_facts,
+    session_facts,
+)
 from ..analysis.reconstruct import StageProgress
 from ..errors import FactsInterrupted, StoreError
 from ..store import Store
@@ -62,7 +68,6 @@ class _Batch:
 
     tables: dict[str, list] = field(default_factory=lambda: {t: [] for t in FACT_TABLES})
     stamps: dict[Key, str] = field(default_factory=dict)
-    errors: dict[Key, str] = field(default_factory=dict)  # of this batch's failed sessions
     failed: list[tuple[Key, str]] = field(default_factory=list)  # all failed so far
     pending: int = 0  # events of the sessions in `tables`
     events: int = 0  # events rebuilt so far
@@ -71,23 +76,9 @@ class _Batch:
 
     def flush(self, store: Store) -> None:
         if self.stamps:
-            stored.write(store, self.tables, self.stamps, FACT_SCHEMAS, self.errors)
+            stored.write(store, self.tables, self.stamps, FACT_SCHEMAS)
             self.written += len(self.stamps)
         self.tables, self.stamps, self.pending = {t: [] for t in FACT_TABLES}, {}, 0
-        self.errors = {}
-
-
-def _failed_row(key: Key, events: int) -> dict[str, object]:
-    """The fact_sessions row of a session whose rebuild raised: its key and events, so
-    its stamp is kept (no rebuild until its inputs or the rules change); no query reads
-    it (queries/facts/scope_sessions.sql)."""
-    return {
-        "app_name": key[0], "user_id": key[1], "session_id": key[2],
-        "rules": f"{RULES_VERSION} (not built)", "main_model": "", "events": events,
-        "calls": 0, "compactions": 0, "first_compaction_index": None, "last_range_end": None,
-        "retained_events_after": 0, "retained_chars_after": 0,
-        "largest_retained_tool_result": None, "largest_retained_result_chars": None,
-    }  # fmt: skip
 
 
 def _rebuild(
@@ -111,10 +102,9 @@ def _rebuild(
                 session.release = evidence.get(key)
                 facts = session_facts(session, traced.get(key[2], {}))
             except Exception as e:  # one session's data never stops the others
-                error = f"{type(e).__name__}: {e}"[:500]
-                batch.tables["fact_sessions"].append(_failed_row(key, len(event_rows)))
-                batch.errors[key] = error
-                batch.failed.append((key, error))
+                (row,) = failed_facts(key, len(event_rows), e).tables["fact_sessions"]
+                batch.tables["fact_sessions"].append(row)
+                batch.failed.append((key, row["error"]))
                 batch.stamps[key] = stamps[key]
                 continue
             for table, rows in facts.tables.items():

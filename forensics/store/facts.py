@@ -126,12 +126,11 @@ def write(
     tables: Mapping[str, list[dict[str, Any]]],
     stamps: Mapping[Key, str],
     schemas: Mapping[str, pa.Schema] | None = None,
-    errors: Mapping[Key, str] | None = None,
 ) -> None:
     """Replace the facts of the sessions in `stamps` with `tables`' rows, in one
-    transaction; each session's fact_sessions row gets its stamp, and a session whose
-    rebuild failed (`errors`) its error. `schemas` (the engines' FACT_SCHEMAS) types
-    the rows; without, types are inferred from them."""
+    transaction; each session's fact_sessions row gets its stamp (a session whose
+    rebuild failed has a row with its `error`). `schemas` (the engines' FACT_SCHEMAS)
+    types the rows; without, types are inferred from them."""
     schemas = {**(schemas or {})}
     if "fact_sessions" in schemas:
         schemas["fact_sessions"] = schemas["fact_sessions"].append(pa.field("stamp", pa.string()))
@@ -161,12 +160,6 @@ def write(
                 registered.append(name)
                 # both names come from TABLES, never from data
                 store.run(f"INSERT INTO {table} BY NAME SELECT * FROM {name}")  # noqa: S608
-            for (app_name, user_id, session_id), error in (errors or {}).items():
-                store.run(
-                    "UPDATE fact_sessions SET error = ? WHERE app_name = ? AND user_id = ?"
-                    " AND session_id = ?",
-                    [error, app_name, user_id, session_id],
-                )
     finally:
         store.unregister(*registered)
 
