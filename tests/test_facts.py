@@ -315,13 +315,16 @@ def test_both_engines_list_a_session_whose_rebuild_raises_and_build_the_rest(
 ) -> None:
     db = tmp_path / "s.duckdb"
     api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    opensearch = SAMPLES / "opensearch"  # logged records in the export: no engine needs them
+    api.ingest_opensearch_files(db, [opensearch / "otel-v1-apm-span.ndjson",
+                                     opensearch / "litellm.ndjson"])  # fmt: skip
     with api.using(db, read_only=False) as s:
         # a release no window rule reads: `--adk-version 2.x` is refused at ingest, but a
         # stored row (an export another tool wrote, a store edited by hand) is taken as is
         (user,) = s.run("SELECT user_id FROM sessions WHERE session_id = 'parallel'")[0]
         s.run("INSERT INTO session_releases VALUES ('store', ?, 'parallel', 'given', '2.x',"
               " NULL, NULL, 'typed by hand', 1)", [user])  # fmt: skip
-    api.export_parquet(db, tmp_path / "export")
+    assert api.export_parquet(db, tmp_path / "export")["logged"] > 0
     error = "ValueError: not a release number (X.Y.Z): '2.x'"  # what the local engine says
     for engine in ("local", "spark"):
         result = runner.invoke(app, ["analyze", "--engine", engine, "--input",
