@@ -228,6 +228,14 @@ def analyze_export(
     return parquet.analyze(Path(input_dir), Path(output_dir), PROGRESS.get())
 
 
+def analyzed_failures(output_dir: str | Path) -> list[tuple[tuple[str, str, str], str]]:
+    """The sessions whose facts `analyze_export` could not build into `output_dir`
+    (key, error), in key order; each has a fact_sessions row there with its error."""
+    from .engines.output import failures
+
+    return failures(Path(output_dir))
+
+
 def _refreshed(store: Store, result: IngestResult) -> IngestResult:
     """`result`, once the facts of the sessions it changed are rebuilt."""
     try:

@@ -192,8 +192,8 @@ def test_fact_schemas_are_the_store_tables(store: Path) -> None:
     try:
         for table, schema in FACT_SCHEMAS.items():
             columns = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
-            # the store's own: the inputs' stamp, and a failed rebuild's error
-            extra = ["stamp", "error"] if table == "fact_sessions" else []
+            # the store's own: the inputs' stamp (a failed rebuild's error is the engines' too)
+            extra = ["stamp"] if table == "fact_sessions" else []
             assert sorted(columns) == sorted(schema.names + extra), table
     finally:
         con.close()
@@ -312,6 +312,58 @@ def test_spark_and_the_local_engine_build_identical_facts(export: Path, tmp_path
     ratios = manifest["ratios"]
     assert ratios == json.loads((tmp_path / "local" / "manifest.json").read_text())["ratios"]
     assert {r["source"] for r in ratios.values()} >= {"fitted", "traced"}, ratios
+
+
+@pytest.mark.skipif(
+    not _spark_ready() and not os.environ.get("CI"), reason="needs pyspark and Java"
+)
+def test_both_engines_list_a_session_whose_rebuild_raises_and_build_the_rest(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.duckdb"
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    opensearch = SAMPLES / "opensearch"  # logged records in the export: no engine needs them
+    api.ingest_opensearch_files(db, [opensearch / "otel-v1-apm-span.ndjson",
+                                     opensearch / "litellm.ndjson"])  # fmt: skip
+    with api.using(db, read_only=False) as s:
+        # a release no window rule reads: `--adk-version 2.x` is refused at ingest, but a
+        # stored row (an export another tool wrote, a store edited by hand) is taken as is
+        (user,) = s.run("SELECT user_id FROM sessions WHERE session_id = 'parallel'")[0]
+        s.run("INSERT INTO session_releases VALUES ('store', ?, 'parallel', 'given', '2.x',"
+              " NULL, NULL, 'typed by hand', 1)", [user])  # fmt: skip
+    assert api.export_parquet(db, tmp_path / "export")["logged"] > 0
+    error = "ValueError: not a release number (X.Y.Z): '2.x'"  # what the local engine says
+    for engine in ("local", "spark"):
+        result = runner.invoke(app, ["analyze", "--engine", engine, "--input",
+                                     str(tmp_path / "export"), "--output", str(tmp_path / engine),
+                                     "-f", "json"])  # fmt: skip
+        assert result.exit_code == 0, result.output  # the job finishes
+        assert "the facts of 1 session could not be built" in result.stderr, engine
+        assert f"store/{user}/parallel: {error}" in result.stderr, engine
+    ours, theirs = _facts(tmp_path / "local"), _facts(tmp_path / "spark")
+    for table in FACT_TABLES:
+        assert_frame_equal(theirs[table], ours[table], check_exact=True)
+    for name in SUMMARIES:
+        assert_frame_equal(
+            pl.read_parquet(tmp_path / "spark" / name / "*.parquet"),
+            pl.read_parquet(tmp_path / "local" / name / "*.parquet"),
+            check_exact=True,
+        )
+    failed = theirs["fact_sessions"].filter(pl.col("error").is_not_null())
+    assert failed.select("session_id", "error", "calls").rows() == [("parallel", error, 0)]
+    assert failed["rules"].to_list() == [f"{RULES_VERSION} (not built)"]
+    # the other sessions' facts are all there, and the summaries are theirs
+    assert set(theirs["fact_calls"]["session_id"]) == {"incident", "compaction"}
+    turns = pl.read_parquet(tmp_path / "spark" / "turns" / "*.parquet")
+    assert set(turns["session_id"]) == {"incident", "compaction"}
+    local_manifest, spark_manifest = (
+        json.loads((tmp_path / engine / "manifest.json").read_text())
+        for engine in ("local", "spark")
+    )
+    assert spark_manifest["ratios"] == local_manifest["ratios"]
+    assert spark_manifest["sessions_failed"] == local_manifest["sessions_failed"] == 1
+    rows = {r["table"]: r["rows"] for r in json.loads(result.stdout)}
+    assert rows["fact_sessions"] == 3
 
 
 def test_an_export_carries_the_facts_and_an_import_builds_its_own(

@@ -7,15 +7,19 @@ import json
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
 from forensics import api
 from forensics.cli import app
+from forensics.selection import Selection
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_data"
 RELEASE = ROOT / "tests" / "adk_releases" / "1.18.0"
+OPENSEARCH = [SAMPLES / "opensearch" / name for name in
+              ("otel-v1-apm-span.ndjson", "logs-otel-v1.ndjson", "litellm.ndjson")]  # fmt: skip
 runner = CliRunner()
 
 
@@ -26,7 +30,17 @@ def source(tmp_path_factory) -> Path:
     api.ingest_sqlite(db, RELEASE / "sessions.db")  # V0: release evidence inferred
     api.ingest_json(db, [RELEASE / "compaction.session.json"], app="shop", user="u-3")
     api.ingest_traces(db, [RELEASE / "trace.otlp.json"])
+    api.ingest_opensearch_files(db, OPENSEARCH)  # logged: spans, logs, LiteLLM payloads
     return db
+
+
+def _logged(db: Path) -> pl.DataFrame:
+    """The store's logged records as they were logged (not which ingest loaded them)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.sql("SELECT * EXCLUDE (ingest_id) FROM logged ORDER BY record_key").pl()
+    finally:
+        con.close()
 
 
 def _same(a: Path, b: Path) -> None:
@@ -40,6 +54,10 @@ def _same(a: Path, b: Path) -> None:
     assert api.growth(a).equals(api.growth(b))
     assert api.compaction(a).equals(api.compaction(b))
     assert api.fidelity(a).equals(api.fidelity(b))
+    assert _logged(a).equals(_logged(b))
+    # what the logged records answer: context failures, and the cache writes LiteLLM counted
+    assert api.context_failures(a).equals(api.context_failures(b))
+    assert api.cost(a, by="call").equals(api.cost(b, by="call"))
 
 
 def test_a_round_trip_gives_the_same_answers(source, tmp_path):
@@ -82,6 +100,47 @@ def test_a_selection_exports_whole_sessions(source, tmp_path):
     rows = api.export_parquet(source, folder, "incident")
     assert rows["sessions"] == 1
     assert rows["events"] == api.events(source, "incident").height
+
+
+def test_logged_records_travel_with_the_sessions_they_name(source, tmp_path):
+    """A logged record names a session id (or its trace does: a tool span names none);
+    an export of one session carries that session's records, and only those."""
+    everything = _logged(source)
+    assert everything.height == 92
+    api.export_parquet(source, tmp_path / "one", "incident")
+    back = tmp_path / "one.duckdb"
+    api.ingest_parquet(back, tmp_path / "one")
+    named = pl.col("session_id") == "incident"
+    traces = everything.filter(named)["trace_id"].drop_nulls().unique().to_list()
+    expected = everything.filter(
+        named | (pl.col("session_id").is_null() & pl.col("trace_id").is_in(traces))
+    )
+    assert expected.filter(pl.col("session_id").is_null()).height > 0  # tool spans name none
+    assert expected.height < everything.height
+    assert _logged(back).equals(expected)
+    assert api.context_failures(back).equals(api.context_failures(source, "incident"))
+    days = {p.name for p in (tmp_path / "one" / "logged").iterdir()}
+    assert days == {"day=2026-10-22"}  # partitioned by the day they started
+
+
+def test_a_store_of_logged_records_alone_exports_them(tmp_path):
+    """OpenSearch only, no ADK session loaded: the failures are still there after a round trip."""
+    db = tmp_path / "logs.duckdb"
+    api.ingest_opensearch_files(db, OPENSEARCH)
+    rows = api.export_parquet(db, tmp_path / "export")
+    assert rows["events"] == 0 and rows["logged"] == _logged(db).height == 92
+    back = tmp_path / "back.duckdb"
+    loaded = api.ingest_parquet(back, tmp_path / "export")
+    assert loaded.notes["rows_read"]["logged"] == 92
+    assert _logged(back).equals(_logged(db))
+    assert api.context_failures(back).height == 1
+    assert api.context_failures(back).equals(api.context_failures(db))
+    # a time range takes the records that started in it (sessions or none)
+    since, until = 1792659601.0, 1792661400.0
+    rows = api.export_parquet(db, tmp_path / "hour", Selection(since=since, until=until))
+    started = _logged(db)["started_at"]
+    assert rows["logged"] == started.is_between(since, until, closed="left").sum() > 0
+    assert rows["logged"] < started.len()
 
 
 def test_app_names_never_become_paths(tmp_path):

@@ -41,13 +41,14 @@ TracedSizes = Mapping[str, tuple[dict[str, int], int]]  # event id -> (by role, 
 _KEY = [("app_name", pa.string()), ("user_id", pa.string()), ("session_id", pa.string())]
 _S, _I, _L, _F, _B = pa.string(), pa.int32(), pa.int64(), pa.float64(), pa.bool_()
 # Each fact table's columns as the engines write them (queries/store/migrate_5.sql; the
-# store's fact_sessions adds the stamp of the inputs it was built from).
+# store's fact_sessions adds the stamp of the inputs it was built from). fact_sessions'
+# `error` (schema 6) is null unless the session's rebuild raised (failed_facts).
 FACT_SCHEMAS: dict[str, pa.Schema] = {
     "fact_sessions": pa.schema(_KEY + [
         ("rules", _S), ("main_model", _S), ("events", _I), ("calls", _I), ("compactions", _I),
         ("first_compaction_index", _I), ("last_range_end", _F), ("retained_events_after", _I),
         ("retained_chars_after", _L), ("largest_retained_tool_result", _S),
-        ("largest_retained_result_chars", _L),
+        ("largest_retained_result_chars", _L), ("error", _S),
     ]),
     "fact_calls": pa.schema(_KEY + [
         ("call_id", _S), ("call_index", _I), ("kind", _S), ("turn", _I), ("invocation_id", _S),
@@ -224,6 +225,23 @@ def session_facts(session: Session, traced: TracedSizes | None = None) -> Sessio
     compactions = _compactions(key, session, found)
     facts.tables["fact_compactions"] = compactions
     facts.tables["fact_sessions"] = [_session_row(key, session, found, len(compactions))]
+    return facts
+
+
+def failed_facts(key: _store_facts.Key, events: int, error: Exception) -> SessionFacts:
+    """The facts of a session whose rebuild raised: its fact_sessions row alone, with its
+    key and events (the store keeps its stamp, so it is not rebuilt until its inputs or
+    the rules change) and the error, its type and message in at most 500 characters.
+    No query reads it (queries/facts/scope_sessions.sql); every engine lists it."""
+    facts = SessionFacts()
+    facts.tables["fact_sessions"] = [{
+        "app_name": key[0], "user_id": key[1], "session_id": key[2],
+        "rules": f"{RULES_VERSION} (not built)", "main_model": "", "events": events,
+        "calls": 0, "compactions": 0, "first_compaction_index": None, "last_range_end": None,
+        "retained_events_after": 0, "retained_chars_after": 0,
+        "largest_retained_tool_result": None, "largest_retained_result_chars": None,
+        "error": f"{type(error).__name__}: {error}"[:500],
+    }]  # fmt: skip
     return facts
 
 
@@ -492,4 +510,5 @@ def _session_row(key: Row, session: Session, found: list[Call], compactions: int
         "retained_chars_after": sum(p.chars for e in retained for p in e.parts),
         "largest_retained_tool_result": largest.tool_name if largest else None,
         "largest_retained_result_chars": largest.chars if largest else None,
+        "error": None,
     }

@@ -88,6 +88,10 @@ def analyze(
         emit(pl.DataFrame({"table": list(rows), "rows": list(rows.values())}), fmt)
         if fmt is Format.table:
             echo(f"written to {output_dir} (manifest.json says how)")
+        _say_failed(
+            api.analyzed_failures(output_dir),
+            "(each has a fact_sessions row with its error; the others' facts are written)",
+        )
         return
     if engine is Engine.spark:
         raise ForensicsError(
@@ -115,13 +119,20 @@ def analyze(
     emit(frame, fmt)
     if fmt is Format.table and not done.sessions:
         echo("the facts were up to date: nothing to rebuild")
-    if failed:  # said on stderr, whatever the format: the others' facts are built
-        echo(
-            f"the facts of {len(failed):,} session{'s' if len(failed) != 1 else ''} could not"
-            " be built (no command shows them until they change; --rebuild-all tries again):",
-            err=True,
-        )
-        for (app_name, user_id, session_id), error in failed[:10]:
-            echo(f"  {app_name}/{user_id}/{session_id}: {error}", err=True)
-        if len(failed) > 10:
-            echo(f"  ... and {len(failed) - 10:,} more", err=True)
+    _say_failed(failed, "(no command shows them until they change; --rebuild-all tries again)")
+
+
+def _say_failed(failed: list[tuple[tuple[str, str, str], str]], why: str) -> None:
+    """The sessions whose facts could not be built, on stderr whatever the format (the
+    others' facts are built): the first ten, with their errors."""
+    if not failed:
+        return
+    echo(
+        f"the facts of {len(failed):,} session{'s' if len(failed) != 1 else ''} could not"
+        f" be built {why}:",
+        err=True,
+    )
+    for (app_name, user_id, session_id), error in failed[:10]:
+        echo(f"  {app_name}/{user_id}/{session_id}: {error}", err=True)
+    if len(failed) > 10:
+        echo(f"  ... and {len(failed) - 10:,} more", err=True)

@@ -37,9 +37,12 @@ def export_parquet(
     fmt: FormatOption = Format.table,
 ) -> None:
     """Write the selected sessions as Parquet: sessions, events, parts (by app and UTC day,
-    Hive-style), traced requests and release evidence, with a manifest.json.
+    Hive-style), traced requests, release evidence, their logged records (OpenSearch
+    spans and logs, LiteLLM payloads; by UTC day) and stored facts, with a manifest.json.
 
-    A session is exported whole when it has an event in --since/--until. Partition
+    A session is exported whole when it has an event in --since/--until; a logged record
+    goes with the session whose id it (or its trace) names, and without --app, --user or
+    --session every logged record in --since/--until goes too. Partition
     values are URI-encoded, so no app name becomes a path. Read it back with
     `forensics ingest parquet DIR`, or with any Parquet reader (Spark, DuckDB, polars).
     Example: forensics export parquet exports/week-47 --since 2026-11-16 --until 2026-11-23

@@ -26,7 +26,14 @@ from operator import itemgetter
 
 import pyarrow as pa
 
-from ..analysis.facts import FACT_SCHEMAS, FACT_TABLES, RULES_VERSION, TracedSizes, session_facts
+from ..analysis.facts import (
+    FACT_SCHEMAS,
+    FACT_TABLES,
+    RULES_VERSION,
+    TracedSizes,
+    failed_facts,
+    session_facts,
+)
 from ..analysis.reconstruct import StageProgress
 from ..errors import FactsInterrupted, ForensicsError, StoreError
 from ..model import Release
@@ -147,9 +154,9 @@ def build_run(run: Run) -> Built:
             interrupted = True
             break
         except Exception as e:  # one session's data never stops the others
-            error = f"{type(e).__name__}: {e}"[:500]
-            rows["fact_sessions"].append(_failed_row(key, len(event_rows)))
-            sessions.append((key, len(event_rows), 0, error))
+            (row,) = failed_facts(key, len(event_rows), e).tables["fact_sessions"]
+            rows["fact_sessions"].append(row)
+            sessions.append((key, len(event_rows), 0, str(row["error"])))
             continue
         for table, found in facts.tables.items():
             rows[table] += found
@@ -171,7 +178,6 @@ class _Batch:
         default_factory=lambda: {t: [] for t in FACT_TABLES}
     )
     stamps: dict[Key, str] = field(default_factory=dict)
-    errors: dict[Key, str] = field(default_factory=dict)  # of this batch's failed sessions
     failed: list[tuple[Key, str]] = field(default_factory=list)  # all failed so far
     pending: int = 0  # events of the sessions in `tables`
     events: int = 0  # events rebuilt so far
@@ -184,7 +190,6 @@ class _Batch:
         for key, events, calls, error in built.sessions:
             self.stamps[key] = stamps[key]
             if error is not None:
-                self.errors[key] = error
                 self.failed.append((key, error))
                 continue
             self.pending += events
@@ -194,23 +199,9 @@ class _Batch:
     def flush(self, store: Store, built: set[Key]) -> None:
         if self.stamps:
             tables = {t: pa.concat_tables(frames) for t, frames in self.tables.items() if frames}
-            stored.write(store, tables, self.stamps, FACT_SCHEMAS, self.errors, built)
+            stored.write(store, tables, self.stamps, FACT_SCHEMAS, built)
             self.written += len(self.stamps)
         self.tables, self.stamps, self.pending = {t: [] for t in FACT_TABLES}, {}, 0
-        self.errors = {}
-
-
-def _failed_row(key: Key, events: int) -> dict[str, object]:
-    """The fact_sessions row of a session whose rebuild raised: its key and events, so
-    its stamp is kept (no rebuild until its inputs or the rules change); no query reads
-    it (queries/facts/scope_sessions.sql)."""
-    return {
-        "app_name": key[0], "user_id": key[1], "session_id": key[2],
-        "rules": f"{RULES_VERSION} (not built)", "main_model": "", "events": events,
-        "calls": 0, "compactions": 0, "first_compaction_index": None, "last_range_end": None,
-        "retained_events_after": 0, "retained_chars_after": 0,
-        "largest_retained_tool_result": None, "largest_retained_result_chars": None,
-    }  # fmt: skip
 
 
 def _runs(store: Store, todo: list[tuple[Key, int, str, bool]]) -> Iterator[Run]:

@@ -5,7 +5,8 @@ the engine wrote); one per summary (SUMMARIES: the whole export's `turns` and `g
 the columns and order those commands show, tokens from the ratios the facts fit; the
 Spark engine computes them in Spark SQL, queries/spark/); and `manifest.json`: the
 format, the rules version that built the facts, the engine and its master, the export
-it read, the rows per table and the ratio each model was sized with.
+it read, the rows per table, the ratio each model was sized with, and how many
+sessions could not be rebuilt (their fact_sessions rows hold the error; `failures`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..analysis.facts import RULES_VERSION
+import pyarrow.dataset as ds
+
+from ..analysis.facts import FACT_SCHEMAS, RULES_VERSION
 from ..analysis.ratio import Ratio
 from ..columns import GROWTH, TURNS
 from ..errors import ForensicsError
@@ -45,6 +48,7 @@ def write_manifest(
     rows: dict[str, int],
     seconds: float,
     ratios: dict[str, Ratio],
+    sessions_failed: int,
 ) -> None:
     manifest = {
         "format": FORMAT,
@@ -56,6 +60,8 @@ def write_manifest(
         "seconds": round(seconds, 3),
         "source": {k: source.get(k) for k in ("format", "version", "store_schema", "selection")},
         "tables": {name: {"rows": n} for name, n in rows.items()},
+        # sessions whose rebuild raised: a fact_sessions row each, with its error
+        "sessions_failed": sessions_failed,
         # the chars-per-token ratio each model's summaries were sized with
         "ratios": {
             model: {"chars_per_token": r.chars_per_token, "source": r.source, "calls": r.calls}
@@ -63,3 +69,13 @@ def write_manifest(
         },
     }
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def failures(folder: Path) -> list[tuple[tuple[str, str, str], str]]:
+    """The sessions of the facts at `folder` whose rebuild raised, with the error, in
+    key order (what `facts_failures` gives for a store)."""
+    columns = [*FACT_SCHEMAS["fact_sessions"].names[:3], "error"]
+    found = ds.dataset(folder / "fact_sessions", format="parquet").to_table(
+        columns=columns, filter=ds.field("error").is_valid()
+    )
+    return sorted(((a, u, s), e) for a, u, s, e in zip(*found.to_pydict().values(), strict=True))

@@ -33,7 +33,7 @@ def analyze(
     with tempfile.TemporaryDirectory(prefix="forensics-facts-") as tmp:
         with Store.open(Path(tmp) / "facts.duckdb") as store:
             ingest_parquet(store, input_dir)
-            refresh(store, progress)
+            built = refresh(store, progress)
             for table, schema in FACT_SCHEMAS.items():
                 target = output_dir / table
                 target.mkdir()
@@ -53,5 +53,6 @@ def analyze(
                 frame.write_parquet(output_dir / name / "part-0.parquet")
                 rows[name] = frame.height
     seconds = time.perf_counter() - started
-    write_manifest(output_dir, "local", None, manifest, rows, seconds, facts.ratios)
+    failed = len(built.failed)
+    write_manifest(output_dir, "local", None, manifest, rows, seconds, facts.ratios, failed)
     return rows

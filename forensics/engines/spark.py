@@ -27,7 +27,13 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from .. import sql
-from ..analysis.facts import FACT_SCHEMAS, FACT_TABLES, session_facts
+from ..analysis.facts import (
+    FACT_SCHEMAS,
+    FACT_TABLES,
+    SessionFacts,
+    failed_facts,
+    session_facts,
+)
 from ..analysis.ratio import Ratio
 from ..analysis.stored import FIT_SESSIONS, fit_sample, ratio_tables
 from ..errors import ForensicsError
@@ -100,7 +106,9 @@ def session_group(
     evidence: dict[tuple[str, str, str], dict[str, Release]],
     families: dict[tuple[str, str, str], str] | None = None,
 ) -> pa.Table:
-    """One session's rows in, one row out: its fact rows, a list per table."""
+    """One session's rows in, one row out: its fact rows, a list per table. A session
+    whose rebuild raises is one fact_sessions row with its error, as in the local
+    engine (engines/local.py): the job goes on with the others."""
     if events.num_rows == 0:  # parts without their events: nothing to rebuild
         return pa.table(
             {t: pa.array([], pa.list_(pa.struct(FACT_SCHEMAS[t]))) for t in FACT_TABLES}
@@ -109,8 +117,26 @@ def session_group(
     part_rows = sorted(
         parts.to_pylist(), key=lambda r: (r["event_id"], r["origin"], r["part_index"])
     )
+    first = event_rows[0]
+    key = (first["app_name"], first["user_id"], first["session_id"])
+    try:
+        facts = _rebuild(event_rows, part_rows, traced, evidence, families or {})
+    except Exception as e:  # one session's data never stops the others
+        facts = failed_facts(key, len(event_rows), e)
+    return pa.table(
+        {t: pa.array([facts.tables[t]], pa.list_(pa.struct(FACT_SCHEMAS[t]))) for t in FACT_TABLES}
+    )
+
+
+def _rebuild(
+    event_rows: list[dict[str, Any]],
+    part_rows: list[dict[str, Any]],
+    traced: Traced,
+    evidence: dict[tuple[str, str, str], dict[str, Release]],
+    families: dict[tuple[str, str, str], str],
+) -> SessionFacts:
     (session,) = build_sessions(event_rows, part_rows)
-    session.family = (families or {}).get(session.key, "adk")
+    session.family = families.get(session.key, "adk")
     own = {e.event_id for e in session.events}
     sizes = {}
     versions = []
@@ -120,10 +146,7 @@ def session_group(
             if version:
                 versions.append(version)
     session.release = choose_release(evidence.get(session.key, {}), versions)
-    facts = session_facts(session, sizes)
-    return pa.table(
-        {t: pa.array([facts.tables[t]], pa.list_(pa.struct(FACT_SCHEMAS[t]))) for t in FACT_TABLES}
-    )
+    return session_facts(session, sizes)
 
 
 def _spark_type(column: Column) -> str:
@@ -230,11 +253,13 @@ def analyze(input_dir: Path, output_dir: Path, *, master: str = "local[2]") -> d
             exploded.write.parquet(str(output_dir / table))
             rows[table] = spark.read.parquet(str(output_dir / table)).count()
         grouped.unpersist()
+        failed = spark.read.parquet(str(output_dir / "fact_sessions")).where("error IS NOT NULL")
+        sessions_failed = failed.count()
         summaries, ratios = _summaries(spark, output_dir, events)
         rows.update(summaries)
     finally:
         spark.stop()
     shown = re.sub(r"//[^/@]*@", "//***@", master)  # a URL's user:password never written
     seconds = time.perf_counter() - started
-    write_manifest(output_dir, "spark", shown, manifest, rows, seconds, ratios)
+    write_manifest(output_dir, "spark", shown, manifest, rows, seconds, ratios, sessions_failed)
     return rows

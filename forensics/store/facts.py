@@ -122,13 +122,12 @@ def write(
     tables: Mapping[str, pa.Table | list[dict[str, Any]]],
     stamps: Mapping[Key, str],
     schemas: Mapping[str, pa.Schema] | None = None,
-    errors: Mapping[Key, str] | None = None,
     built: Collection[Key] | None = None,
 ) -> None:
     """Replace the facts of the sessions in `stamps` with `tables`' rows (Arrow tables, or
     rows that `schemas`, the engines' FACT_SCHEMAS, type; without, types are inferred),
-    in one transaction; each session's fact_sessions row gets its stamp, and a session
-    whose rebuild failed (`errors`) its error. `built`: the sessions of `stamps` that
+    in one transaction; each session's fact_sessions row gets its stamp (a session whose
+    rebuild failed has a row with its `error`). `built`: the sessions of `stamps` that
     have facts to replace (default: all of them); deleting costs a scan of every fact
     table, which a first build of a session does not need."""
     schemas = schemas or {}
@@ -153,19 +152,13 @@ def write(
             if replaced:
                 store.run(sql.load("facts/delete_facts").sql)
             for table in TABLES:
-                frame = frames[table]
-                if not frame.num_rows:
+                frame = frames.get(table)
+                if frame is None or not frame.num_rows:
                     continue
                 name = f"new_{table}"
                 con.register(name, frame)
                 registered.append(name)
                 # both names come from TABLES, never from data
                 store.run(f"INSERT INTO {table} BY NAME SELECT * FROM {name}")  # noqa: S608
-            for (app_name, user_id, session_id), error in (errors or {}).items():
-                store.run(
-                    "UPDATE fact_sessions SET error = ? WHERE app_name = ? AND user_id = ?"
-                    " AND session_id = ?",
-                    [error, app_name, user_id, session_id],
-                )
     finally:
         store.unregister(*registered)

@@ -3,11 +3,15 @@
 `export` writes one folder per table under DIR, `events/` and `parts/` partitioned
 Hive-style by app and UTC day (`app_name=store/day=2026-10-22/…parquet`; partition
 values are URI-encoded, so no app name becomes a path), `sessions/` by app, the
-traced requests and the release evidence unpartitioned, the stored facts (`fact_*`,
-by app; an import rebuilds its own, so it never reads them), and `manifest.json` with
-the format's version, the store schema it came from, the selection and each table's
-rows. Rows stream from DuckDB to the files, and back, in Arrow batches. `load`
-checks the manifest and inserts what the store does not hold yet, as one ingest.
+traced requests and the release evidence unpartitioned, the logged records (OpenSearch
+spans and logs, LiteLLM payloads: `logged/`, by the UTC day they started; they name a
+session id alone, so a selection takes those of its sessions' ids, queries/store/
+export/logged.sql), the stored facts (`fact_*`, by app; an import rebuilds its own, so
+it never reads them), and `manifest.json` with the format's version, the store schema
+it came from, the selection and each table's rows. Rows stream from DuckDB to the
+files, and back, in Arrow batches. `load` checks the manifest and inserts what the
+store does not hold yet, as one ingest; an export written before `logged/` travelled
+has none, and loads as it did.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "traced_calls": (),
     "traced_parts": (),
     "transcript_events": ("app_name",),
+    "logged": ("day",),
 }
 # the stored facts, exported for other engines and tools; an import rebuilds its own
 # (they depend on the rules of the forensics that reads them), so it reads none of these
@@ -65,20 +70,20 @@ def export(store: Store, folder: Path, selection: Selection | None = None) -> Ex
             hint="give a new folder (it is created), or empty this one",
         )
     folder.mkdir(parents=True, exist_ok=True)
-    store.run(
-        sql.load("store/export/keys").sql,
-        {
-            "app": selection.app,
-            "user": selection.user,
-            "session": selection.session,
-            "since": selection.since,
-            "until": selection.until,
-        },
-    )
+    chosen = {
+        "app": selection.app,
+        "user": selection.user,
+        "session": selection.session,
+        "since": selection.since,
+        "until": selection.until,
+    }
+    store.run(sql.load("store/export/keys").sql, chosen)
     result = Export(folder)
     for name, partitions in {**TABLES, **FACTS}.items():
-        query = store.con.sql(sql.load(f"store/export/{name}").sql)
-        batches = query.to_arrow_reader(batch_size=BATCH_ROWS)
+        query = sql.load(f"store/export/{name}")
+        params = {k: chosen[k] for k in query.params}
+        relation = store.con.sql(query.sql, params=params or None)
+        batches = relation.to_arrow_reader(batch_size=BATCH_ROWS)
         count = 0
 
         def counted(source: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
