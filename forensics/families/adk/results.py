@@ -139,9 +139,19 @@ class _Counts:
     character, `\\u0001` one too)."""
 
     def __init__(self, data: np.ndarray, scratch: np.ndarray):
-        self.data = data  # `scratch`: int32s, at least as many as bytes, reused per chunk
-        quotes = np.flatnonzero(data == 34)
-        slashes = np.flatnonzero(data == 92)
+        self.data = data
+        # the bytes of interest (a fifth of a tool result's) in one sweep that writes
+        # into `scratch` (two bool rows, reused: a fresh 8 MB temporary per comparison
+        # cost more in page faults than the comparison); the rest works on positions
+        hit, seen = scratch[0, : len(data)], scratch[1, : len(data)]
+        np.greater_equal(data, 0x80, out=seen)
+        for byte in (34, 92, 58, 44, 123, 91, 124):
+            np.equal(data, byte, out=hit)
+            np.logical_or(seen, hit, out=seen)
+        found = np.flatnonzero(seen)
+        kinds = data[found]
+        quote = kinds == 34
+        slashes = found[kinds == 92]
         empty = np.empty(0, np.int64)
         self.escapes, self.saved, self.surrogates = empty, np.zeros(1, np.int64), empty
         if len(slashes):
@@ -150,38 +160,32 @@ class _Counts:
             run_ends = slashes[np.concatenate((breaks, [len(slashes) - 1]))] + 1
             odd = (run_ends - run_starts) % 2 == 1
             follows = data[np.minimum(run_ends, len(data) - 1)]
-            unicode = odd & (follows == 117)  # \uXXXX
+            unicode = odd & (follows == 117)  # \\uXXXX
             saved = (run_ends - run_starts) // 2 + np.where(odd, np.where(unicode, 5, 1), 0)
             self.escapes = run_starts
             self.saved = np.concatenate(([0], np.cumsum(saved)))
             # a quote after an odd run of backslashes is escaped
-            escaped = run_ends[odd & (follows == 34)]
-            quotes = np.setdiff1d(quotes, escaped, assume_unique=True)
-            # \uD800-\uDFFF: a surrogate, which reads as part of one character with the
-            # next; DuckDB never writes one, and this module leaves it to the SQL
+            quote[np.searchsorted(found, run_ends[odd & (follows == 34)])] = False
+            # \\uD800-\\uDFFF: a surrogate, which reads as part of one character with
+            # the next; DuckDB never writes one, and this module leaves it to the SQL
             at = run_ends[unicode]
             at = at[at + 3 < len(data)]
             hi, lo = data[at + 1] | 0x20, data[at + 2] | 0x20
             self.surrogates = at[(hi == ord("d")) & np.isin(lo, np.frombuffer(b"89ab", np.uint8))]
-        self.quotes = quotes
-        marks = np.flatnonzero((data == 58) | (data == 44) | (data == 123) | (data == 91))
+        self.quotes = found[quote]
         # outside a string where an even number of quotes comes before (strings never
-        # span two payloads, and each payload's quotes pair up); a running count of them
-        # costs a pass over the bytes, 3x less than a binary search per mark (measured)
-        running = scratch[: len(data)]
-        running[:] = 0
-        running[quotes] = 1
-        np.cumsum(running, out=running)
-        marks = marks[(running[marks] & 1) == 0]
-        kinds = data[marks]
-        self.separators = marks[(kinds == 58) | (kinds == 44)]
-        self.colons, self.commas = marks[kinds == 58], marks[kinds == 44]
-        self.opens = marks[(kinds == 123) | (kinds == 91)]
-        self.pipes = np.flatnonzero(data == 124)
-        if len(data) and int(data.max()) >= 0x80:
-            self.continuation = np.flatnonzero((data & 0xC0) == 0x80)
-            self.lead = np.flatnonzero(data >= 0xC0)
-            self.lead4 = np.flatnonzero(data >= 0xF0)
+        # span two payloads, and each payload's quotes pair up)
+        outside = (np.cumsum(quote) & 1) == 0
+        self.colons = found[outside & (kinds == 58)]
+        self.commas = found[outside & (kinds == 44)]
+        self.separators = found[outside & ((kinds == 58) | (kinds == 44))]
+        self.opens = found[outside & ((kinds == 123) | (kinds == 91))]
+        self.pipes = found[kinds == 124]
+        high = kinds >= 0x80
+        if high.any():
+            self.continuation = found[high & ((kinds & 0xC0) == 0x80)]
+            self.lead = found[kinds >= 0xC0]
+            self.lead4 = found[kinds >= 0xF0]
         else:
             self.continuation = self.lead = self.lead4 = empty
 
@@ -302,8 +306,8 @@ def size_results(payloads: pa.Table) -> tuple[pa.Table, pa.Table]:
     taken: list[int] = []
     declined: list[int] = []
     chunks: list[_Chunk] = []
-    # a payload larger than CHUNK_BYTES is a chunk of its own
-    scratch = np.empty(max(CHUNK_BYTES, int(np.diff(offsets).max(initial=0))), np.int32)
+    largest = int(np.diff(offsets).max(initial=0))  # a chunk holds one payload at least
+    scratch = np.empty((2, max(min(CHUNK_BYTES, len(data)), largest)), dtype=bool)
     for first, last in _chunks(offsets, CHUNK_BYTES):
         base = int(offsets[first])
         chunk = data[base : int(offsets[last])]
