@@ -717,3 +717,22 @@ def test_a_store_path_the_system_refuses_is_said(tmp_path):
     out = runner.invoke(app, ["sessions", "--db", str(tmp_path / ("x" * 300))])
     assert out.exit_code == 1 and "unexpected" not in out.output
     assert "cannot open store" in out.output
+
+
+def test_files_of_one_ingest_share_batches_and_a_changed_event_is_still_said(tmp_path):
+    """Files share batches (a batch per file made 500 small files cost 69 s); an event a
+    later file repeats with other content starts a batch of its own, so the store still
+    compares it with the one it kept and says so."""
+    db = tmp_path / "f.duckdb"
+    (tmp_path / "first.json").write_text(json.dumps([_event(0), _event(1)]))
+    changed = _event(1)
+    changed["content"]["parts"][0]["text"] = "a different message altogether"
+    (tmp_path / "second.json").write_text(json.dumps([_event(0), changed, _event(2)]))
+    out = runner.invoke(app, ["ingest", "adk-json", str(tmp_path / "first.json"),
+                              str(tmp_path / "second.json"), "--app", "a", "--user", "u",
+                              "--session", "s", "--db", str(db)])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "warning: 1 events already stored with other content" in out.output
+    assert api.events(db, "s")["chars"].to_list() == [9, 9, 9]
+    result = api.ingests(db)
+    assert result["rows_read"].to_list()[-1] == 5

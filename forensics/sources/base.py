@@ -93,6 +93,8 @@ class EventBatcher:
         self._rows = 0
         self._chars = 0
         self._keys: set[tuple[object, ...]] = set()
+        self._file_keys: set[tuple[object, ...]] = set()  # of the file being read
+        self._held: dict[str, object] | None = None  # an event the next batch begins with
 
     def add(self, **row: object) -> None:
         """Add one event; a row whose identity is not text is skipped with the reason."""
@@ -109,8 +111,14 @@ class EventBatcher:
             return
         key = (row["app_name"], row["user_id"], row["session_id"], row["event_id"])
         if key in self._keys:
-            return  # the same event twice in one batch: the store keeps the first
+            if key not in self._file_keys:
+                # an event an earlier file of this batch also holds: it begins the next
+                # batch, so that the store compares it with the one it stored (and says
+                # so when they differ), as when each file was a batch of its own
+                self._held = row
+            return  # the same event twice in one file: the store keeps the first
         self._keys.add(key)
+        self._file_keys.add(key)
         for name, values in self._cols.items():
             values.append(row.get(name))
         self._rows += 1
@@ -126,8 +134,12 @@ class EventBatcher:
     def skip(self, locator: str, reason: str) -> None:
         self.skipped.append(Skip(locator, reason))
 
+    def new_file(self) -> None:
+        """The events added from now on come from another file (see `add`)."""
+        self._file_keys = set()
+
     def full(self) -> bool:
-        return self._rows >= self.size or self._chars >= self.max_chars
+        return self._held is not None or self._rows >= self.size or self._chars >= self.max_chars
 
     def pending(self) -> bool:
         return bool(self._rows or self.skipped or self.rows_read)
@@ -138,5 +150,8 @@ class EventBatcher:
         batch = Batch(table, sessions, self.skipped, self.rows_read)
         self.skipped = []
         self.rows_read = 0
+        held = self._held
         self._reset()
+        if held is not None:
+            self.add(**held)
         return batch

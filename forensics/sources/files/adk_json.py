@@ -176,14 +176,17 @@ class AdkJsonSource:
 
     def batches(self, since_watermark: float | None) -> Iterator[Batch]:
         # Files carry no watermark: re-reading one is cheap and idempotent.
+        # files share batches: a batch per file cost a normalising pass each (500 files
+        # of 20,000 events: 69 s), most of it the same for a file of 40 events as of 20,000
         out = EventBatcher(self.batch_size)
         for path in self.paths:
+            out.new_file()
             for _ in self._read_file(path, out):
                 yield out.take(self._sessions)
                 self._sessions = None
-            if out.pending():
-                yield out.take(self._sessions)
-                self._sessions = None
+        if out.pending() or self._sessions is not None:
+            yield out.take(self._sessions)
+            self._sessions = None
 
     _sessions: pa.Table | None = None
 

@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 import pyarrow as pa
 from psycopg import sql
+from psycopg.types.string import TextLoader
 
 from ...errors import MissingRelationError
 from ...families.adk import v0
@@ -119,7 +120,10 @@ class AdkPostgresSource:
         if layout == "v1":
             select = sql.SQL(
                 "SELECT app_name, user_id, session_id, id, invocation_id, "
-                "extract(epoch FROM timestamp)::float8, event_data::text FROM events"
+                # event_data as it is stored: its text is what the server sends either
+                # way, and a ::text cast copies it once more (measured on 1.85 GB of
+                # jsonb: psql's \\copy of the cast took 23.0 s, of the column 13.5 s)
+                "extract(epoch FROM timestamp)::float8, event_data FROM events"
             )
             return select + where, params, list(V1_NAMES)
         present = [c for c in v0.ALL_COLUMNS if c in columns and c != "timestamp"]
@@ -172,6 +176,8 @@ class AdkPostgresSource:
             statement, params, names = self.events_statement(self.layout, columns, since_watermark)
             out = EventBatcher(self.batch_size)
             with con.cursor(name="forensics_events") as cur:
+                for kind in ("json", "jsonb"):  # the JSON text, never parsed in Python
+                    cur.adapters.register_loader(kind, TextLoader)
                 cur.itersize = FETCH_ROWS
                 cur.execute(statement, params)
                 while rows := cur.fetchmany(FETCH_ROWS):
