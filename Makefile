@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint venv
+.PHONY: demo test lint venv bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,3 +25,8 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+
+# Each ADK ingest against its source's floor, in one run (a throwaway PostgreSQL filled
+# with 200,000 generated events; BENCH_ARGS=--million for 1,000,000). Not part of CI.
+bench: venv
+	$(BIN)/python tests/benchmarks/bench_floors.py $(BENCH_ARGS)
