@@ -443,3 +443,16 @@ def test_a_session_whose_rebuild_raises_is_kept_apart_and_the_rest_are_built(
     again = runner.invoke(app, ["analyze", "--db", str(db), "--rebuild-all", "-f", "json"])
     assert json.loads(again.stdout)[0]["sessions_failed"] == 0
     assert "parallel" in set(api.turns(db)["session_id"]) and api.facts_failures(db) == []
+
+
+def test_events_of_a_run_killed_before_its_ledger_row_make_the_facts_stale(tmp_path: Path) -> None:
+    """An ADK ingest commits batch by batch; a process killed outright leaves committed
+    events and no ledger row. The facts must still count them as new."""
+    db = tmp_path / "s.duckdb"
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    with api.using(db, read_only=False) as s:
+        assert api.facts_current(s)
+        s.run("UPDATE events SET ingest_id = 999 WHERE session_id = 'incident'")
+        assert not api.facts_current(s)  # the ledger's newest is 1, the events' 999
+    with api.open_store(db) as s:  # a read-only open rebuilds what is stale first
+        assert api.facts_current(s)

@@ -736,3 +736,34 @@ def test_files_of_one_ingest_share_batches_and_a_changed_event_is_still_said(tmp
     assert api.events(db, "s")["chars"].to_list() == [9, 9, 9]
     result = api.ingests(db)
     assert result["rows_read"].to_list()[-1] == 5
+
+
+def test_a_run_that_fails_after_committing_batches_is_undone(tmp_path):
+    """An ADK ingest commits batch by batch (one transaction held every row in memory);
+    a run that fails part way deletes what it stored, so the store is as it was. The
+    failure is injected by a source that stops after its first batch (a disk or a
+    connection lost mid-read), since no real source fails on cue."""
+    from forensics.ingest import ingest
+    from forensics.sources.files.adk_json import AdkJsonSource
+    from forensics.store import Store
+
+    db = tmp_path / "f.duckdb"
+    (tmp_path / "old.json").write_text(json.dumps([_event(100)]))
+    api.ingest_json(db, [tmp_path / "old.json"], app="a", user="u", session="old")
+    (tmp_path / "new.json").write_text(json.dumps([_event(n) for n in range(6)]))
+
+    class Failing(AdkJsonSource):
+        def batches(self, since_watermark):
+            for number, batch in enumerate(super().batches(since_watermark)):
+                if number == 2:
+                    raise OSError("the disk went away")
+                yield batch
+
+    source = Failing([tmp_path / "new.json"], app="a", user="u", session="new", batch_size=2)
+    with Store.open(db) as store, pytest.raises(OSError, match="went away"):
+        ingest(store, source)
+    assert api.sessions(db)["session_id"].to_list() == ["old"]
+    assert api.events(db, "old").height == 1
+    ledger = api.ingests(db).sort("ingest_id")
+    assert ledger["status"].to_list() == ["ok", "failed"]
+    assert ledger["rows_loaded"].to_list() == [1, 0]

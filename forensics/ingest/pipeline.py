@@ -1,4 +1,5 @@
-"""read -> normalise -> store, each stage in a thread of its own; all or nothing per run."""
+"""read -> normalise -> store, each stage in a thread of its own; all or nothing per run
+(an ADK run commits batch by batch and is undone whole when it stops)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from typing import TypeVar
 
+import duckdb
 import pyarrow as pa
 
+from .. import sql
 from ..families.adk.normalize import Normalized, Normalizer
 from ..families.adk.releases import from_pickled_actions
 from ..model import Release
@@ -43,15 +46,19 @@ def ingest(
     release: Release | None = None,
     commit_each_batch: bool = False,
 ) -> IngestResult:
-    """Load every batch of `source` in one transaction; a failure commits nothing.
+    """Load every batch of `source`, each in a transaction of its own.
+
+    DuckDB holds a transaction's uncommitted rows in memory whatever its memory limit:
+    200,000 ADK events in one transaction peaked at 1.25 GB and grew with the run, batch
+    by batch they stay under 0.9 GB at any size. A run that stops (an error, Ctrl-C) is
+    undone: what it stored is deleted, so the store is as it was, and the ledger says
+    why. `commit_each_batch`: keep what was committed instead, for sources whose batches
+    each leave the store whole (Claude Code: a session is a batch's, and a rerun loads
+    the rest). A process killed outright leaves its committed batches (ledger.newest
+    counts their ingest, so the facts see them); the same run again completes them.
 
     `release` (from `--adk-version`) is recorded for every session the run read;
     without it, a release the rows themselves bound (V0 pickles) is recorded.
-
-    `commit_each_batch`: each batch in a transaction of its own, for sources whose size
-    has no bound (DuckDB holds a transaction's uncommitted rows in memory whatever its
-    memory limit); a failure keeps what was committed, and the same run again stores
-    only the rest (an event is stored once).
 
     A failed run is still written to the ledger (status `failed`, with the error)
     in a transaction of its own, so the ledger tells what was tried.
@@ -75,23 +82,16 @@ def ingest(
     run = _Run(store, source, result, release, progress)
     with store.memory_limit(INGEST_MEMORY_LIMIT):
         try:
-            if commit_each_batch:
-                for batch in prefetch(_normalized(source, since)):
-                    with store.transaction():
-                        run.insert(batch)
+            for batch in prefetch(_normalized(source, since)):
                 with store.transaction():
-                    run.finish()
-            else:
-                with store.transaction():
-                    for batch in prefetch(_normalized(source, since)):
-                        run.insert(batch)
-                    run.finish()
-                    # the commit writes the whole transaction's rows and their keys' index
-                    # at once: under the cap, a million events fail to commit (measured)
-                    store.run("RESET memory_limit")
+                    run.insert(batch)
+            with store.transaction():
+                run.finish()
         except BaseException as e:
             result.seconds = time.monotonic() - run.clock
             result.notes = dict(getattr(source, "notes", {}))
+            if not commit_each_batch:
+                _undo(store, result.ingest_id)
             ledger.write_stopped(store, result, run.started, ledger.now(), e, commit_each_batch)
             if ledger.is_interrupt(e) and not isinstance(e, KeyboardInterrupt):
                 raise KeyboardInterrupt from None
@@ -173,6 +173,19 @@ class _Run:
                 "size, author or turn): the first stored was kept"
             )
         ledger.write(store, result, self.started, ledger.now(), "ok", None)
+
+
+def _undo(store: Store, ingest_id: int) -> None:
+    """Delete what a stopped run stored (it never raises over the error that stopped it:
+    a second Ctrl-C leaves the committed batches, which the same run again completes)."""
+    try:
+        store.con.register("undone_ingest", pa.table({"ingest_id": [ingest_id]}))
+        with store.transaction():
+            store.run(sql.load("store/undo_ingest").sql)
+    except (duckdb.Error, KeyboardInterrupt):
+        pass
+    finally:
+        store.unregister("undone_ingest")
 
 
 def _keys(events: pa.Table) -> set[tuple[str, str, str]]:

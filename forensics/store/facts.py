@@ -47,7 +47,15 @@ def failure(store: Store, key: Key) -> str | None:
 
 
 def newest_ingest(store: Store) -> int:
-    return int(store.run("SELECT coalesce(max(ingest_id), 0) FROM ingests")[0][0])
+    """The newest ingest, in the ledger or in the events: a process killed mid-ingest
+    leaves committed batches and no ledger row, and its events must still make the
+    facts stale."""
+    return int(
+        store.run(
+            "SELECT greatest((SELECT coalesce(max(ingest_id), 0) FROM ingests),"
+            " (SELECT coalesce(max(ingest_id), 0) FROM events))"
+        )[0][0]
+    )
 
 
 def is_current(store: Store, rules_version: str) -> bool:
