@@ -1,6 +1,6 @@
 """The ingest pipeline: a source's batches, normalised by their family, written to the store
-in one transaction (a Claude Code ingest: one per batch, as its folders have no size
-bound), with a ledger row whatever happens."""
+a transaction per batch (an ADK run that stops is undone whole; a Claude Code ingest keeps
+what it committed), with a ledger row whatever happens."""
 
 from .pipeline import Progress, ingest, prefetch
 
