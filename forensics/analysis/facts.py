@@ -160,9 +160,24 @@ RULES_VERSION = f"{FACTS_VERSION}-{_rules_digest()}"
 
 @dataclass
 class SessionFacts:
-    """One session's fact rows, per table (FACT_TABLES)."""
+    """One session's fact rows, per table (FACT_TABLES). fact_carried, a row per call and
+    tool result it carried (most of the rows), is kept as tuples without the session's
+    key: a dict per row was a third of a rebuild; `tables` writes its rows out."""
 
-    tables: dict[str, list[Row]] = field(default_factory=lambda: {t: [] for t in FACT_TABLES})
+    key: Row = field(default_factory=dict)
+    rows: dict[str, list[Row]] = field(
+        default_factory=lambda: {t: [] for t in FACT_TABLES if t != "fact_carried"}
+    )
+    carried: list[tuple[str, str, bool]] = field(default_factory=list)  # call, result, relayed
+
+    @property
+    def tables(self) -> dict[str, list[Row]]:
+        """Every table's rows, fact_carried's made from `carried`."""
+        carried = [
+            {**self.key, "call_id": call, "function_call_id": result, "relayed": relayed}
+            for call, result, relayed in self.carried
+        ]
+        return {t: carried if t == "fact_carried" else self.rows[t] for t in FACT_TABLES}
 
 
 def session_calls(session: Session) -> list[Call]:
@@ -210,21 +225,21 @@ def session_facts(session: Session, traced: TracedSizes | None = None) -> Sessio
     """Every fact of one session (its calls rebuilt, traced sizes applied)."""
     found = session_calls(session)
     apply_traces(found, traced or {})
-    facts = SessionFacts()
     key = {"app_name": session.app_name, "user_id": session.user_id,
            "session_id": session.session_id}  # fmt: skip
-    facts.tables["fact_calls"] = [_call_row(key, c) for c in found]
-    facts.tables["fact_carried"] = [
-        {**key, "call_id": c.event.event_id, "function_call_id": fcid, "relayed": relayed}
+    facts = SessionFacts(key)
+    facts.rows["fact_calls"] = [_call_row(key, c) for c in found]
+    facts.carried = [
+        (c.event.event_id, fcid, relayed)
         for c in found
         if c.kind != "summarizer"
         for fcid, relayed in _carried(c)
     ]
-    facts.tables["fact_tool_calls"] = _tool_calls(key, session, found)
-    facts.tables["fact_turns"] = _turns(key, session)
+    facts.rows["fact_tool_calls"] = _tool_calls(key, session, found)
+    facts.rows["fact_turns"] = _turns(key, session)
     compactions = _compactions(key, session, found)
-    facts.tables["fact_compactions"] = compactions
-    facts.tables["fact_sessions"] = [_session_row(key, session, found, len(compactions))]
+    facts.rows["fact_compactions"] = compactions
+    facts.rows["fact_sessions"] = [_session_row(key, session, found, len(compactions))]
     return facts
 
 
@@ -233,8 +248,8 @@ def failed_facts(key: _store_facts.Key, events: int, error: Exception) -> Sessio
     key and events (the store keeps its stamp, so it is not rebuilt until its inputs or
     the rules change) and the error, its type and message in at most 500 characters.
     No query reads it (queries/facts/scope_sessions.sql); every engine lists it."""
-    facts = SessionFacts()
-    facts.tables["fact_sessions"] = [{
+    facts = SessionFacts({"app_name": key[0], "user_id": key[1], "session_id": key[2]})
+    facts.rows["fact_sessions"] = [{
         "app_name": key[0], "user_id": key[1], "session_id": key[2],
         "rules": f"{RULES_VERSION} (not built)", "main_model": "", "events": events,
         "calls": 0, "compactions": 0, "first_compaction_index": None, "last_range_end": None,

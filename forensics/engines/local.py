@@ -143,6 +143,7 @@ def build_run(run: Run) -> Built:
     """Rebuild every session of `run` (in a worker, or in this process): a session whose
     rebuild raises keeps a row saying so, and never stops the others."""
     rows: dict[str, list[dict[str, object]]] = {t: [] for t in FACT_TABLES}
+    carried: dict[str, list[object]] = {c: [] for c in FACT_SCHEMAS["fact_carried"].names}
     sessions: list[tuple[Key, int, int, str | None]] = []
     interrupted = False
     for key, event_rows, part_rows, family in session_tables(run.events, run.parts):
@@ -154,14 +155,23 @@ def build_run(run: Run) -> Built:
             interrupted = True
             break
         except Exception as e:  # one session's data never stops the others
-            (row,) = failed_facts(key, len(event_rows), e).tables["fact_sessions"]
+            (row,) = failed_facts(key, len(event_rows), e).rows["fact_sessions"]
             rows["fact_sessions"].append(row)
             sessions.append((key, len(event_rows), 0, str(row["error"])))
             continue
-        for table, found in facts.tables.items():
+        for table, found in facts.rows.items():
             rows[table] += found
-        sessions.append((key, len(event_rows), len(facts.tables["fact_calls"]), None))
-    tables = {t: _arrow(rows[t], FACT_SCHEMAS[t]) for t in FACT_TABLES}
+        # fact_carried by column, its tuples transposed: no dict per row
+        n = len(facts.carried)
+        for name, value in zip(("app_name", "user_id", "session_id"), key, strict=True):
+            carried[name] += [value] * n
+        for name, values in zip(("call_id", "function_call_id", "relayed"),
+                                zip(*facts.carried, strict=True) if n else ((), (), ()),
+                                strict=True):  # fmt: skip
+            carried[name] += values
+        sessions.append((key, len(event_rows), len(facts.rows["fact_calls"]), None))
+    tables = {t: _arrow(rows[t], FACT_SCHEMAS[t]) for t in FACT_TABLES if t != "fact_carried"}
+    tables["fact_carried"] = pa.table(carried, schema=FACT_SCHEMAS["fact_carried"])
     return Built(tables, sessions, interrupted)
 
 

@@ -123,8 +123,9 @@ def session_group(
         facts = _rebuild(event_rows, part_rows, traced, evidence, families or {})
     except Exception as e:  # one session's data never stops the others
         facts = failed_facts(key, len(event_rows), e)
+    tables = facts.tables
     return pa.table(
-        {t: pa.array([facts.tables[t]], pa.list_(pa.struct(FACT_SCHEMAS[t]))) for t in FACT_TABLES}
+        {t: pa.array([tables[t]], pa.list_(pa.struct(FACT_SCHEMAS[t]))) for t in FACT_TABLES}
     )
 
 
