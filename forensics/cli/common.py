@@ -211,8 +211,10 @@ def boundary(command: F) -> F:
 def emit(
     frame: pl.DataFrame, fmt: Format, spec: Spec | None = None, footnote: str | None = None
 ) -> None:
-    """The frame on stdout: an aligned table with totals, JSON with provenance, or CSV."""
-    from .output import to_csv, to_json, to_table
+    """The frame on stdout: an aligned table with totals, JSON with provenance, or CSV.
+    JSON and CSV are formatted a column at a time and written in chunks (cli/writers.py)."""
+    from .output import to_table
+    from .writers import write_csv, write_json
 
     stages = state.get("stages")
     if isinstance(stages, StageProgress):
@@ -220,9 +222,9 @@ def emit(
     json_columns = spec.json_columns if spec else ()
     if fmt is Format.json:
         extra = {"provenance": spec.provenance} if spec and spec.provenance else None
-        typer.echo(to_json(frame, json_columns, extra))
+        write_json(frame, _echo_text, json_columns, extra)
     elif fmt is Format.csv:
-        typer.echo(to_csv(frame, json_columns), nl=False)
+        write_csv(frame, _echo_text, json_columns)
     else:
         table = frame.unnest(*spec.unnest) if spec and spec.unnest else frame
         typer.echo(
@@ -235,6 +237,10 @@ def emit(
             ),
             nl=False,
         )
+
+
+def _echo_text(text: str) -> None:
+    typer.echo(text, nl=False)
 
 
 class StageProgress:

@@ -1,0 +1,196 @@
+"""The column-at-a-time writers (cli/writers.py) give the bytes of the definition
+(output.to_json, output.to_csv: a dict per row, json.dumps, the csv module) on frames
+of every column type, hostile text included, chunk boundaries anywhere."""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from forensics.cli import writers
+from forensics.cli.output import to_csv, to_json
+from forensics.sanitize import BIDI_CONTROLS
+
+# what a hostile or unlucky value holds: controls, bidi and invisible characters,
+# quotes, separators, formula starts, non-ASCII digits, astral characters
+NASTY = (
+    "\x00\x07\x08\t\n\r\x1b\x1f\x7f\x85\x9b\u2028\u2029\u200b\ufeff\U000e0041"
+    + BIDI_CONTROLS
+    + '",;\'\\/=+-@{}[]: .eE0123456789٣߀é中😀'
+)
+text = st.text(st.sampled_from(NASTY) | st.characters(codec="utf-8", exclude_categories=("Cs",)),
+               max_size=12)  # fmt: skip
+numbery = st.from_regex(r"-?[0-9٣]{1,4}(,[0-9]{3})?(\.[0-9]+)?([eE][-+]?[0-9]+)?\n?",
+                        fullmatch=True)  # fmt: skip
+floats = (
+    st.floats(allow_nan=True, allow_infinity=True)
+    | st.floats(min_value=1e-6, max_value=2e-4)
+    | st.floats(min_value=1e15, max_value=1e17)
+    | st.sampled_from([0.0, -0.0, 1e-5, 1e16, 5e-324, 3.6])
+)
+moments = st.datetimes(datetime(1, 1, 1), datetime(9999, 12, 30))
+ints = st.integers(-(2**63), 2**63 - 1)
+money = st.decimals(min_value=-(10**19), max_value=10**19, places=18, allow_nan=False)
+plain_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats(allow_nan=False) | text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
+    max_leaves=6,
+)
+ROLE = pl.Struct({"user": pl.Int64, "tool": pl.Int64, "share": pl.Float64, "ok": pl.Boolean})
+MIXED = pl.Struct({"name": pl.String, "n": pl.Int32, "none": pl.Null})
+
+# kind -> (dtype, values); datetimes are naive in the rows and given their zone by dtype
+KINDS: dict[str, tuple[Any, st.SearchStrategy[Any]]] = {
+    "text": (pl.String, text | numbery),
+    "int": (pl.Int64, ints),
+    "int32": (pl.Int32, st.integers(-(2**31), 2**31 - 1)),
+    "uint8": (pl.UInt8, st.integers(0, 255)),
+    "float": (pl.Float64, floats),
+    "float32": (pl.Float32, st.floats(width=32)),
+    "bool": (pl.Boolean, st.booleans()),
+    "null": (pl.Null, st.none()),
+    "naive": (pl.Datetime("us"), moments),
+    "utc": (pl.Datetime("us", "UTC"), moments),
+    "paris": (pl.Datetime("ms", "Europe/Paris"), st.datetimes(datetime(1900, 1, 1),
+                                                               datetime(2100, 1, 1))),
+    "ns": (pl.Datetime("ns", "UTC"), st.datetimes(datetime(1800, 1, 1), datetime(2200, 1, 1))),
+    "date": (pl.Date, st.dates()),
+    "usd": (pl.Decimal(38, 18), money),
+    "whole": (pl.Decimal(20, 0), st.decimals(-(10**19), 10**19, places=0)),
+    "category": (pl.Categorical, st.sampled_from(["a", "b,c", "=x", "\u202e"])),
+    "texts": (pl.List(pl.String), st.lists(st.none() | text, max_size=3)),
+    "ints": (pl.List(pl.Int64), st.lists(st.none() | st.integers(-99, 99), max_size=3)),
+    "floats": (pl.List(pl.Float64), st.lists(floats, max_size=3)),
+    "flags": (pl.List(pl.Boolean), st.lists(st.booleans(), max_size=3)),
+    "by_role": (ROLE, st.fixed_dictionaries({"user": ints, "tool": st.none() | ints,
+                                             "share": floats, "ok": st.booleans()})),
+    "mixed": (MIXED, st.fixed_dictionaries({"name": st.none() | text,
+                                            "n": st.integers(-5, 5), "none": st.none()})),
+    "json": (pl.String, plain_json.map(lambda v: json.dumps(v, ensure_ascii=False))),
+    "moments": (pl.List(pl.Datetime("us")), st.lists(moments, max_size=2)),
+}
+CSV_ONLY = {  # the definition refuses these in JSON (json.dumps of a time)
+    "time": (pl.Time, st.times()),
+    "duration": (pl.Duration("us"), st.timedeltas(timedelta(-9), timedelta(9))),
+}
+
+
+@st.composite
+def frames(draw: st.DrawFn, kinds: dict[str, tuple[Any, st.SearchStrategy[Any]]],
+           ) -> tuple[pl.DataFrame, list[str]]:  # fmt: skip
+    chosen = draw(st.lists(st.sampled_from(sorted(kinds)), min_size=1, max_size=6))
+    height = draw(st.integers(0, 7))
+    columns, schema, json_columns = {}, {}, []
+    for i, kind in enumerate(chosen):
+        dtype, values = kinds[kind]
+        name = f"{kind}_{i}"
+        nullable = kind != "null" and draw(st.booleans())
+        cell = st.none() | values if nullable else values
+        columns[name] = draw(st.lists(cell, min_size=height, max_size=height))
+        schema[name] = dtype
+        if kind == "json":
+            json_columns.append(name)
+    frame = pl.DataFrame(
+        {n: columns[n] for n in schema},
+        schema={n: _row_type(d) for n, d in schema.items()},
+    )
+    return frame.with_columns(pl.col(n).cast(d) for n, d in schema.items()), json_columns
+
+
+def _row_type(dtype: Any) -> Any:
+    """The type the drawn values are built as before their cast (zones come by cast)."""
+    if isinstance(dtype, pl.Datetime):
+        return pl.Datetime(dtype.time_unit)
+    return pl.String if dtype == pl.Categorical else dtype
+
+
+def _zoned(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(
+        pl.col(n).dt.replace_time_zone("UTC").dt.convert_time_zone(d.time_zone)
+        for n, d in frame.schema.items()
+        if isinstance(d, pl.Datetime) and d.time_zone
+    )
+
+
+def _written(write: Any, *args: Any) -> str:
+    pieces: list[str] = []
+    write(*args[:1], pieces.append, *args[1:])
+    return "".join(pieces)
+
+
+def _definition_json(frame: pl.DataFrame, json_columns: list[str],
+                     extra: dict[str, Any] | None) -> str | type[Exception]:  # fmt: skip
+    try:
+        return to_json(frame, json_columns, extra) + "\n"
+    except (TypeError, ValueError) as e:
+        return type(e)
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(writers, "CHUNK_ROWS", 3)  # chunk boundaries inside the frames
+
+
+EXTRAS = st.none() | st.just({"provenance": {"occupancy": "measured", "x\u202e": "y"}})
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drawn=frames(KINDS), extra=EXTRAS)
+def test_json_is_the_definitions(drawn, extra):
+    frame, json_columns = drawn
+    frame = _zoned(frame)
+    expected = _definition_json(frame, json_columns, extra)
+    if isinstance(expected, type):
+        with pytest.raises(expected):
+            _written(writers.write_json, frame, json_columns, extra)
+        return
+    assert _written(writers.write_json, frame, json_columns, extra) == expected
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drawn=frames({**KINDS, **CSV_ONLY}))
+def test_csv_is_the_definitions(drawn):
+    frame, json_columns = drawn
+    frame = _zoned(frame)
+    assert _written(writers.write_csv, frame, json_columns) == to_csv(frame, json_columns)
+
+
+def test_an_extra_key_that_is_a_column_keeps_the_columns_place():
+    frame = pl.DataFrame({"a": [1, 2], "provenance": ["x", "y"], "b": [True, None]})
+    extra = {"provenance": {"a": "measured"}}
+    assert _written(writers.write_json, frame, [], extra) == to_json(frame, [], extra) + "\n"
+
+
+def test_floats_are_written_as_repr_writes_them():
+    rng = random.Random(26)
+    values = [struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0] for _ in range(50_000)]
+    values += [rng.random() * 10.0 ** rng.randint(-25, 25) for _ in range(50_000)]
+    values += [round(rng.random(), rng.randint(0, 8)) for _ in range(20_000)]
+    frame = pl.DataFrame({"x": values, "y": [-v for v in values]})
+    assert _written(writers.write_csv, frame) == to_csv(frame)
+    assert writers._polars_floats_agree()
+
+
+def test_a_frame_of_hostile_text_in_both_formats():
+    evil = ["\x1b]0;pwned\x07", "shop\u202e009", "=HYPERLINK(1)", "-5", "-x", "a\tb\rc",
+            "+1", 'say "hi", then\nleave', "", None, "-1,234.5e-7", "-٣"]
+    frame = pl.DataFrame({"text": evil, "n": range(len(evil)),
+                          "at": [datetime(2026, 1, 1, tzinfo=UTC)] * len(evil),
+                          "day": [date(2026, 1, 1)] * len(evil),
+                          "cost": [Decimal("0.000123")] * len(evil),
+                          "t": [time(1, 2)] * len(evil)})
+    csv_text = _written(writers.write_csv, frame)
+    assert csv_text == to_csv(frame)
+    assert "\x1b" not in csv_text and "\u202e" not in csv_text
+    json_text = _written(writers.write_json, frame.drop("t"), [], None)
+    assert json_text == to_json(frame.drop("t")) + "\n"
+    assert "\x1b" not in json_text and "\u202e" not in json_text
