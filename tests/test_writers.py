@@ -122,9 +122,9 @@ def _zoned(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _written(write: Any, *args: Any) -> str:
-    pieces: list[str] = []
+    pieces: list[bytes] = []
     write(*args[:1], pieces.append, *args[1:])
-    return "".join(pieces)
+    return b"".join(pieces).decode()
 
 
 def _definition_json(frame: pl.DataFrame, json_columns: list[str],
@@ -143,9 +143,19 @@ def small_chunks(monkeypatch):
 EXTRAS = st.none() | st.just({"provenance": {"occupancy": "measured", "x\u202e": "y"}})
 
 
+def _runs(frame: pl.DataFrame, cuts: list[int]) -> list[pl.DataFrame]:
+    """The frame as runs of rows (as api.calls_in_runs gives a run of sessions at a
+    time), empty runs included."""
+    bounds = [0, *sorted(min(c, frame.height) for c in cuts), frame.height]
+    return [frame.slice(a, b - a) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+CUTS = st.lists(st.integers(0, 7), max_size=3)
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(drawn=frames(KINDS), extra=EXTRAS)
-def test_json_is_the_definitions(drawn, extra):
+@given(drawn=frames(KINDS), extra=EXTRAS, cuts=CUTS)
+def test_json_is_the_definitions(drawn, extra, cuts):
     frame, json_columns = drawn
     frame = _zoned(frame)
     expected = _definition_json(frame, json_columns, extra)
@@ -154,20 +164,27 @@ def test_json_is_the_definitions(drawn, extra):
             _written(writers.write_json, frame, json_columns, extra)
         return
     assert _written(writers.write_json, frame, json_columns, extra) == expected
+    runs = iter(_runs(frame, cuts))
+    assert _written(writers.write_json, runs, json_columns, extra) == expected
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(drawn=frames({**KINDS, **CSV_ONLY}))
-def test_csv_is_the_definitions(drawn):
+@given(drawn=frames({**KINDS, **CSV_ONLY}), cuts=CUTS)
+def test_csv_is_the_definitions(drawn, cuts):
     frame, json_columns = drawn
     frame = _zoned(frame)
-    assert _written(writers.write_csv, frame, json_columns) == to_csv(frame, json_columns)
+    expected = to_csv(frame, json_columns)
+    assert _written(writers.write_csv, frame, json_columns) == expected
+    assert _written(writers.write_csv, iter(_runs(frame, cuts)), json_columns) == expected
 
 
 def test_an_extra_key_that_is_a_column_keeps_the_columns_place():
     frame = pl.DataFrame({"a": [1, 2], "provenance": ["x", "y"], "b": [True, None]})
     extra = {"provenance": {"a": "measured"}}
     assert _written(writers.write_json, frame, [], extra) == to_json(frame, [], extra) + "\n"
+    alone = frame.select("provenance")  # nothing left to format
+    runs = iter(_runs(alone, [1, 1]))
+    assert _written(writers.write_json, runs, [], extra) == to_json(alone, [], extra) + "\n"
 
 
 def test_floats_are_written_as_repr_writes_them():
@@ -194,3 +211,4 @@ def test_a_frame_of_hostile_text_in_both_formats():
     json_text = _written(writers.write_json, frame.drop("t"), [], None)
     assert json_text == to_json(frame.drop("t")) + "\n"
     assert "\x1b" not in json_text and "\u202e" not in json_text
+

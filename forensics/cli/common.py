@@ -222,9 +222,9 @@ def emit(
     json_columns = spec.json_columns if spec else ()
     if fmt is Format.json:
         extra = {"provenance": spec.provenance} if spec and spec.provenance else None
-        write_json(frame, _echo_text, json_columns, extra)
+        write_json(frame, _echo_bytes, json_columns, extra)
     elif fmt is Format.csv:
-        write_csv(frame, _echo_text, json_columns)
+        write_csv(frame, _echo_bytes, json_columns)
     else:
         table = frame.unnest(*spec.unnest) if spec and spec.unnest else frame
         typer.echo(
@@ -239,8 +239,10 @@ def emit(
         )
 
 
-def _echo_text(text: str) -> None:
-    typer.echo(text, nl=False)
+def _echo_bytes(data: bytes) -> None:
+    """Output already UTF-8 (writers.py), to stdout's bytes as typer.echo writes bytes:
+    nothing to strip (it holds no escape character: sanitised) and nothing to encode."""
+    typer.echo(data, nl=False)
 
 
 class StageProgress:

@@ -1,4 +1,4 @@
-"""JSON and CSV of a whole frame, formatted a column at a time by polars and written in
+"""JSON and CSV of whole frames, formatted a column at a time by polars and written in
 chunks: the bytes of `output.to_json` and `output.to_csv`, without a dict per row.
 
 `output.to_json` and `output.to_csv` stay the definition (rows as dicts, `json.dumps`
@@ -7,11 +7,15 @@ on generated frames of every column type, hostile text included. Measured on 200
 ADK events (98,768 calls): `calls --all -f csv` spent 10 of its 11.9 s in the
 definition's Python per row, and `-f json` held 1.6 GB of dicts and text.
 
-Each column type has a formatter that writes a chunk of its values as the definition
-would; a type without one (a JSON text column, a list of structs, a time of day) is
-written by the definition's own code, value by value. Text is escaped, shown as text
-or quoted only in the chunks that hold a character needing it: most columns are ids
-and names, and a test over a column costs what the rewrite would.
+Each column type has a formatter: polars expressions that write its values as the
+definition would. A formatter first asks the frame, in one pass over all its columns,
+which of its steps some value needs (text with a character to escape, show or quote;
+a float repr lays out otherwise than polars), so that ids and names, most of a frame,
+are written as they are. A type without a formatter (a JSON text column, a list of
+times) is written by the definition's own code, value by value.
+
+The frames may come in runs of rows (a whole store's, read a part at a time): they are
+written as one JSON array or one CSV table.
 """
 
 from __future__ import annotations
@@ -21,21 +25,36 @@ import functools
 import io
 import json
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
 
 import polars as pl
 
 from ..sanitize import json_escapes, json_safe, visible_escapes
 from .output import _csv_cell, _plain, to_csv, to_json
 
-CHUNK_ROWS = 20_000  # rows formatted and written at a time: about 40 MB of calls as JSON
+# rows formatted and written at a time: 8 MB of calls as JSON (at 1,000,000 events
+# 20,000 rows a chunk peaked at 656 MB, 5,000 at 503 MB, in the same time)
+CHUNK_ROWS = 5_000
 ROW_INDENT = "    "  # a row's values are two levels deep in the JSON array of objects
 
-Write = Callable[[str], None]
-# a chunk of a column -> the expression that writes its text (never null): a formatter
-# looks at the chunk to skip what no value in it needs
-Format = Callable[[pl.Series], pl.Expr]
+Write = Callable[[bytes], None]  # UTF-8, as typer.echo writes text on every system we run
+
+
+class Formatted(NamedTuple):
+    """A column's formatter on one frame: what to ask of the frame (each probe a boolean,
+    true when some value needs a step), and its text's expression from the answers."""
+
+    probes: list[pl.Expr]
+    text: Callable[[list[bool]], pl.Expr]
+
+
+Format = Callable[[pl.Expr], Formatted]  # the column's values -> its formatter
+
+
+def _always(text: pl.Expr) -> Formatted:
+    return Formatted([], lambda found: text)
+
 
 # text in which no character needs a second look: printable ASCII but for what each
 # format escapes or quotes, and not starting like a formula (output._csv_cell)
@@ -73,10 +92,6 @@ def _visible_escapes() -> _Escapes:
     return _Escapes(visible_escapes(keep_tabs=True))
 
 
-def _any(series: pl.Series, pattern: str) -> bool:
-    return bool(series.cast(pl.String).str.contains(pattern).any())
-
-
 # --- floats ---------------------------------------------------------------------
 
 # Python writes a float as the shortest text that reads back the same (repr); polars'
@@ -108,30 +123,37 @@ def _polars_floats_agree() -> bool:
     return got == [repr(v) for v in _FLOAT_PROBES]
 
 
-def _float_text(
-    value: pl.Expr, *, json_style: bool, chunk: pl.Series | None = None
-) -> pl.Expr:
-    """A float as repr writes it (json.dumps: NaN, Infinity; str: nan, inf); null kept.
-    Given the chunk, only the steps some value in it needs."""
+def _float(value: pl.Expr, *, json_style: bool, null: str | None) -> Formatted:
+    """A float as repr writes it (json.dumps: NaN, Infinity; str: nan, inf); a null as
+    `null` (None: kept)."""
     value = value.cast(pl.Float64)  # a float32 is shown as the float64 it widens to
-    if not _polars_floats_agree():
-        return value.map_elements(repr, return_dtype=pl.String)
-    numbers = chunk.cast(pl.Float64) if chunk is not None else None
-    text = value.cast(pl.String)
-    size = numbers.abs() if numbers is not None else None
-    if size is None or bool(((size < 1e-4) & (size > 0) | (size >= 1e16)).any()):
-        text = _float_layout(text)
     nan, inf = ("NaN", "Infinity") if json_style else ("nan", "inf")
-    if numbers is not None and not (numbers.is_nan().any() or numbers.is_infinite().any()):
-        return text
-    return (
-        pl.when(value.is_nan())
-        .then(pl.lit(nan))
-        .when(value == float("inf"))
-        .then(pl.lit(inf))
-        .when(value == float("-inf"))
-        .then(pl.lit("-" + inf))
-        .otherwise(text)
+    size = value.abs()
+
+    def text(found: list[bool]) -> pl.Expr:
+        laid_out, special = found
+        if not _polars_floats_agree():
+            shown = value.map_elements(repr, return_dtype=pl.String)
+        else:
+            shown = _float_layout(value.cast(pl.String)) if laid_out else value.cast(pl.String)
+        if special:
+            shown = (
+                pl.when(value.is_nan())
+                .then(pl.lit(nan))
+                .when(value == float("inf"))
+                .then(pl.lit(inf))
+                .when(value == float("-inf"))
+                .then(pl.lit("-" + inf))
+                .otherwise(shown)
+            )
+        return shown if null is None else shown.fill_null(null)
+
+    return Formatted(
+        [
+            ((size < 1e-4) & (size > 0) | (size >= 1e16)).any(),
+            (value.is_nan() | value.is_infinite()).any(),
+        ],
+        text,
     )
 
 
@@ -155,15 +177,26 @@ def _bool(value: pl.Expr, true: str, false: str) -> pl.Expr:
     return pl.when(value).then(pl.lit(true)).when(~value).then(pl.lit(false))
 
 
-def _scalar(dtype: Any, *, json_style: bool) -> Callable[[pl.Expr], pl.Expr] | None:
-    """Text of a number or a flag, as json.dumps (json_style) or str writes it; null kept."""
+def _item(
+    dtype: Any, escapes: _Escapes, *, json_style: bool
+) -> Callable[[pl.Expr], pl.Expr] | None:
+    """A list item's or struct field's text as json.dumps (json_style) or str writes it,
+    text escaped by `escapes`; None for other types (the definition hands items to
+    json.dumps or str as they are: times, Decimals and nesting are left to it)."""
+    if dtype == pl.String or isinstance(dtype, pl.Categorical | pl.Enum):
+        if not json_style:
+            return lambda v: v.cast(pl.String)
+        return lambda v: _quoted(escapes.apply(v.cast(pl.String)), "null")
+    null = "null" if json_style else "None"
     if dtype.is_integer():
-        return lambda v: v.cast(pl.String)
-    if dtype.is_float():
-        return functools.partial(_float_text, json_style=json_style)
+        return lambda v: v.cast(pl.String).fill_null(null)
+    if dtype.is_float():  # every step, without asking
+        return lambda v: _float(v, json_style=json_style, null=null).text([True, True])
     if dtype == pl.Boolean:
         true, false = ("true", "false") if json_style else ("True", "False")
-        return functools.partial(_bool, true=true, false=false)
+        return lambda v: _bool(v, true, false).fill_null(null)
+    if dtype == pl.Null:
+        return lambda v: pl.lit(null)
     return None
 
 
@@ -175,6 +208,13 @@ def _is_time(dtype: Any) -> bool:  # the units whose values hold whole microseco
     return isinstance(dtype, pl.Datetime) and dtype.time_unit in ("us", "ms")
 
 
+def _some(text: pl.Expr, pattern: str) -> pl.Expr:
+    """Whether some value matches: the distinct values are asked, since most text
+    columns repeat a few (an app, a model, a source; at 1,000,000 events the probes of
+    calls took 0.30 s over every value, 0.15 s over the distinct ones)."""
+    return text.unique().str.contains(pattern).any()
+
+
 def _quoted(text: pl.Expr, null: str) -> pl.Expr:
     return pl.concat_str(pl.lit('"'), text, pl.lit('"')).fill_null(null)
 
@@ -182,11 +222,12 @@ def _quoted(text: pl.Expr, null: str) -> pl.Expr:
 # --- JSON ----------------------------------------------------------------------
 
 
-def _json_text(chunk: pl.Series) -> pl.Expr:
-    text = pl.col(chunk.name).cast(pl.String)
-    if _any(chunk, _PLAIN_JSON):
-        text = _json_escapes().apply(text)
-    return _quoted(text, "null")
+def _json_text(value: pl.Expr) -> Formatted:
+    text = value.cast(pl.String)
+    return Formatted(
+        [_some(text, _PLAIN_JSON)],
+        lambda found: _quoted(_json_escapes().apply(text) if found[0] else text, "null"),
+    )
 
 
 def _json_format(dtype: Any) -> Format | None:
@@ -195,17 +236,19 @@ def _json_format(dtype: Any) -> Format | None:
     if _is_text(dtype):
         return _json_text
     if dtype.is_float():
-        return lambda s: _float_text(pl.col(s.name), json_style=True, chunk=s).fill_null("null")
-    if (scalar := _scalar(dtype, json_style=True)) is not None:
-        return lambda s: scalar(pl.col(s.name)).fill_null("null")
+        return functools.partial(_float, json_style=True, null="null")
     if dtype == pl.Null:
-        return lambda s: pl.col(s.name).cast(pl.String).fill_null("null")
+        return lambda v: _always(v.cast(pl.String).fill_null("null"))
+    if dtype.is_integer() or dtype == pl.Boolean:
+        item = _item(dtype, _json_escapes(), json_style=True)
+        assert item is not None
+        return lambda v: _always(item(v))
     if _is_time(dtype):
-        return lambda s: _quoted(_iso(pl.col(s.name), dtype), "null")
+        return lambda v: _always(_quoted(_iso(v, dtype), "null"))
     if dtype == pl.Date:
-        return lambda s: _quoted(pl.col(s.name).dt.strftime("%Y-%m-%d"), "null")
+        return lambda v: _always(_quoted(v.dt.strftime("%Y-%m-%d"), "null"))
     if isinstance(dtype, pl.Decimal):
-        return lambda s: _quoted(_exact(pl.col(s.name), dtype), "null")
+        return lambda v: _always(_quoted(_exact(v, dtype), "null"))
     if isinstance(dtype, pl.List):
         return _json_list(dtype.inner)
     if isinstance(dtype, pl.Struct):
@@ -213,26 +256,12 @@ def _json_format(dtype: Any) -> Format | None:
     return None
 
 
-def _json_item(dtype: Any, escapes: _Escapes) -> Callable[[pl.Expr], pl.Expr] | None:
-    """A list item's or struct field's JSON (the definition hands them to json.dumps as
-    they are: only text, numbers and flags are written here, not times or Decimals),
-    its text escaped by `escapes`."""
-    if _is_text(dtype):
-        return lambda v: _quoted(escapes.apply(v.cast(pl.String)), "null")
-    if (scalar := _scalar(dtype, json_style=True)) is not None:
-        return lambda v: scalar(v).fill_null("null")
-    if dtype == pl.Null:
-        return lambda v: pl.lit("null")
-    return None
-
-
 def _json_list(inner: Any) -> Format | None:
-    if (item := _json_item(inner, _json_escapes())) is None:
+    if inner == pl.Null or (item := _item(inner, _json_escapes(), json_style=True)) is None:
         return None
     inside = "\n" + ROW_INDENT + "  "
 
-    def build(chunk: pl.Series) -> pl.Expr:
-        value = pl.col(chunk.name)
+    def text(value: pl.Expr) -> pl.Expr:
         items = value.list.eval(item(pl.element())).list.join("," + inside)
         return (
             pl.when(value.is_null())
@@ -242,30 +271,28 @@ def _json_list(inner: Any) -> Format | None:
             .otherwise(pl.concat_str(pl.lit("[" + inside), items, pl.lit("\n" + ROW_INDENT + "]")))
         )
 
-    return build
+    return lambda v: _always(text(v))
 
 
 def _json_struct(dtype: pl.Struct) -> Format | None:
     inside = "\n" + ROW_INDENT + "  "
-    heads, items = [], []
+    pieces: list[Any] = []
     for i, field in enumerate(dtype.fields):
-        if (item := _json_item(field.dtype, _json_escapes())) is None:
+        if (item := _item(field.dtype, _json_escapes(), json_style=True)) is None:
             return None
         key = json_safe(json.dumps(field.name, ensure_ascii=False))
-        heads.append(("{" if i == 0 else ",") + inside + key + ": ")
-        items.append(item)
-    if not items:
+        pieces.append((("{" if i == 0 else ",") + inside + key + ": ", field.name, item))
+    if not pieces:
         return None
 
-    def build(chunk: pl.Series) -> pl.Expr:
-        value = pl.col(chunk.name)
-        pieces: list[pl.Expr] = []
-        for head, item, field in zip(heads, items, dtype.fields, strict=True):
-            pieces += [pl.lit(head), item(value.struct.field(field.name))]
-        pieces.append(pl.lit("\n" + ROW_INDENT + "}"))
-        return pl.when(value.is_null()).then(pl.lit("null")).otherwise(pl.concat_str(pieces))
+    def text(value: pl.Expr) -> pl.Expr:
+        parts: list[pl.Expr] = []
+        for head, name, item in pieces:
+            parts += [pl.lit(head), item(value.struct.field(name))]
+        parts.append(pl.lit("\n" + ROW_INDENT + "}"))
+        return pl.when(value.is_null()).then(pl.lit("null")).otherwise(pl.concat_str(parts))
 
-    return build
+    return lambda v: _always(text(v))
 
 
 def _json_value_by_value(series: pl.Series, parse: bool) -> pl.Series:
@@ -281,84 +308,87 @@ def _json_value_by_value(series: pl.Series, parse: bool) -> pl.Series:
 
 
 def write_json(
-    frame: pl.DataFrame,
+    frames: pl.DataFrame | Iterable[pl.DataFrame],
     write: Write,
     json_columns: Sequence[str] = (),
     extra: dict[str, Any] | None = None,
 ) -> None:
-    """`output.to_json(frame, json_columns, extra)` and a newline, handed to `write` in
-    pieces."""
-    if frame.height == 0:
-        write("[]\n")
-        return
+    """`output.to_json` of the frames' rows as one frame (their columns the same), and a
+    newline, handed to `write` in pieces of UTF-8."""
     parse = set(json_columns)
-    values: dict[str, Format | str] = {}
-    by_value: dict[str, pl.Series] = {}  # computed whole before a byte is written
-    for name, dtype in frame.schema.items():
-        fmt = None if name in parse and dtype == pl.String else _json_format(dtype)
-        if fmt is None:
-            by_value[name] = _json_value_by_value(frame[name], name in parse)
-            fmt = _as_is
-        values[name] = fmt
-    for key, constant in (extra or {}).items():  # {**row, **extra}: a key of both keeps its place
-        text = json.dumps(constant, indent=2, ensure_ascii=False).replace("\n", "\n" + ROW_INDENT)
-        values[key] = json_safe(text)
-    template: list[str | tuple[str, Format]] = []
-    pending = "  {"
-    for i, (key, value) in enumerate(values.items()):
-        pending += ("" if i == 0 else ",") + "\n" + ROW_INDENT
-        pending += json_safe(json.dumps(key, ensure_ascii=False)) + ": "
-        if isinstance(value, str):
-            pending += value
-        else:
-            template += [pending, (key, value)]
-            pending = ""
-    template.append(pending + "\n  }")
-    if len(template) == 1:  # every column replaced by `extra`: nothing to format
-        write(to_json(frame, json_columns, extra) + "\n")
-        return
-    _write_chunks(frame.with_columns(list(by_value.values())), template, ",\n", write,
-                  "[\n", "\n]\n")  # fmt: skip
+    started = False
+    for frame in [frames] if isinstance(frames, pl.DataFrame) else frames:
+        if frame.height == 0:
+            continue
+        keys = {**dict.fromkeys(frame.columns), **dict.fromkeys(extra or {})}
+        constants = {  # {**row, **extra}: a key of both keeps its place
+            key: json_safe(
+                json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + ROW_INDENT)
+            )
+            for key, value in (extra or {}).items()
+        }
+        if all(key in constants for key in keys):  # no column left to format
+            text = to_json(frame, json_columns, extra)[2:-2]
+            write((("[\n" if not started else ",\n") + text).encode())
+            started = True
+            continue
+        formats, by_value = _formats(frame, parse, _json_format, _json_value_by_value)
+        template: list[str | pl.Expr] = []
+        pending = "  {"
+        for i, key in enumerate(keys):
+            pending += ("" if i == 0 else ",") + "\n" + ROW_INDENT
+            pending += json_safe(json.dumps(key, ensure_ascii=False)) + ": "
+            if key in constants:
+                pending += constants[key]
+            else:
+                template += [pending, formats[key]]
+                pending = ""
+        template.append(pending + "\n  }")
+        _write_rows(frame, by_value, template, ",\n", write, ",\n" if started else "[\n")
+        started = True
+    write(b"\n]\n" if started else b"[]\n")
 
 
 # --- CSV -----------------------------------------------------------------------
 
 
-def _csv_text(text: pl.Expr, chunk: pl.Series) -> pl.Expr:
+def _csv_text(text: pl.Expr) -> Formatted:
     """output._csv_cell's rule for text: control and bidi characters shown, a formula
-    shown as text; then quoted as the csv module quotes; null: empty. `chunk` holds the
-    values `text` computes, to look at."""
-    if _any(chunk, _PLAIN_CSV):
-        text = _visible_escapes().apply(text)
-        formula = text.str.contains(r"^[=+@]") | (
-            text.str.starts_with("-") & ~text.str.contains(_NUMBER)
+    shown as text; then quoted as the csv module quotes; null: empty."""
+
+    def shown(found: list[bool]) -> pl.Expr:
+        if not found[0]:
+            return text.fill_null("")
+        out = _visible_escapes().apply(text)
+        formula = out.str.contains(r"^[=+@]") | (
+            out.str.starts_with("-") & ~out.str.contains(_NUMBER)
         )
-        text = pl.when(formula).then(pl.lit("'") + text).otherwise(text)
-        text = pl.when(text.str.contains(_CSV_QUOTED)).then(
-            _quoted(text.str.replace_all('"', '""', literal=True), "")
-        ).otherwise(text)
-    return text.fill_null("")
+        out = pl.when(formula).then(pl.lit("'") + out).otherwise(out)
+        quoted = _quoted(out.str.replace_all('"', '""', literal=True), "")
+        return pl.when(out.str.contains(_CSV_QUOTED)).then(quoted).otherwise(out).fill_null("")
+
+    return Formatted([_some(text, _PLAIN_CSV)], shown)
 
 
 def _csv_format(dtype: Any) -> Format | None:
     """A formatter writing values as the definition writes its fields; None for a type
     written value by value."""
     if _is_text(dtype):
-        return lambda s: _csv_text(pl.col(s.name).cast(pl.String), s)
+        return lambda v: _csv_text(v.cast(pl.String))
     if dtype.is_float():  # the csv module writes numbers itself: never quoted
-        return lambda s: _float_text(pl.col(s.name), json_style=False, chunk=s).fill_null("")
+        return functools.partial(_float, json_style=False, null="")
     if dtype.is_integer():
-        return lambda s: pl.col(s.name).cast(pl.String).fill_null("")
+        return lambda v: _always(v.cast(pl.String).fill_null(""))
     if dtype == pl.Boolean:
-        return lambda s: _bool(pl.col(s.name), "true", "false").fill_null("")
+        return lambda v: _always(_bool(v, "true", "false").fill_null(""))
     if dtype == pl.Null:
-        return lambda s: pl.col(s.name).cast(pl.String).fill_null("")
+        return lambda v: _always(v.cast(pl.String).fill_null(""))
     if _is_time(dtype):  # digits, '-', ':', 'T', '.', 'Z': nothing to show or quote
-        return lambda s: _iso(pl.col(s.name), dtype).fill_null("")
+        return lambda v: _always(_iso(v, dtype).fill_null(""))
     if dtype == pl.Date:
-        return lambda s: pl.col(s.name).dt.strftime("%Y-%m-%d").fill_null("")
+        return lambda v: _always(v.dt.strftime("%Y-%m-%d").fill_null(""))
     if isinstance(dtype, pl.Decimal):  # digits, a point, a sign: no formula, no quotes
-        return lambda s: _exact(pl.col(s.name), dtype).fill_null("")
+        return lambda v: _always(_exact(v, dtype).fill_null(""))
     if isinstance(dtype, pl.List):
         return _csv_list(dtype.inner)
     if isinstance(dtype, pl.Struct):
@@ -367,61 +397,40 @@ def _csv_format(dtype: Any) -> Format | None:
 
 
 def _csv_list(inner: Any) -> Format | None:
-    """";".join(map(str, items)), then as text."""
-    if _is_text(inner):
-        item: Callable[[pl.Expr], pl.Expr] = lambda v: v.cast(pl.String)  # noqa: E731
-    elif (scalar := _scalar(inner, json_style=False)) is not None:
-        item = scalar
-    else:
+    """";".join(map(str, items)), then as text (a null list: empty)."""
+    if inner == pl.Null or (item := _item(inner, _dumps_escapes(), json_style=False)) is None:
         return None
-
-    def build(chunk: pl.Series) -> pl.Expr:
-        joined = chunk.to_frame("v").select(
-            pl.col("v").list.eval(item(pl.element()).fill_null("None")).list.join(";")
-        ).to_series()  # a null list stays null, then empty
-        return _csv_text(pl.lit(joined), joined)
-
-    return build
+    return lambda v: _csv_text(v.list.eval(item(pl.element()).fill_null("None")).list.join(";"))
 
 
 def _csv_struct(dtype: pl.Struct) -> Format | None:
-    """json.dumps(the row's dict, ensure_ascii=False), then as text."""
-    heads, items = [], []
+    """json.dumps(the row's dict, ensure_ascii=False), then as text (a null: empty)."""
+    pieces: list[Any] = []
     for i, field in enumerate(dtype.fields):  # no json_safe: the text is then shown
-        if (item := _json_item(field.dtype, _dumps_escapes())) is None:
+        if (item := _item(field.dtype, _dumps_escapes(), json_style=True)) is None:
             return None
-        heads.append(("{" if i == 0 else ", ") + json.dumps(field.name, ensure_ascii=False) + ": ")
-        items.append(item)
-    if not items:
+        head = ("{" if i == 0 else ", ") + json.dumps(field.name, ensure_ascii=False) + ": "
+        pieces.append((head, field.name, item))
+    if not pieces:
         return None
-
-    def text(value: pl.Expr) -> pl.Expr:
-        pieces: list[pl.Expr] = []
-        for head, item, field in zip(heads, items, dtype.fields, strict=True):
-            pieces += [pl.lit(head), item(value.struct.field(field.name))]
-        pieces.append(pl.lit("}"))
-        return pl.when(value.is_null()).then(pl.lit(None, pl.String)).otherwise(
-            pl.concat_str(pieces)
-        )
-
     # numbers and flags only, under plain names: the text is quoted (its keys are) and
     # nothing in it is shown otherwise, so the quoting is written around it
     plain = all(
         not _is_text(f.dtype) and re.fullmatch(r"[ !#-+\--~]*", f.name) for f in dtype.fields
     )
 
-    def build(chunk: pl.Series) -> pl.Expr:
-        if plain:
-            value = pl.col(chunk.name)
-            pieces: list[pl.Expr] = [pl.lit('"')]
-            for head, item, field in zip(heads, items, dtype.fields, strict=True):
-                pieces += [pl.lit(head.replace('"', '""')), item(value.struct.field(field.name))]
-            pieces.append(pl.lit('}"'))
-            return pl.when(value.is_null()).then(pl.lit("")).otherwise(pl.concat_str(pieces))
-        computed = chunk.to_frame("v").select(text(pl.col("v"))).to_series()
-        return _csv_text(pl.lit(computed), computed)
+    def format_struct(value: pl.Expr) -> Formatted:
+        parts: list[pl.Expr] = [pl.lit('"')] if plain else []
+        for head, name, item in pieces:
+            parts += [pl.lit(head.replace('"', '""') if plain else head),
+                      item(value.struct.field(name))]  # fmt: skip
+        parts.append(pl.lit('}"' if plain else "}"))
+        text = pl.when(value.is_null()).then(pl.lit(None, pl.String)).otherwise(
+            pl.concat_str(parts)
+        )
+        return _always(text.fill_null("")) if plain else _csv_text(text)
 
-    return build
+    return format_struct
 
 
 def _csv_field(cell: Any) -> str:
@@ -440,55 +449,79 @@ def _csv_value_by_value(series: pl.Series, parse: bool) -> pl.Series:
     )
 
 
-def write_csv(frame: pl.DataFrame, write: Write, json_columns: Sequence[str] = ()) -> None:
-    """`output.to_csv(frame, json_columns)`, handed to `write` in pieces."""
-    if frame.width < 2:  # one field alone is quoted when empty: the definition does it
-        write(to_csv(frame, json_columns))
-        return
-    header = io.StringIO()
-    csv.writer(header, lineterminator="\n").writerow(frame.columns)
-    write(header.getvalue())
-    if frame.height == 0:
-        return
+def write_csv(
+    frames: pl.DataFrame | Iterable[pl.DataFrame],
+    write: Write,
+    json_columns: Sequence[str] = (),
+) -> None:
+    """`output.to_csv` of the frames' rows as one frame (their columns the same; the
+    header from the first), handed to `write` in pieces of UTF-8."""
     parse = set(json_columns)
-    template: list[str | tuple[str, Format]] = []
-    by_value: dict[str, pl.Series] = {}
-    for i, (name, dtype) in enumerate(frame.schema.items()):
-        fmt = None if name in parse and dtype == pl.String else _csv_format(dtype)
-        if fmt is None:
-            by_value[name] = _csv_value_by_value(frame[name], name in parse)
-            fmt = _as_is
-        template += [",", (name, fmt)] if i else [(name, fmt)]
-    _write_chunks(frame.with_columns(list(by_value.values())), template, "\n", write, "", "\n")
+    header = False
+    for frame in [frames] if isinstance(frames, pl.DataFrame) else frames:
+        if frame.width < 2:  # one field alone is quoted when empty: the definition does it
+            text = to_csv(frame, json_columns)
+            write((text[text.index("\n") + 1 :] if header else text).encode())
+            header = True
+            continue
+        if not header:
+            buffer = io.StringIO()
+            csv.writer(buffer, lineterminator="\n").writerow(frame.columns)
+            write(buffer.getvalue().encode())
+            header = True
+        if frame.height == 0:
+            continue
+        formats, by_value = _formats(frame, parse, _csv_format, _csv_value_by_value)
+        template: list[str | pl.Expr] = []
+        for i, name in enumerate(frame.columns):
+            template += [",", formats[name]] if i else [formats[name]]
+        template.append("\n")
+        _write_rows(frame, by_value, template, "", write, "")
 
 
 # --- writing -------------------------------------------------------------------
 
 
-def _as_is(chunk: pl.Series) -> pl.Expr:
-    return pl.col(chunk.name)
-
-
-def _write_chunks(
+def _formats(
     frame: pl.DataFrame,
-    template: list[str | tuple[str, Format]],
+    parse: set[str],
+    format_of: Callable[[Any], Format | None],
+    by_value_of: Callable[[pl.Series, bool], pl.Series],
+) -> tuple[dict[str, pl.Expr], dict[str, pl.Series]]:
+    """Each column's text as an expression over the frame (the frame asked, in one pass,
+    what its formatters need to know), and the columns written value by value."""
+    formatted: dict[str, Formatted] = {}
+    by_value: dict[str, pl.Series] = {}
+    for name, dtype in frame.schema.items():
+        fmt = None if name in parse and dtype == pl.String else format_of(dtype)
+        if fmt is None:
+            by_value[name] = by_value_of(frame[name], name in parse)
+        else:
+            formatted[name] = fmt(pl.col(name))
+    probes = [p for f in formatted.values() for p in f.probes]
+    answers = iter(frame.select(p.alias(f"p{i}") for i, p in enumerate(probes)).row(0)
+                   if probes else ())  # fmt: skip
+    texts = {
+        name: f.text([bool(next(answers)) for _ in f.probes]) for name, f in formatted.items()
+    }
+    return {n: texts.get(n, pl.col(n)) for n in frame.columns}, by_value
+
+
+def _write_rows(
+    frame: pl.DataFrame,
+    by_value: dict[str, pl.Series],
+    template: list[str | pl.Expr],
     between: str,
     write: Write,
-    head: str,
-    tail: str,
+    before: str,
 ) -> None:
-    """`head`, each row as `template` says (text, and columns with their formatters)
-    with `between` them, and `tail`, formatted CHUNK_ROWS rows at a time (one polars
-    expression per chunk: its columns are formatted on every core)."""
-    write(head)
+    """`before`, then each row as `template` says (text and the columns' expressions)
+    with `between` them, CHUNK_ROWS rows at a time (one polars expression a chunk:
+    its columns are formatted on every core)."""
+    if by_value:
+        frame = frame.with_columns(list(by_value.values()))
+    row = pl.concat_str([pl.lit(p) if isinstance(p, str) else p for p in template])
     for offset in range(0, frame.height, CHUNK_ROWS):
-        chunk = frame.slice(offset, CHUNK_ROWS)
-        pieces = [
-            pl.lit(part) if isinstance(part, str) else part[1](chunk[part[0]])
-            for part in template
-        ]
-        text = chunk.select(pl.concat_str(pieces).str.join(between)).item()
-        if offset:
-            write(between)
-        write(text)
-    write(tail)
+        write((before if offset == 0 else between).encode())
+        chunk = frame.slice(offset, CHUNK_ROWS)  # as bytes: no decoding into a str and back
+        write(chunk.select(row.str.join(between).cast(pl.Binary)).item())
