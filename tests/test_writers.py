@@ -212,3 +212,43 @@ def test_a_frame_of_hostile_text_in_both_formats():
     assert json_text == to_json(frame.drop("t")) + "\n"
     assert "\x1b" not in json_text and "\u202e" not in json_text
 
+
+# -- whole-store frames, a run of sessions at a time ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def golden_db(tmp_path_factory):
+    from tests import golden
+
+    return golden.build_store(tmp_path_factory.mktemp("runs") / "golden.duckdb")
+
+
+@pytest.mark.parametrize("run_events", [1, 40, 10**9])  # a run per session, a few, one
+def test_frames_read_by_runs_are_the_frames_read_whole(golden_db, monkeypatch, run_events):
+    from typer.testing import CliRunner
+
+    from forensics import api
+    from forensics.analysis import stored
+    from forensics.cli import app
+    from forensics.columns import CALLS, TURNS
+    from forensics.selection import Selection
+
+    monkeypatch.setattr(stored, "RUN_EVENTS", run_events)
+    runner = CliRunner()
+    cases = [
+        (["calls", "--all"], api.calls(golden_db), CALLS, api.calls_in_runs(golden_db)),
+        (["turns"], api.turns(golden_db), TURNS, api.turns_in_runs(golden_db)),
+        (["calls", "--all", "--app", "store"], api.calls(golden_db, Selection(app="store")), CALLS,
+         api.calls_in_runs(golden_db, Selection(app="store"))),
+        (["turns", "--app", "nowhere"], api.turns(golden_db, Selection(app="nowhere")), TURNS,
+         api.turns_in_runs(golden_db, Selection(app="nowhere"))),
+    ]
+    for args, whole, spec, runs in cases:
+        frames = list(runs)
+        assert frames and pl.concat(frames).equals(whole), args
+        provenance = {"provenance": spec.provenance}
+        for fmt, expected in (("csv", to_csv(whole)),
+                              ("json", to_json(whole, (), provenance) + "\n")):  # fmt: skip
+            result = runner.invoke(app, [*args, "--db", str(golden_db), "-f", fmt])
+            assert result.exit_code == 0, result.output
+            assert result.stdout == expected, (args, fmt)

@@ -66,7 +66,11 @@ def turns(
     from .. import api
     from ..columns import TURNS
 
-    emit(api.turns(db, selection(app_name, user, session_id)), fmt, TURNS)
+    chosen = selection(app_name, user, session_id)
+    if fmt is Format.table:  # a table is laid out from all its rows
+        emit(api.turns(db, chosen), fmt, TURNS)
+    else:  # written a run of sessions at a time: a whole store's turns are never all held
+        emit(api.turns_in_runs(db, chosen), fmt, TURNS)
 
 
 @app.command()
@@ -102,6 +106,9 @@ def calls(
         )
     if every and turn is not None:
         raise ForensicsError("--turn needs one session", hint="forensics calls SESSION --turn N")
+    if every and fmt is not Format.table:  # a run of sessions at a time, never all held
+        emit(api.calls_in_runs(db, selection(app_name, user)), fmt, CALLS)
+        return
     frame = api.calls(db, selection(app_name, user, session_id), turn=turn)
     spec = CALLS
     if every and CALLS.table is not None:  # rows of many sessions: say whose
