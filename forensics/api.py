@@ -1002,7 +1002,7 @@ class Scope:
         return self.facts.calls(turn)
 
     def calls_in_runs(self) -> Iterator[pl.DataFrame]:
-        """`calls()` a run of sessions at a time (about 100,000 events' calls a frame):
+        """`calls()` a run of sessions at a time (about 60,000 events' calls a frame):
         the same rows in the same order, never all held at once."""
         return self.facts.calls_in_runs()
 

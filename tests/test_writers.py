@@ -233,7 +233,7 @@ def test_frames_read_by_runs_are_the_frames_read_whole(golden_db, monkeypatch, r
     from forensics.columns import CALLS, TURNS
     from forensics.selection import Selection
 
-    monkeypatch.setattr(stored, "RUN_EVENTS", run_events)
+    monkeypatch.setattr(stored, "RUN_EVENTS", dict.fromkeys(stored.RUN_EVENTS, run_events))
     runner = CliRunner()
     cases = [
         (["calls", "--all"], api.calls(golden_db), CALLS, api.calls_in_runs(golden_db)),

@@ -30,10 +30,13 @@ from .facts import FACT_SCHEMAS, FACT_TABLES, session_facts
 from .ratio import AgentKey, Ratio, TracedSample, fit_ratio, fit_traced
 
 FIT_SESSIONS = 50  # per model: hundreds of calls for a steady fit
-# A frame read a run of sessions at a time (Facts.runs) holds the rows of about this many
-# events: at 1,000,000 events `calls` read whole took 1,028 MB (DuckDB sorts and windows
-# every call at once), by runs of 100,000 events 380 MB, for 0.4 s more of scans.
-RUN_EVENTS = 100_000
+# A frame read a run of sessions at a time (Facts.runs): the events of a run, per query.
+# Each run scans the fact tables again, each holds its rows in DuckDB and in the writer.
+# At 1,000,000 events (2 cores, another process busy on one), `calls --all -f csv` read
+# whole peaked at 1,020 MB; by runs of 100,000 events 504-537 MB in 3.8-4.0 s, of
+# 60,000 430-437 MB in 3.4-4.9 s; `turns -f json` by runs of 100,000 events 388-405 MB
+# in 2.2-2.4 s, of 250,000 424-435 MB in 1.8-2.3 s, of 500,000 470-490 MB.
+RUN_EVENTS = {"facts/calls": 60_000, "facts/turns": 250_000}
 
 _RATIOS = pa.schema(
     [
@@ -183,13 +186,13 @@ class Facts:
         return spec.from_query(self.query(name, **params))
 
     def runs(self, name: str, spec: Spec, **params: Any) -> Iterator[pl.DataFrame]:
-        """The frame of queries/`name`.sql a run of sessions at a time (about RUN_EVENTS
-        events each), for a query whose rows each come from one session and are ordered
-        by `scope_sessions`' ordinal first: the runs one after the other are the frame
-        read whole. At least one frame (empty when nothing is selected): a writer takes
-        the columns from it."""
+        """The frame of queries/`name`.sql a run of sessions at a time (RUN_EVENTS[name]
+        events or so each), for a query whose rows each come from one session and are
+        ordered by `scope_sessions`' ordinal first: the runs one after the other are the
+        frame read whole. At least one frame (empty when nothing is selected): a writer
+        takes the columns from it."""
         sizes = self.query("facts/scope_sizes")["events"].to_list()
-        events, start, weight = RUN_EVENTS, 0, 0
+        events, start, weight = RUN_EVENTS[name], 0, 0
         for end, size in enumerate(sizes, 1):
             weight += size
             if weight >= events or end == len(sizes):
