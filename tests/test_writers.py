@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from forensics.cli import writers
-from forensics.cli.output import to_csv, to_json
+from forensics.cli.output import to_csv, to_json, to_table
 from forensics.sanitize import BIDI_CONTROLS
 
 # what a hostile or unlucky value holds: controls, bidi and invisible characters,
@@ -176,6 +176,43 @@ def test_csv_is_the_definitions(drawn, cuts):
     expected = to_csv(frame, json_columns)
     assert _written(writers.write_csv, frame, json_columns) == expected
     assert _written(writers.write_csv, iter(_runs(frame, cuts)), json_columns) == expected
+
+
+TABLE_KINDS = {**KINDS, **CSV_ONLY, "old": (pl.Datetime("us"), st.datetimes(datetime(1, 1, 1),
+                                                                        datetime(1200, 1, 1))),
+               "long": (pl.String, st.text(st.sampled_from("ab \t\n\u3000\x1c\u202e"),
+                                           min_size=50, max_size=90)),
+               "wide": (pl.String, st.text(st.sampled_from("ab \u3000\x1b\U000e0041é中"),
+                                           min_size=55, max_size=90)),  # cut in the middle
+               # instants within one second: the table shows their milliseconds
+               "close": (pl.Datetime("us", "UTC"), st.integers(0, 999_999).map(
+                   lambda us: datetime(2026, 10, 22, 9, 0, 1, us)))}  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drawn=frames(TABLE_KINDS), data=st.data())
+def test_tables_are_the_definitions(drawn, data):
+    frame, json_columns = drawn
+    long = [n for n in frame.columns if n.startswith("long_")]
+    frame = _zoned(frame).rename({long[0]: "locator"} if long else {})  # shown whole
+    columns = data.draw(st.none() | st.permutations(frame.columns))
+    summable = [c for c, d in frame.schema.items()
+                if d.is_integer() or d.is_float() or isinstance(d, pl.Decimal)]  # fmt: skip
+    totals = data.draw(st.lists(st.sampled_from(summable), unique=True) if summable
+                       else st.just([]))  # fmt: skip
+    footnote = data.draw(st.none() | text)
+    args = (columns, totals, footnote, json_columns)
+    try:
+        expected = to_table(frame, *args)
+    except (TypeError, ValueError, OverflowError) as e:
+        with pytest.raises(type(e)):
+            _written(writers.write_table, frame, *args)
+        return
+    assert _written(writers.write_table, frame, *args) == expected
+
+
+def test_whitespace_is_what_str_split_splits_on():
+    assert writers.WHITESPACE == "".join(c for c in map(chr, range(0x110000)) if c.isspace())
 
 
 def test_an_extra_key_that_is_a_column_keeps_the_columns_place():

@@ -216,11 +216,10 @@ def emit(
     spec: Spec | None = None,
     footnote: str | None = None,
 ) -> None:
-    """The frame on stdout: an aligned table with totals, JSON with provenance, or CSV.
-    JSON and CSV are formatted a column at a time and written in chunks (cli/writers.py),
-    of a frame or of its runs one after the other (api.calls_in_runs)."""
-    from .output import to_table
-    from .writers import write_csv, write_json
+    """The frame on stdout: an aligned table with totals, JSON with provenance, or CSV,
+    formatted a column at a time and written in chunks (cli/writers.py), of a frame or of
+    its runs one after the other (api.calls_in_runs; a table joins them first)."""
+    from .writers import write_csv, write_json, write_table
 
     if isinstance(frame, Iterator):
         # the first run opens the store (its facts brought up to date, its ratios fitted,
@@ -242,15 +241,13 @@ def emit(
         if not isinstance(frame, polars.DataFrame):
             frame = polars.concat(list(frame))
         table = frame.unnest(*spec.unnest) if spec and spec.unnest else frame
-        typer.echo(
-            to_table(
-                table,
-                spec.table if spec else None,
-                spec.totals if spec else (),
-                footnote or (spec.footnote if spec else None),
-                json_columns,
-            ),
-            nl=False,
+        write_table(
+            table,
+            _echo_bytes,
+            spec.table if spec else None,
+            spec.totals if spec else (),
+            footnote or (spec.footnote if spec else None),
+            json_columns,
         )
 
 

@@ -30,8 +30,20 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
-from ..sanitize import json_escapes, json_safe, visible_escapes
-from .output import _csv_cell, _plain, to_csv, to_json
+from ..sanitize import json_escapes, json_safe, visible, visible_escapes
+from .output import (
+    MAX_CELL,
+    WHOLE,
+    csv_cell,
+    fine_times,
+    plain_value,
+    table_cell,
+    table_line,
+    to_csv,
+    to_json,
+    to_table,
+    totals_row,
+)
 
 # rows formatted and written at a time: 8 MB of calls as JSON (at 1,000,000 events
 # 20,000 rows a chunk peaked at 656 MB, 5,000 at 503 MB, in the same time)
@@ -57,7 +69,7 @@ def _always(text: pl.Expr) -> Formatted:
 
 
 # text in which no character needs a second look: printable ASCII but for what each
-# format escapes or quotes, and not starting like a formula (output._csv_cell)
+# format escapes or quotes, and not starting like a formula (output.csv_cell)
 _PLAIN_JSON = r'[^ !#-\[\]-~]'
 _PLAIN_CSV = r'[^ !#-+\--~]|^[=+@-]'
 _NUMBER = r"^-?\d[\d,]*(\.\d+)?([eE][-+]?\d+)?$"
@@ -300,7 +312,7 @@ def _json_value_by_value(series: pl.Series, parse: bool) -> pl.Series:
     wanted = {series.name} if parse else set()
 
     def one(value: Any) -> str:
-        plain = _plain(value, wanted, series.name)
+        plain = plain_value(value, wanted, series.name)
         text = json.dumps(plain, indent=2, ensure_ascii=False).replace("\n", "\n" + ROW_INDENT)
         return json_safe(text)
 
@@ -353,7 +365,7 @@ def write_json(
 
 
 def _csv_text(text: pl.Expr) -> Formatted:
-    """output._csv_cell's rule for text: control and bidi characters shown, a formula
+    """output.csv_cell's rule for text: control and bidi characters shown, a formula
     shown as text; then quoted as the csv module quotes; null: empty."""
 
     def shown(found: list[bool]) -> pl.Expr:
@@ -444,7 +456,7 @@ def _csv_value_by_value(series: pl.Series, parse: bool) -> pl.Series:
     wanted = {series.name} if parse else set()
     return pl.Series(
         series.name,
-        [_csv_field(_csv_cell(_plain(v, wanted, series.name))) for v in series.to_list()],
+        [_csv_field(csv_cell(plain_value(v, wanted, series.name))) for v in series.to_list()],
         dtype=pl.String,
     )
 
@@ -525,3 +537,138 @@ def _write_rows(
         write((before if offset == 0 else between).encode())
         chunk = frame.slice(offset, CHUNK_ROWS)  # as bytes: no decoding into a str and back
         write(chunk.select(row.str.join(between).cast(pl.Binary)).item())
+
+
+# --- tables --------------------------------------------------------------------
+
+# what str.split() splits on (str.isspace), which a table cell collapses to one space;
+# tests/test_writers.py checks the list against Unicode as this Python sees it
+WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+_SPACES = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in WHITESPACE) + "]+"
+_PLAIN_CELL = r"[^ -~]|  |^ | $"  # text a cell shows as it is (but for its length)
+
+
+@functools.cache
+def _cell_escapes() -> _Escapes:
+    return _Escapes(visible_escapes())
+
+
+def _table_text(text: pl.Expr, whole: bool) -> Formatted:
+    """output.table_cell's rule for text: whitespace collapsed, control and bidi
+    characters shown, cut in the middle to MAX_CELL characters unless `whole`."""
+
+    def shown(found: list[bool]) -> pl.Expr:
+        out = text
+        if found[0]:
+            out = _cell_escapes().apply(out.str.replace_all(_SPACES, " ").str.strip_chars(" "))
+        if not whole:
+            head = (MAX_CELL - 1) // 2
+            cut = pl.concat_str(out.str.slice(0, head), pl.lit("…"),
+                                out.str.slice(-(MAX_CELL - 1 - head)))  # fmt: skip
+            out = pl.when(out.str.len_chars() > MAX_CELL).then(cut).otherwise(out)
+        return out.fill_null("")
+
+    return Formatted([_some(text, _PLAIN_CELL)], shown)
+
+
+def _table_format(dtype: Any, *, whole: bool, fine: bool) -> Format | None:
+    """A formatter writing cells as output.table_cell writes them; None for a type whose
+    cells are written value by value: numbers (f"{n:,}" took 0.2-0.3 s a column of
+    493,840 calls, polars' string operations to group digits 0.5-1.8 s; floats and money
+    are rounded as Python rounds them), lists, structs."""
+    if _is_text(dtype):
+        return lambda v: _table_text(v.cast(pl.String), whole)
+    if dtype == pl.Boolean:
+        return lambda v: _always(pl.when(v).then(pl.lit("yes")).otherwise(pl.lit("")))
+    if _is_time(dtype):
+        layout = "%Y-%m-%d %H:%M:%S%.3f" if fine else "%Y-%m-%d %H:%M:%S"
+
+        def format_time(value: pl.Expr) -> Formatted:
+            utc = value.dt.convert_time_zone("UTC") if dtype.time_zone else value
+            # strftime pads a year before 1000 to four digits, Python's does not
+            by_value = value.map_elements(lambda v: table_cell(v, fine=fine), pl.String)
+            return Formatted(
+                [(value.dt.year() < 1000).any()],
+                lambda found: (by_value if found[0] else utc.dt.strftime(layout)).fill_null(""),
+            )
+
+        return format_time
+    if dtype == pl.Date:
+        return lambda v: _always(v.dt.strftime("%Y-%m-%d").fill_null(""))
+    return None
+
+
+def write_table(
+    frame: pl.DataFrame,
+    write: Write,
+    columns: Sequence[str] | None = None,
+    totals: Sequence[str] = (),
+    footnote: str | None = None,
+    json_columns: Sequence[str] = (),
+) -> None:
+    """`output.to_table(frame, columns, totals, footnote, json_columns)`, handed to `write`
+    in pieces of UTF-8: every cell formatted first (the widths need them all), then the
+    lines CHUNK_ROWS at a time."""
+    columns = list(columns or frame.columns)
+    if not columns:
+        write(to_table(frame, columns, totals, footnote, json_columns).encode())
+        return
+    parse = set(json_columns)
+    fine = fine_times(frame, columns)
+    right = [frame.schema[c].is_numeric() for c in columns]
+    formatted: dict[str, Formatted] = {}
+    cells: dict[str, pl.Series] = {}
+    for name in columns:
+        dtype = frame.schema[name]
+        fmt = None if name in parse else _table_format(dtype, whole=name in WHOLE,
+                                                       fine=name in fine)  # fmt: skip
+        if fmt is None:
+            values = frame[name].to_list()
+            if name in parse:
+                values = [json.loads(v) if isinstance(v, str) else v for v in values]
+            whole = name in WHOLE
+            cells[name] = pl.Series(
+                name,
+                [table_cell(v, whole=whole, fine=name in fine) for v in values],
+                dtype=pl.String,
+            )
+        else:
+            formatted[name] = fmt(pl.col(name))
+    probes = [p for f in formatted.values() for p in f.probes]
+    answers = iter(frame.select(p.alias(f"p{i}") for i, p in enumerate(probes)).row(0)
+                   if probes else ())  # fmt: skip
+    texts = [
+        f.text([bool(next(answers)) for _ in f.probes]).alias(name)
+        for name, f in formatted.items()
+    ]
+    body = pl.DataFrame([*frame.select(texts).get_columns(), *cells.values()]).select(columns)
+    total = totals_row(frame, columns, totals) if totals and frame.height else None
+    lengths = body.select(pl.all().str.len_chars().max()).row(0) if frame.height else ()
+    widths = [
+        max(len(c), lengths[i] or 0 if lengths else 0, len(total[i]) if total else 0)
+        for i, c in enumerate(columns)
+    ]
+    dashes = table_line(["-" * w for w in widths], widths, right)
+    write((table_line(columns, widths, right) + "\n" + dashes + "\n").encode())
+    line = pl.concat_str(
+        [
+            pl.col(c).str.pad_start(w) if r else pl.col(c).str.pad_end(w)
+            for c, w, r in zip(columns, widths, right, strict=True)
+        ],
+        separator="  ",
+    ).str.strip_chars_end(" ")
+    for offset in range(0, body.height, CHUNK_ROWS):
+        chunk = body.slice(offset, CHUNK_ROWS)
+        write(chunk.select(line.str.join("\n").cast(pl.Binary)).item() + b"\n")
+    tail = []
+    if total is not None:
+        tail += [dashes, table_line(total, widths, right)]
+    if not frame.height:
+        tail.append("(no rows)")
+    if footnote:  # it may name what data named (a model in a ratio's note)
+        tail.append(visible(footnote, keep_newlines=True))
+    if tail:
+        write(("\n".join(tail) + "\n").encode())
