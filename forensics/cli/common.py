@@ -276,10 +276,13 @@ def _read_ahead(frames: Iterator[pl.DataFrame]) -> Iterator[pl.DataFrame]:
                 close()
 
 
-def _echo_bytes(data: bytes) -> None:
-    """Output already UTF-8 (writers.py), to stdout's bytes as typer.echo writes bytes:
-    nothing to strip (it holds no escape character: sanitised) and nothing to encode."""
-    typer.echo(data, nl=False)
+def _echo_bytes(data: bytes | memoryview) -> None:
+    """Output already UTF-8 (writers.py) to stdout's bytes, as typer.echo writes bytes
+    (text written before it flushed first): nothing to strip, since it holds no escape
+    character (sanitised), and nothing to encode."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
 
 
 class StageProgress:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 import polars as pl
+import pyarrow as pa
 
 from ..sanitize import json_escapes, json_safe, visible, visible_escapes
 from .output import (
@@ -50,7 +51,7 @@ from .output import (
 CHUNK_ROWS = 5_000
 ROW_INDENT = "    "  # a row's values are two levels deep in the JSON array of objects
 
-Write = Callable[[bytes], None]  # UTF-8, as typer.echo writes text on every system we run
+Write = Callable[[bytes | memoryview], None]  # pieces of UTF-8
 
 
 class Formatted(NamedTuple):
@@ -532,11 +533,28 @@ def _write_rows(
     its columns are formatted on every core)."""
     if by_value:
         frame = frame.with_columns(list(by_value.values()))
-    row = pl.concat_str([pl.lit(p) if isinstance(p, str) else p for p in template])
+    pieces = [pl.lit(p) if isinstance(p, str) else p for p in template]
+    row = pl.concat_str([*pieces, pl.lit(between)])  # each row and `between`
+    trail = len(between.encode())
+    write(before.encode())
     for offset in range(0, frame.height, CHUNK_ROWS):
-        write((before if offset == 0 else between).encode())
-        chunk = frame.slice(offset, CHUNK_ROWS)  # as bytes: no decoding into a str and back
-        write(chunk.select(row.str.join(between).cast(pl.Binary)).item())
+        rows = _utf8(frame.slice(offset, CHUNK_ROWS).select(row).to_series())
+        last = offset + CHUNK_ROWS >= frame.height
+        write(rows[: len(rows) - trail] if last else rows)  # nothing after the last row
+
+
+def _utf8(text: pl.Series) -> memoryview:
+    """The UTF-8 of a text column's values one after the other: its Arrow data, where
+    they lie end to end, not joined into one value and copied into Python (at 1,000,000
+    events, turns as JSON were formatted and written in 0.47 s so, 0.58-0.67 s joined)."""
+    array = text.to_arrow()
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if array.type != pa.large_string():
+        array = array.cast(pa.large_string())
+    _, offsets, data = array.buffers()
+    ends = memoryview(offsets).cast("q")
+    return memoryview(data)[ends[array.offset] : ends[array.offset + len(array)]]
 
 
 # --- tables --------------------------------------------------------------------
