@@ -1001,6 +1001,11 @@ class Scope:
         """Per call: window occupancy (measured, estimated, by role), cumulative input so far."""
         return self.facts.calls(turn)
 
+    def calls_in_runs(self) -> Iterator[pl.DataFrame]:
+        """`calls()` a run of sessions at a time (about 60,000 events' calls a frame):
+        the same rows in the same order, never all held at once."""
+        return self.facts.calls_in_runs()
+
     def window(self, call_id: str) -> pl.DataFrame:
         """What one call's request contained: each event's parts, in order, with sizes."""
         rec = self.reconstruction
@@ -1022,6 +1027,10 @@ class Scope:
     def turns(self) -> pl.DataFrame:
         """Per turn: calls, tool calls, wall time, peak occupancy, cumulative input, error."""
         return self.facts.turns()
+
+    def turns_in_runs(self) -> Iterator[pl.DataFrame]:
+        """`turns()` a run of sessions at a time: the same rows in the same order."""
+        return self.facts.turns_in_runs()
 
     def compaction(self) -> pl.DataFrame:
         """Per compaction event: its range, what it covers (stored), what the next call sent."""
@@ -1137,6 +1146,14 @@ def calls(
         return scope.calls(turn)
 
 
+def calls_in_runs(store: StoreLike, selection: SelectionLike = None) -> Iterator[pl.DataFrame]:
+    """Every selected session's calls, a run of sessions at a time: the frame of `calls`
+    in pieces, so that a whole store's calls are written without being held (`forensics
+    calls --all -f csv`). At least one frame, empty when no session is selected."""
+    with using(store) as s:
+        yield from Scope(s, selection).calls_in_runs()
+
+
 def check_turn(turns: pl.DataFrame, turn: int) -> None:
     """ForensicsError unless `turn` is one of the session's turns."""
     have = sorted(set(turns["turn"].to_list()))
@@ -1166,6 +1183,12 @@ def turns(store: StoreLike, selection: SelectionLike = None) -> pl.DataFrame:
     """Per turn: calls, tool calls, wall time, peak occupancy, cumulative input, error."""
     with using(store) as s:
         return Scope(s, selection).turns()
+
+
+def turns_in_runs(store: StoreLike, selection: SelectionLike = None) -> Iterator[pl.DataFrame]:
+    """`turns` a run of sessions at a time (as `calls_in_runs`)."""
+    with using(store) as s:
+        yield from Scope(s, selection).turns_in_runs()
 
 
 def fidelity(store: StoreLike, selection: SelectionLike = None) -> pl.DataFrame:

@@ -13,8 +13,11 @@ the encoder.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import unicodedata
+from collections.abc import Callable
 
 # embedding, override and isolate controls, and the marks (UAX #9)
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
@@ -78,3 +81,24 @@ def _json_escape(match: re.Match[str]) -> str:
         return f"\\u{code:04x}"
     code -= 0x10000  # JSON writes an astral character as its UTF-16 surrogate pair
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def _changed(escape: Callable[[str], str]) -> dict[str, str]:
+    # every character either rule can touch is in C0, DEL, C1 or _HIDDEN, or is one of
+    # JSON's own two (`"`, `\`)
+    candidates = [chr(c) for c in range(0xA0)] + sorted(set(_HIDDEN))
+    return {c: e for c in candidates if (e := escape(c)) != c}
+
+
+def visible_escapes(*, keep_newlines: bool = False, keep_tabs: bool = False) -> dict[str, str]:
+    """What `visible` writes for each character it escapes, for writers that replace them
+    all at once (a column at a time) instead of a string at a time."""
+    return _changed(
+        functools.partial(visible, keep_newlines=keep_newlines, keep_tabs=keep_tabs)
+    )
+
+
+def json_escapes() -> dict[str, str]:
+    """Each character a JSON string of this project's output escapes, and its escape:
+    json.dumps(ensure_ascii=False)'s (quote, backslash, C0) and json_safe's."""
+    return _changed(lambda c: json_safe(json.dumps(c, ensure_ascii=False)[1:-1]))

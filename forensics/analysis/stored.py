@@ -9,7 +9,7 @@ order), `scope_ratios` and `scope_constants` (the ratios and each agent's consta
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,13 @@ from .facts import FACT_SCHEMAS, FACT_TABLES, session_facts
 from .ratio import AgentKey, Ratio, TracedSample, fit_ratio, fit_traced
 
 FIT_SESSIONS = 50  # per model: hundreds of calls for a steady fit
+# A frame read a run of sessions at a time (Facts.runs): the events of a run, per query.
+# Each run scans the fact tables again, each holds its rows in DuckDB and in the writer.
+# At 1,000,000 events (2 cores, another process busy on one), `calls --all -f csv` read
+# whole peaked at 1,020 MB; by runs of 100,000 events 504-537 MB in 3.8-4.0 s, of
+# 60,000 430-437 MB in 3.4-4.9 s; `turns -f json` by runs of 100,000 events 388-405 MB
+# in 2.2-2.4 s, of 250,000 424-435 MB in 1.8-2.3 s, of 500,000 470-490 MB.
+RUN_EVENTS = {"facts/calls": 60_000, "facts/turns": 250_000}
 
 _RATIOS = pa.schema(
     [
@@ -74,7 +81,7 @@ def fit_sample(model: str, rows: Iterable[Sequence[Any]]) -> Ratio:
 
 def ratio_tables(ratios: dict[str, Ratio]) -> tuple[pa.Table, pa.Table]:
     """The ratios as the queries read them: `scope_ratios` and `scope_constants`."""
-    table = pa.Table.from_pylist(
+    table = _arrow(
         [
             {
                 "model": model,
@@ -88,17 +95,26 @@ def ratio_tables(ratios: dict[str, Ratio]) -> tuple[pa.Table, pa.Table]:
             }
             for model, r in ratios.items()
         ],
-        schema=_RATIOS,
+        _RATIOS,
     )
-    constants = pa.Table.from_pylist(
+    constants = _arrow(
         [
             {"model": model, "app_name": app, "agent": agent, "constant": value}
             for model, r in ratios.items()
             for (app, agent), value in r.constant_tokens.items()
         ],
-        schema=_CONSTANTS,
+        _CONSTANTS,
     )
     return table, constants
+
+
+def _arrow(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Rows as an Arrow table, built by polars: pyarrow's own builders ask pandas first,
+    importing it when it is installed, whether a column is one of its objects (0.4 s and
+    60 MB of every query command, where pandas is installed)."""
+    types = {pa.string(): pl.String, pa.float64(): pl.Float64}
+    frame = pl.DataFrame(rows, schema={f.name: types[f.type] for f in schema})
+    return frame.to_arrow().cast(schema)
 
 
 class Facts:
@@ -134,15 +150,17 @@ class Facts:
         name: str,
         tables: dict[str, pa.Table] | None = None,
         views: dict[str, str] | None = None,
+        sessions: pa.Table | None = None,
         **params: Any,
     ) -> pl.DataFrame:
-        """Run queries/`name`.sql over the selection's facts, with `scope_sessions`,
-        `scope_ratios` and `scope_constants` registered, `tables` beside them, and each
-        of `views` (name -> a query without parameters) as a temporary view: a query
-        another reads without its rows ever leaving DuckDB."""
+        """Run queries/`name`.sql over the selection's facts, with `scope_sessions`
+        (`sessions`, some of them, if given), `scope_ratios` and `scope_constants`
+        registered, `tables` beside them, and each of `views` (name -> a query without
+        parameters) as a temporary view: a query another reads without its rows ever
+        leaving DuckDB."""
         ratios, constants = ratio_tables(self.ratios)
         registered = {
-            "scope_sessions": self.sessions,
+            "scope_sessions": self.sessions if sessions is None else sessions,
             "scope_ratios": ratios,
             "scope_constants": constants,
             **(tables or {}),
@@ -166,6 +184,29 @@ class Facts:
 
     def _frame(self, name: str, spec: Spec, **params: Any) -> pl.DataFrame:
         return spec.from_query(self.query(name, **params))
+
+    def runs(self, name: str, spec: Spec, **params: Any) -> Iterator[pl.DataFrame]:
+        """The frame of queries/`name`.sql a run of sessions at a time (RUN_EVENTS[name]
+        events or so each), for a query whose rows each come from one session and are
+        ordered by `scope_sessions`' ordinal first: the runs one after the other are the
+        frame read whole. At least one frame (empty when nothing is selected): a writer
+        takes the columns from it."""
+        sizes = self.query("facts/scope_sizes")["events"].to_list()
+        events, start, weight = RUN_EVENTS[name], 0, 0
+        for end, size in enumerate(sizes, 1):
+            weight += size
+            if weight >= events or end == len(sizes):
+                part = self.sessions.slice(start, end - start)
+                yield spec.from_query(self.query(name, sessions=part, **params))
+                start, weight = end, 0
+        if not sizes:
+            yield self._frame(name, spec, **params)
+
+    def calls_in_runs(self) -> Iterator[pl.DataFrame]:
+        return self.runs("facts/calls", CALLS, turn=None)
+
+    def turns_in_runs(self) -> Iterator[pl.DataFrame]:
+        return self.runs("facts/turns", TURNS)
 
     def calls(self, turn: int | None = None) -> pl.DataFrame:
         return self._frame("facts/calls", CALLS, turn=turn)

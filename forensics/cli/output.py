@@ -56,7 +56,7 @@ def exact(value: Decimal) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _plain(value: Any, json_columns: set[str], column: str) -> Any:
+def plain_value(value: Any, json_columns: set[str], column: str) -> Any:
     if isinstance(value, datetime):
         return iso(value)
     if isinstance(value, date):  # a day (datetimes are handled above)
@@ -71,7 +71,7 @@ def _plain(value: Any, json_columns: set[str], column: str) -> Any:
 def records(df: pl.DataFrame, json_columns: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Rows as plain dicts: datetimes in ISO 8601 UTC, JSON columns parsed."""
     wanted = set(json_columns)
-    return [{k: _plain(v, wanted, k) for k, v in row.items()} for row in df.to_dicts()]
+    return [{k: plain_value(v, wanted, k) for k, v in row.items()} for row in df.to_dicts()]
 
 
 def to_json(
@@ -88,14 +88,14 @@ def to_csv(df: pl.DataFrame, json_columns: Sequence[str] = ()) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(df.columns)
     for row in records(df, json_columns):
-        writer.writerow([_csv_cell(v) for v in row.values()])
+        writer.writerow([csv_cell(v) for v in row.values()])
     return buffer.getvalue()
 
 
 _NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?([eE][-+]?\d+)?")
 
 
-def _csv_cell(value: Any) -> Any:
+def csv_cell(value: Any) -> Any:
     """A CSV field: text with control and bidi characters shown (sanitize.visible)."""
     if value is None:
         return ""
@@ -114,7 +114,7 @@ def _csv_cell(value: Any) -> Any:
     return text
 
 
-def _cell(value: Any, *, whole: bool = False, fine: bool = False) -> str:
+def table_cell(value: Any, *, whole: bool = False, fine: bool = False) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -136,12 +136,12 @@ def _cell(value: Any, *, whole: bool = False, fine: bool = False) -> str:
     if isinstance(value, list):
         value = ",".join(map(str, value))
     if isinstance(value, dict):
-        value = "; ".join(f"{k}: {_cell(v)}" for k, v in value.items())
+        value = "; ".join(f"{k}: {table_cell(v)}" for k, v in value.items())
     text = visible(" ".join(str(value).split()))
     return text if whole else shorten(text)
 
 
-def _fine_times(df: pl.DataFrame, columns: Sequence[str]) -> set[str]:
+def fine_times(df: pl.DataFrame, columns: Sequence[str]) -> set[str]:
     """Time columns to show to the millisecond: those where two different instants
     would read the same to the second (events closer than a second)."""
     fine = set()
@@ -152,6 +152,27 @@ def _fine_times(df: pl.DataFrame, columns: Sequence[str]) -> set[str]:
         if values.dt.truncate("1s").n_unique() < values.len():
             fine.add(c)
     return fine
+
+
+def totals_row(df: pl.DataFrame, columns: Sequence[str], totals: Sequence[str]) -> list[str]:
+    """A table's last row: the `totals` columns summed in code, the first cell the count."""
+    sums = {  # money stays exact, and unknown when no row knows it; counts are whole
+        c: (df[c].sum() if df[c].null_count() < df.height else None)
+        if isinstance(df.schema[c], pl.Decimal)
+        else float(df[c].fill_null(0).sum())
+        if df.schema[c].is_float()
+        else int(df[c].fill_null(0).sum())
+        for c in totals
+    }
+    total_row = [table_cell(sums[c]) if c in sums else "" for c in columns]
+    total_row[0] = f"total ({df.height:,} rows)"
+    return total_row
+
+
+def table_line(cells: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
+    """One line of a table: numbers to the right, the rest to the left."""
+    padded = zip(cells, widths, right, strict=True)
+    return "  ".join(cell.rjust(w) if r else cell.ljust(w) for cell, w, r in padded).rstrip()
 
 
 def to_table(
@@ -169,27 +190,14 @@ def to_table(
         for row in df.select(columns).to_dicts()
     ]
     numeric = {c for c in columns if df.schema[c].is_numeric()}
-    fine = _fine_times(df, columns)
-    body = [[_cell(row[c], whole=c in WHOLE, fine=c in fine) for c in columns] for row in rows]
+    fine = fine_times(df, columns)
+    body = [[table_cell(row[c], whole=c in WHOLE, fine=c in fine) for c in columns] for row in rows]
     if totals and rows:
-        sums = {  # money stays exact, and unknown when no row knows it; counts are whole
-            c: (df[c].sum() if df[c].null_count() < df.height else None)
-            if isinstance(df.schema[c], pl.Decimal)
-            else float(df[c].fill_null(0).sum())
-            if df.schema[c].is_float()
-            else int(df[c].fill_null(0).sum())
-            for c in totals
-        }
-        total_row = [_cell(sums[c]) if c in sums else "" for c in columns]
-        total_row[0] = f"total ({len(rows):,} rows)"
-        body.append(total_row)
+        body.append(totals_row(df, columns, totals))
     widths = [max([len(c)] + [len(r[i]) for r in body]) for i, c in enumerate(columns)]
 
     def line(cells: list[str]) -> str:
-        return "  ".join(
-            cell.rjust(w) if col in numeric else cell.ljust(w)
-            for cell, w, col in zip(cells, widths, columns, strict=True)
-        ).rstrip()
+        return table_line(cells, widths, [c in numeric for c in columns])
 
     out = [line(columns), line(["-" * w for w in widths])]
     for i, cells in enumerate(body):

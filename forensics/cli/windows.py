@@ -66,7 +66,8 @@ def turns(
     from .. import api
     from ..columns import TURNS
 
-    emit(api.turns(db, selection(app_name, user, session_id)), fmt, TURNS)
+    # read a run of sessions at a time: DuckDB never holds a whole store's turns at once
+    emit(api.turns_in_runs(db, selection(app_name, user, session_id)), fmt, TURNS)
 
 
 @app.command()
@@ -102,7 +103,16 @@ def calls(
         )
     if every and turn is not None:
         raise ForensicsError("--turn needs one session", hint="forensics calls SESSION --turn N")
-    frame = api.calls(db, selection(app_name, user, session_id), turn=turn)
+    if every:  # read a run of sessions at a time: DuckDB never holds them all at once
+        runs = api.calls_in_runs(db, selection(app_name, user))
+        if fmt is not Format.table:
+            emit(runs, fmt, CALLS)
+            return
+        import polars as pl
+
+        frame = pl.concat(list(runs))  # a table is laid out from all its rows
+    else:
+        frame = api.calls(db, selection(app_name, user, session_id), turn=turn)
     spec = CALLS
     if every and CALLS.table is not None:  # rows of many sessions: say whose
         spec = dataclasses.replace(CALLS, table=("session_id", *CALLS.table))
