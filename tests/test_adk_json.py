@@ -203,3 +203,20 @@ def test_wrong_types_and_impossible_times_skip_the_row_not_the_file(tmp_path):
         f"{tmp_path / 'typed.json'}: event 3": "event has no 'id'",
         f"{tmp_path / 'int-session.json'}: event 0": "session_id is int, not text",
     }
+
+
+def test_many_session_files_in_one_run_each_name_their_file(tmp_path):
+    """Files share batches, so the pipeline asks each session's source while the reader
+    thread is still adding files (it once saw the map change under it: 5,000 files)."""
+    for n in range(400):
+        events = [{"id": f"e{n}-{i}", "author": "user", "timestamp": 1_700_000_000 + i,
+                   "invocation_id": "i", "content": {"parts": [{"text": "x" * 50}]}}
+                  for i in range(30)]  # fmt: skip
+        (tmp_path / f"s{n:03d}.json").write_text(
+            json.dumps({"id": f"s{n}", "app_name": "a", "user_id": "u", "events": events}))
+    db = tmp_path / "f.duckdb"
+    result = api.ingest_json(db, sorted(tmp_path.glob("*.json")))
+    assert result.rows_loaded == 12_000
+    sources = api.sessions(db).select("session_id", "source").rows()
+    assert len(sources) == 400
+    assert all(source.endswith(f"s{sid[1:].zfill(3)}.json") for sid, source in sources)

@@ -426,8 +426,11 @@ class AdkJsonSource:
         self._sessions = row if self._sessions is None else pa.concat_tables([self._sessions, row])
 
     def session_sources(self) -> dict[tuple[str, str, str], str]:
-        """Per session: the file(s) its events came from, as the session's source."""
-        return {key: f"{self.kind}:{_shown(sorted(files))}" for key, files in self._files.items()}
+        """Per session: the file(s) its events came from, as the session's source. Asked
+        by the pipeline while the reader thread adds files: the map is copied first, each
+        copy made in one step (a loop over the live map saw it change: 5,000 files)."""
+        found = [(key, tuple(files)) for key, files in list(self._files.items())]
+        return {key: f"{self.kind}:{_shown(sorted(files))}" for key, files in found}
 
     def _add(
         self, out: EventBatcher, event: object, app: str, user: str, session: str, locator: str
