@@ -11,6 +11,8 @@ from forensics import api
 from forensics.store import Store
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_data" / "adk"
+ROOT_SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+TRACED = REAL.parent / "adk_traces"
 
 
 def _event(i: int, *, camel: bool = False, text: str = "hello") -> dict:
@@ -220,3 +222,48 @@ def test_many_session_files_in_one_run_each_name_their_file(tmp_path):
     sources = api.sessions(db).select("session_id", "source").rows()
     assert len(sources) == 400
     assert all(source.endswith(f"s{sid[1:].zfill(3)}.json") for sid, source in sources)
+
+
+def _tables(db: Path) -> dict[str, list[tuple]]:
+    with Store.open(db, read_only=True) as con:
+        names = [r[0] for r in con.run(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+            " AND table_name NOT IN ('ingests', 'meta') ORDER BY 1")]
+        return {t: sorted(map(repr, con.run(f"SELECT * FROM {t}"))) for t in names}  # noqa: S608
+
+
+def test_msgspec_reads_what_python_json_reads(tmp_path, monkeypatch):
+    """The fast path (msgspec parses a file and writes each event back) loads the same
+    store as Python's json, over the sample exports, the real ones and values where the
+    two parsers could part: a key twice, big integers, escapes, floats, deep nesting."""
+    from forensics.sources.files import adk_json
+
+    odd = tmp_path / "odd.json"
+    odd.write_text(
+        '{"id": "odd", "app_name": "store", "user_id": "u1", "events": ['
+        '{"id": "d1", "author": "a", "author": "user", "timestamp": 1761123600,'
+        ' "content": {"parts": [{"text": "caf\\u00e9 \\ud83d\\ude00 \\"q\\" \\n tab\\t"}]}},'
+        '{"id": "d2", "author": "agent", "timestamp": 1761123601.25, "invocation_id": "i",'
+        ' "content": {"parts": [{"function_response": {"name": "t", "response":'
+        ' {"big": 123456789012345678901234567890, "f": [1.0, -0.0, 1E5, 2.5e-7],'
+        ' "deep": ' + "[" * 200 + "]" * 200 + ', "rows": [{"a": 1}, {"a": "\\u00ff"}]}}}]},'
+        ' "usage_metadata": {"prompt_token_count": 10}}]}'
+    )
+    files = sorted((ROOT_SAMPLE / "exports").glob("*.json")) + [odd]
+    files += sorted(REAL.glob("*.json")) + sorted(TRACED.glob("*__session_*.json"))
+    calls = {"fast": 0}
+    real_read = adk_json._fast_read
+
+    def counted(data):
+        found = real_read(data)
+        calls["fast"] += found is not adk_json._SLOW
+        return found
+
+    monkeypatch.setattr(adk_json, "_fast_read", counted)
+    api.ingest_json(tmp_path / "fast.duckdb", files)
+    assert calls["fast"] >= len(files)
+    monkeypatch.setattr(adk_json, "_fast_read", lambda data: adk_json._SLOW)
+    api.ingest_json(tmp_path / "slow.duckdb", files)
+    fast, slow = _tables(tmp_path / "fast.duckdb"), _tables(tmp_path / "slow.duckdb")
+    assert fast["events"] and fast.keys() == slow.keys()
+    assert fast == slow

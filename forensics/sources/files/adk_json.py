@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import msgspec
 import pyarrow as pa
 
 from ...families.fields import json_error
@@ -145,6 +146,35 @@ def _not_events(items: list[object]) -> str:
     )
 
 
+# A file msgspec reads is parsed and each event written back by it: the same values as
+# Python's json (a key twice keeps the last; big integers exact), at a quarter of the
+# time (json.loads and json.dumps were 27 s of 106 s over 200,000 events in 5,000
+# files). What it refuses and Python's json may take (NaN, lone surrogates, numbers
+# beyond a double, nesting past its depth, invalid text) takes the json path below.
+_decode = msgspec.json.decode
+_BOM = b"\xef\xbb\xbf"
+Encoder = Callable[[object], str]
+
+
+def _compact(event: object) -> str:
+    return msgspec.json.encode(event).decode()
+
+
+def _python(event: object) -> str:
+    return json.dumps(event, ensure_ascii=False)
+
+
+_SLOW = object()
+
+
+def _fast_read(data: bytes | str) -> object:
+    """The JSON as msgspec reads it, or `_SLOW` where it cannot."""
+    try:
+        return _decode(data)
+    except (msgspec.MsgspecError, RecursionError):
+        return _SLOW
+
+
 def _session_key(name: str) -> str:
     """`incident.events.json` -> `incident`: the default session id of a bare event list."""
     return name.split(".", 1)[0] or name
@@ -193,6 +223,16 @@ class AdkJsonSource:
     def _read_file(self, path: Path, out: EventBatcher) -> Iterator[None]:
         """Add the file's events to `out`; yields whenever `out` is full."""
         self._path = str(path)
+        ndjson = path.suffix.lower() in (".ndjson", ".jsonl")
+        try:
+            data = b"" if ndjson else path.read_bytes()
+        except OSError:
+            data = b""  # said below, where the file is read as text
+        if data:
+            doc = _fast_read(data[len(_BOM) :] if data.startswith(_BOM) else data)
+            if doc is not _SLOW:
+                yield from self._document(path, doc, out, _compact)
+                return
         try:
             text = path.read_text(encoding="utf-8-sig")  # a BOM is not part of the JSON
         except FileNotFoundError:
@@ -218,7 +258,7 @@ class AdkJsonSource:
             out.rows_read += 1
             out.skip(str(path), "empty file")
             return
-        if path.suffix.lower() in (".ndjson", ".jsonl"):
+        if ndjson:
             yield from self._ndjson(path, text, out)
             return
         try:
@@ -236,7 +276,9 @@ class AdkJsonSource:
             return
         yield from self._document(path, doc, out)
 
-    def _document(self, path: Path, doc: object, out: EventBatcher) -> Iterator[None]:
+    def _document(
+        self, path: Path, doc: object, out: EventBatcher, encode: Encoder = _python
+    ) -> Iterator[None]:
         if isinstance(doc, dict) and isinstance(doc.get("events"), list):
             app = doc.get("app_name") or doc.get("appName") or self.app or "unknown"
             user = doc.get("user_id") or doc.get("userId") or self.user or "unknown"
@@ -272,7 +314,7 @@ class AdkJsonSource:
             )
             return
         for index, event in enumerate(events):
-            self._add(out, event, app, user, session, f"{path}: event {index}")
+            self._add(out, event, app, user, session, f"{path}: event {index}", encode)
             if out.full():
                 yield
 
@@ -281,17 +323,21 @@ class AdkJsonSource:
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError as e:
-                out.rows_read += 1
-                out.skip(f"{path}:{lineno}", f"not valid JSON: {json_error(e)}")
-                continue
-            except RecursionError:
-                out.rows_read += 1
-                out.skip(f"{path}:{lineno}", TOO_DEEP)
-                continue
-            self._add(out, event, app, user, session, f"{path}:{lineno}")
+            encode = _compact
+            event = _fast_read(line)
+            if event is _SLOW:
+                encode = _python
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError as e:
+                    out.rows_read += 1
+                    out.skip(f"{path}:{lineno}", f"not valid JSON: {json_error(e)}")
+                    continue
+                except RecursionError:
+                    out.rows_read += 1
+                    out.skip(f"{path}:{lineno}", TOO_DEEP)
+                    continue
+            self._add(out, event, app, user, session, f"{path}:{lineno}", encode)
             if out.full():
                 yield
 
@@ -433,7 +479,14 @@ class AdkJsonSource:
         return {key: f"{self.kind}:{_shown(sorted(files))}" for key, files in found}
 
     def _add(
-        self, out: EventBatcher, event: object, app: str, user: str, session: str, locator: str
+        self,
+        out: EventBatcher,
+        event: object,
+        app: str,
+        user: str,
+        session: str,
+        locator: str,
+        encode: Encoder = _python,
     ) -> None:
         out.rows_read += 1
         if not isinstance(event, dict):
@@ -448,7 +501,7 @@ class AdkJsonSource:
             out.skip(locator, f"event {event_id} has no numeric 'timestamp'")
             return
         try:
-            text = json.dumps(event, ensure_ascii=False)
+            text = encode(event)
         except RecursionError:
             out.skip(locator, TOO_DEEP)
             return
