@@ -399,3 +399,81 @@ def test_cli_json_carries_the_guard_and_provenance(founding_db):
     assert rows[0]["provenance"]["extra_turns_paid_for"] == "estimated"
     table = CliRunner().invoke(app, ["whatif", "--token-cap", "16000", "--db", str(founding_db)])
     assert "held fixed" in table.output and "extra_turns_paid_for" in table.output
+
+
+# --- the fit from lists equals the definition row by row ------------------------------
+
+
+def test_the_fit_from_lists_is_the_unnested_definition(tmp_path, founding_db, monkeypatch):
+    """whatif/fit.py (numpy over each result's list of row sizes, a run of sessions at a
+    time) and queries/whatif/results_unnested.sql (a row per result row) give the same
+    frame, types included, over random row sizes written into the founding store: empty
+    lists, unknown sizes, unknown envelopes, rows over every cap, several sessions, and
+    every guard shape (page, row cap, token cap, each alone and together, fractional
+    ratios, a tool filter)."""
+    from forensics.api import Scope, price_book, using
+    from forensics.whatif import fit, replay
+    from forensics.whatif.guard import Guard
+
+    db = tmp_path / "random.duckdb"
+    db.write_bytes(Path(founding_db).read_bytes())
+    rng = random.Random(7)
+    con = duckdb.connect(str(db))
+    # more sessions: the founding one copied under other ids, so that runs hold several
+    for copy in range(1, 4):
+        for table in ("sessions", "events", "parts", "fact_sessions", "fact_tool_calls"):
+            columns = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
+            chosen = ", ".join(
+                f"session_id || '-{copy}' AS session_id" if c == "session_id" else c
+                for c in columns
+            )
+            con.execute(f"INSERT INTO {table} SELECT {chosen} FROM {table}"  # noqa: S608
+                        " WHERE session_id NOT LIKE '%-%'")  # fmt: skip
+    keys = con.execute(
+        "SELECT session_id, event_id, part_index FROM parts"
+        " WHERE kind = 'function_response' AND origin = 'content'"
+    ).fetchall()
+    assert len(keys) >= 20
+    for session, event, index in keys:
+        shape = rng.random()
+        n = 0 if shape < 0.1 else rng.choice([1, 2, 3, 7, 40, 250, 900])
+        chars = [rng.choice([0, 1, 5, 60, 3000, 50_000]) + rng.randrange(40) for _ in range(n)]
+        extra = [rng.randrange(30) for _ in range(n)]
+        envelope = None if rng.random() < 0.15 else rng.randrange(5_000)
+        unknown = shape > 0.95  # no sizes stored
+        con.execute(
+            "UPDATE parts SET row_chars = CAST(? AS INTEGER[]), row_extra = CAST(? AS INTEGER[]),"
+            " envelope_chars = ?, envelope_extra = ? WHERE session_id = ? AND event_id = ?"
+            " AND part_index = ? AND origin = 'content'",
+            [None if unknown else chars, None if unknown else extra, envelope,
+             None if envelope is None else rng.randrange(50), session, event, index],
+        )
+    con.close()
+    guards = [
+        Guard(token_cap=16_000),
+        Guard(token_cap=500, chars_per_token=2.7),
+        Guard(token_cap=1),
+        Guard(row_cap=200),
+        Guard(row_cap=3, token_cap=2_000, chars_per_token=0.9),
+        Guard(page_size=5),
+        Guard(page_size=40, row_cap=20, token_cap=9_000),
+        Guard(token_cap=4_000, tool="get_order_history"),
+    ]
+    original = replay.RESULT_RUN_EVENTS
+    with using(db) as store:
+        costing = Scope(store, None).costing(price_book(None, store))
+        for guard in guards:
+            # one run; a run per session; a numpy chunk of a few hundred rows
+            for events, rows in ((original, fit.CHUNK_ROWS), (1, fit.CHUNK_ROWS), (1, 300)):
+                replay.RESULT_RUN_EVENTS = events
+                monkeypatch.setattr(fit, "CHUNK_ROWS", rows)
+                try:
+                    found = replay.results(costing, guard)
+                finally:
+                    replay.RESULT_RUN_EVENTS = original
+                expected = costing.query(
+                    "whatif/results_unnested", None, **guard.params()
+                ).with_columns(found.select("saved_input_tokens", "guard"))
+                assert found.height > 0 and found["fired"].any()
+                assert found.schema == expected.schema, guard.describe()
+                assert found.equals(expected), guard.describe()

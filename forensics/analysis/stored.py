@@ -191,16 +191,23 @@ class Facts:
         ordered by `scope_sessions`' ordinal first: the runs one after the other are the
         frame read whole. At least one frame (empty when nothing is selected): a writer
         takes the columns from it."""
+        found = False
+        for part in self.session_runs(RUN_EVENTS[name]):
+            found = True
+            yield spec.from_query(self.query(name, sessions=part, **params))
+        if not found:
+            yield self._frame(name, spec, **params)
+
+    def session_runs(self, events: int) -> Iterator[pa.Table]:
+        """The selection's sessions (`scope_sessions`' rows) in runs of about `events`
+        events, in order; none when nothing is selected."""
         sizes = self.query("facts/scope_sizes")["events"].to_list()
-        events, start, weight = RUN_EVENTS[name], 0, 0
+        start, weight = 0, 0
         for end, size in enumerate(sizes, 1):
             weight += size
             if weight >= events or end == len(sizes):
-                part = self.sessions.slice(start, end - start)
-                yield spec.from_query(self.query(name, sessions=part, **params))
+                yield self.sessions.slice(start, end - start)
                 start, weight = end, 0
-        if not sizes:
-            yield self._frame(name, spec, **params)
 
     def calls_in_runs(self) -> Iterator[pl.DataFrame]:
         return self.runs("facts/calls", CALLS, turn=None)

@@ -7,9 +7,11 @@ carried. What the agent would have done with fewer rows (answered from less, or 
 for more) is not replayed; `extra_turns_paid_for` is the other half of the arithmetic:
 how many extra turns the saving pays for before it is lost.
 
-The results come from SQL (queries/whatif/results.sql, over the parts' shape columns of
-store schema 9); the calls from queries/whatif/calls.sql, priced by the cost engine's
-views; turns, sessions and the failures prevented are sums of the calls here.
+The results come from the parts' shape columns of store schema 9: each result's rows'
+sizes (queries/whatif/result_rows.sql), what the guard keeps of them (fit.py), the cut
+(queries/whatif/results.sql; results_unnested.sql is the definition); the calls from
+queries/whatif/calls.sql, priced by the cost engine's views; turns, sessions and the
+failures prevented are sums of the calls here.
 """
 
 from __future__ import annotations
@@ -18,19 +20,37 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import polars as pl
+import pyarrow as pa
 
 from ..columns import WHATIF_CALLS, WHATIF_RESULTS, WHATIF_SESSIONS, WHATIF_TURNS
 from ..cost.billed import Costing, known_sum
+from .fit import fit
 from .guard import Guard
 
 _KEY = ["app_name", "user_id", "session_id"]
+RESULT_RUN_EVENTS = 100_000  # the sessions whose results' rows are fitted at once
 _CENT = Decimal("0.000000000001")  # money computed in floating point is kept to 12 places
 
 
 def results(costing: Costing, guard: Guard) -> pl.DataFrame:
     """Per tool result of the selection: the guard's cut (queries/whatif/results.sql), with
     every column the audit and the calls need (WHATIF_RESULTS is a subset)."""
-    frame = costing.query("whatif/results", None, **guard.params())
+    # a run of sessions at a time: the rows' sizes of every result at once were 274 MB
+    # of lists at 1,000,000 events, and DuckDB's join over them more (1.76 GB peak, 1.15
+    # GB by runs, 4.2 s against 6.2 s: each run reads the parts again)
+    runs: list[pa.Table | None] = list(costing.facts.session_runs(RESULT_RUN_EVENTS))
+    fits = [
+        fit(costing.query("whatif/result_rows", sessions=run, tool=guard.tool),
+            row_cap=guard.row_cap, token_cap=guard.token_cap, page_size=guard.page_size,
+            chars_per_token=guard.chars_per_token).to_arrow()
+        for run in runs or [None]  # None: the whole selection (none selected)
+    ]  # fmt: skip
+    frame = costing.query(
+        "whatif/results",
+        {"result_fits": pa.concat_tables(fits)},
+        token_cap=guard.token_cap,
+        chars_per_token=float(guard.chars_per_token),
+    )
     return frame.with_columns(
         ((pl.col("result_tokens_estimated") - pl.col("counterfactual_tokens")) * pl.col("sends"))
         .alias("saved_input_tokens"),
