@@ -157,6 +157,24 @@ def test_help_starts_without_heavy_imports():
     assert out.stdout.strip() == "[]"
 
 
+def test_a_query_command_imports_only_what_it_uses(tmp_path):
+    """`sessions` (a query command) reads the store and prints a table: no chart or
+    template library, no source client, no price tables (issue 27: start-up)."""
+    db = tmp_path / "q.duckdb"
+    api.ingest_sqlite(db, ROOT / "sample_data" / "adk_v1.db")
+    heavy = ("matplotlib", "jinja2", "opensearchpy", "psycopg", "genai_prices", "pandas",
+             "pyspark", "google")  # fmt: skip
+    code = ("import atexit, sys\n"
+            f"atexit.register(lambda: print(sorted(m for m in {heavy!r} if m in sys.modules),"
+            " file=sys.stderr))\n"
+            f"sys.argv = ['forensics', 'sessions', '--db', {str(db)!r}]\n"
+            "from forensics.cli import main\nmain()")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "total" in out.stdout
+    assert out.stderr.strip().splitlines()[-1] == "[]"
+
+
 def test_loaders_import_no_presentation_layers():
     code = ("import sys\nimport forensics.api\n"
             "print(sorted(m for m in ('typer', 'jinja2', 'matplotlib') if m in sys.modules))")
