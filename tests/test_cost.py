@@ -624,3 +624,23 @@ def test_a_litellm_payload_of_the_call_makes_its_writes_known(tmp_path):
                                                cache_read_tokens=8_000, cache_write_tokens=1_500,
                                                output_tokens=700)  # fmt: skip
         assert row["cache_write_usd_low"] == row["cache_write_usd_high"] > 0
+
+
+def test_a_view_named_more_than_once_is_computed_once():
+    """DuckDB expands a view wherever it is named (through the views that name it): the
+    cost views a query would compute twice or more are made temp tables, the others stay
+    views (analysis/stored.py shared_views); the rows are the same either way, which the
+    goldens and every cost test hold."""
+    from forensics import sql
+    from forensics.analysis.stored import _code, shared_views
+    from forensics.cost.billed import _VIEWS
+
+    names = list(_VIEWS)
+    for i, (view, source) in enumerate(_VIEWS.items()):  # each names only views before it
+        text = _code(sql.load(source).sql)
+        assert not [later for later in names[i:] if later in text], view
+    assert shared_views(sql.load("cost/share").sql, _VIEWS) == {"cost_calls", "cost_first_sends"}
+    assert shared_views(sql.load("cost/tool_calls").sql, _VIEWS) == {
+        "cost_calls", "cost_call_prices", "cost_first_sends"}
+    assert shared_views(sql.load("cost/grouped").sql, _VIEWS) == set()
+    assert shared_views(sql.load("cost/calls").sql, _VIEWS) == set()
