@@ -405,12 +405,12 @@ def test_cli_json_carries_the_guard_and_provenance(founding_db):
 
 
 def test_the_fit_from_lists_is_the_unnested_definition(tmp_path, founding_db, monkeypatch):
-    """whatif/fit.py (numpy over each result's list of row sizes, a run of sessions at a
-    time) and queries/whatif/results_unnested.sql (a row per result row) give the same
-    frame, types included, over random row sizes written into the founding store: empty
-    lists, unknown sizes, unknown envelopes, rows over every cap, several sessions, and
-    every guard shape (page, row cap, token cap, each alone and together, fractional
-    ratios, a tool filter)."""
+    """whatif/fit.py (numpy over each result's list of row sizes) and its definition,
+    queries/whatif/fits_unnested.sql (a row per result row), give the same figures over
+    random row sizes written into the founding store: empty lists, unknown sizes,
+    unknown envelopes, rows over every cap, several sessions, and every guard shape
+    (page, row cap, token cap, each alone and together, fractional ratios, a tool
+    filter); and the replay, a run of sessions at a time, is the cut of those figures."""
     from forensics.api import Scope, price_book, using
     from forensics.whatif import fit, replay
     from forensics.whatif.guard import Guard
@@ -463,17 +463,29 @@ def test_the_fit_from_lists_is_the_unnested_definition(tmp_path, founding_db, mo
     with using(db) as store:
         costing = Scope(store, None).costing(price_book(None, store))
         for guard in guards:
-            # one run; a run per session; a numpy chunk of a few hundred rows
-            for events, rows in ((original, fit.CHUNK_ROWS), (1, fit.CHUNK_ROWS), (1, 300)):
+            params = {k: v for k, v in guard.params().items() if k != "tool"}
+            rows = costing.query("whatif/result_rows", tool=guard.tool)
+            definition = costing.query("whatif/fits_unnested", {"result_rows": rows.to_arrow()},
+                                       **params)  # fmt: skip
+            for chunk in (fit.CHUNK_ROWS, 300):  # numpy chunks of many results and of few
+                monkeypatch.setattr(fit, "CHUNK_ROWS", chunk)
+                mine = fit.fit(rows, row_cap=guard.row_cap, token_cap=guard.token_cap,
+                               page_size=guard.page_size, chars_per_token=guard.chars_per_token)
+                assert mine.columns == definition.columns, guard.describe()
+                assert mine.equals(definition.cast(mine.schema)), guard.describe()  # type: ignore[arg-type]
+            # the whole replay, a run of sessions at a time or one run, against the cut of
+            # the definition's figures
+            expected = costing.query(
+                "whatif/results", {"result_fits": definition.to_arrow()},
+                token_cap=guard.token_cap, chars_per_token=float(guard.chars_per_token),
+            )  # fmt: skip
+            for events in (original, 1):
                 replay.RESULT_RUN_EVENTS = events
-                monkeypatch.setattr(fit, "CHUNK_ROWS", rows)
                 try:
                     found = replay.results(costing, guard)
                 finally:
                     replay.RESULT_RUN_EVENTS = original
-                expected = costing.query(
-                    "whatif/results_unnested", None, **guard.params()
-                ).with_columns(found.select("saved_input_tokens", "guard"))
                 assert found.height > 0 and found["fired"].any()
+                expected = expected.with_columns(found.select("saved_input_tokens", "guard"))
                 assert found.schema == expected.schema, guard.describe()
                 assert found.equals(expected), guard.describe()

@@ -1,6 +1,6 @@
 """What a guard keeps of each tool result's rows, from the rows' sizes as lists.
 
-queries/whatif/results_unnested.sql is the definition: a row per result row, a running
+queries/whatif/fits_unnested.sql is the definition: a row per result row, a running
 sum over them, sums per result. At 1,000,000 events that is 34 million rows (288,648
 results) unnested, sorted and grouped: 48 s and 15 GB for `forensics guards`. Here the
 same figures come from the lists' flat values and offsets, in a few numpy passes

@@ -9,7 +9,7 @@ how many extra turns the saving pays for before it is lost.
 
 The results come from the parts' shape columns of store schema 9: each result's rows'
 sizes (queries/whatif/result_rows.sql), what the guard keeps of them (fit.py), the cut
-(queries/whatif/results.sql; results_unnested.sql is the definition); the calls from
+(queries/whatif/results.sql; fits_unnested.sql defines fit.py's figures); the calls from
 queries/whatif/calls.sql, priced by the cost engine's views; turns, sessions and the
 failures prevented are sums of the calls here.
 """
