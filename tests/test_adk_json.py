@@ -249,7 +249,15 @@ def test_msgspec_reads_what_python_json_reads(tmp_path, monkeypatch):
         ' "deep": ' + "[" * 200 + "]" * 200 + ', "rows": [{"a": 1}, {"a": "\\u00ff"}]}}}]},'
         ' "usage_metadata": {"prompt_token_count": 10}}]}'
     )
-    files = sorted((ROOT_SAMPLE / "exports").glob("*.json")) + [odd]
+    lines = tmp_path / "odd.ndjson"  # the NDJSON path: a line at a time, CRLF, a blank
+    lines.write_bytes(
+        b'{"id": "n1", "author": "user", "timestamp": 1761123700, "content": {"parts":'
+        b' [{"text": "\\u2028 caf\xc3\xa9 \\ud83d\\ude00"}]}}\r\n\r\n'
+        b'{"id": "n2", "author": "agent", "author": "x", "timestamp": 1761123701.5,'
+        b' "usage_metadata": {"prompt_token_count": 99999999999999999999}}\n'
+        b'{"id": "n3", "author": "agent", "timestamp": NaN}\n'
+    )
+    files = sorted((ROOT_SAMPLE / "exports").glob("*.*json")) + [odd, lines]
     files += sorted(REAL.glob("*.json")) + sorted(TRACED.glob("*__session_*.json"))
     calls = {"fast": 0}
     real_read = adk_json._fast_read

@@ -644,3 +644,30 @@ def test_a_view_named_more_than_once_is_computed_once():
         "cost_calls", "cost_call_prices", "cost_first_sends"}
     assert shared_views(sql.load("cost/grouped").sql, _VIEWS) == set()
     assert shared_views(sql.load("cost/calls").sql, _VIEWS) == set()
+
+
+def test_views_as_tables_give_the_same_rows_and_leave_nothing(tmp_path, monkeypatch):
+    """The same frames with every cost view a view, and none left after a query; a view
+    left by an interrupted clean-up does not stop the next query making a table."""
+    from forensics.analysis import stored
+    from forensics.api import Scope, price_book, using
+
+    db = tmp_path / "c.duckdb"
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    api.ingest_claude_code(db, [SAMPLES / "claude_code"])
+    frames = (lambda: api.cost_share(db), lambda: api.cost(db, by="tool"),
+              lambda: api.cost(db, by="tool-call"), lambda: api.cost(db, by="day"))  # fmt: skip
+    tabled = [f() for f in frames]
+    with monkeypatch.context() as m:
+        m.setattr(stored, "shared_views", lambda query, views: set())
+        viewed = [f() for f in frames]
+    assert all(a.height for a in tabled)
+    assert all(a.equals(b) for a, b in zip(tabled, viewed, strict=True))
+    with using(db) as store:
+        store.run("CREATE TEMP VIEW cost_calls AS SELECT 1 AS x")  # left behind
+        costing = Scope(store, None).costing(price_book(None, store))
+        assert costing.share().height == tabled[0].height
+        left = store.run("SELECT count(*) FROM duckdb_tables() WHERE temporary")[0][0]
+        views = store.run("SELECT count(*) FROM duckdb_views() WHERE temporary"
+                          " AND view_name LIKE 'cost_%'")[0][0]  # fmt: skip
+        assert (left, views) == (0, 0)

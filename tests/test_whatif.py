@@ -486,6 +486,27 @@ def test_the_fit_from_lists_is_the_unnested_definition(tmp_path, founding_db, mo
                 finally:
                     replay.RESULT_RUN_EVENTS = original
                 assert found.height > 0 and found["fired"].any()
-                expected = expected.with_columns(found.select("saved_input_tokens", "guard"))
+                expected = expected.with_columns(
+                    ((pl.col("result_tokens_estimated") - pl.col("counterfactual_tokens"))
+                     * pl.col("sends")).alias("saved_input_tokens"),
+                    pl.lit(guard.describe()).alias("guard"),
+                )  # fmt: skip
                 assert found.schema == expected.schema, guard.describe()
                 assert found.equals(expected), guard.describe()
+
+
+def test_the_fit_reads_a_null_list_as_no_rows_whatever_arrow_holds_behind_it():
+    """Arrow lets a null list own values; polars keeps them. The fit counts none."""
+    import pyarrow as pa
+
+    from forensics.whatif import fit
+
+    lists = pa.LargeListArray.from_arrays(pa.array([0, 2, 4, 6], pa.int64()),
+                                          pa.array([1, 2, 3, 4, 5, 6], pa.int32()),
+                                          mask=pa.array([False, True, False]))  # fmt: skip
+    rows = pl.DataFrame({"row_chars": pl.Series(lists), "row_extra": pl.Series(lists),
+                         "envelope_chars": [1, 2, 3], "envelope_extra": [0, 0, 0]})  # fmt: skip
+    found = fit.fit(rows, row_cap=None, token_cap=100, page_size=5, chars_per_token=3.0)
+    assert found["k"].to_list() == [2, 0, 2]
+    assert found["dumps_rows"].to_list() == [6, None, 22]  # (1+1)+(2+2); (5+5)+(6+6)
+    assert found["row_tokens"].to_list() == [3, None, 8]

@@ -198,21 +198,25 @@ class Facts:
         }
         for relation, table in registered.items():
             self.store.con.register(relation, table)
-        made: list[tuple[str, str]] = []
+        made: list[str] = []
         computed_once = shared_views(sql.load(name).sql, views or {})
         try:
             for view, source in (views or {}).items():
                 query = sql.load(source)
                 assert not query.params, f"{source}: a view takes no parameters"
                 kind = "TABLE" if view in computed_once else "VIEW"
-                # view names come from code, never from data
+                made.append(view)
+                # one of the other kind left by a query whose clean-up was interrupted
+                # would refuse CREATE OR REPLACE (view names come from code, not data)
+                other = "VIEW" if kind == "TABLE" else "TABLE"
+                self.store.quietly(f"DROP {other} IF EXISTS {view}")
                 self.store.run(f"CREATE OR REPLACE TEMP {kind} {view} AS "  # noqa: S608
                                + query.sql.strip().rstrip(";"))  # fmt: skip
-                made.append((kind, view))
             return self.store.frame(name, **params)
         finally:
-            for kind, view in reversed(made):
-                self.store.run(f"DROP {kind} IF EXISTS {view}")
+            for view in reversed(made):
+                self.store.quietly(f"DROP VIEW IF EXISTS {view}")
+                self.store.quietly(f"DROP TABLE IF EXISTS {view}")
             self.store.unregister(*registered)
 
     def _frame(self, name: str, spec: Spec, **params: Any) -> pl.DataFrame:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 LISTS = ("row_chars", "row_extra")
 FITS = pa.schema(
@@ -49,13 +50,15 @@ def _flat(column: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     array = column.to_arrow()
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
-    if not pa.types.is_large_list(array.type):
-        array = array.cast(pa.large_list(array.type.value_type))
-    offsets = np.asarray(array.offsets, dtype=np.int64)  # a null list: start == end
-    values = array.flatten()  # the lists' own values, whatever the array's slice
+    # the lists' own values (whatever the array's slice; a null list's none, even where
+    # Arrow lets it own some) and offsets made from their lengths, a null list empty
+    values = array.flatten()
+    lengths = pc.fill_null(pc.list_value_length(array), 0)
+    offsets = np.zeros(len(array) + 1, dtype=np.int64)
+    np.cumsum(np.asarray(lengths, dtype=np.int64), out=offsets[1:])
     if values.null_count:
         raise ValueError(f"{column.name}: a row size is null")
-    return np.asarray(values), offsets - offsets[0]
+    return np.asarray(values), offsets
 
 
 def _prefix(values: np.ndarray) -> np.ndarray:

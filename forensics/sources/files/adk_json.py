@@ -151,6 +151,9 @@ def _not_events(items: list[object]) -> str:
 # time (json.loads and json.dumps were 27 s of 106 s over 200,000 events in 5,000
 # files). What it refuses and Python's json may take (NaN, lone surrogates, numbers
 # beyond a double, nesting past its depth, invalid text) takes the json path below.
+# Both stop near Python's recursion limit, msgspec a few levels later (it is called
+# from fewer frames): an event nested about 990 levels deep, which json skipped as too
+# deep, is kept.
 _decode = msgspec.json.decode
 _BOM = b"\xef\xbb\xbf"
 Encoder = Callable[[object], str]
@@ -167,7 +170,7 @@ def _python(event: object) -> str:
 _SLOW = object()
 
 
-def _fast_read(data: bytes | str) -> object:
+def _fast_read(data: bytes | memoryview | str) -> object:
     """The JSON as msgspec reads it, or `_SLOW` where it cannot."""
     try:
         return _decode(data)
@@ -229,7 +232,8 @@ class AdkJsonSource:
         except OSError:
             data = b""  # said below, where the file is read as text
         if data:
-            doc = _fast_read(data[len(_BOM) :] if data.startswith(_BOM) else data)
+            doc = _fast_read(memoryview(data)[len(_BOM) if data.startswith(_BOM) else 0 :])
+            data = b""  # not held while a file msgspec refused is read again as text
             if doc is not _SLOW:
                 yield from self._document(path, doc, out, _compact)
                 return
