@@ -275,3 +275,47 @@ def test_msgspec_reads_what_python_json_reads(tmp_path, monkeypatch):
     fast, slow = _tables(tmp_path / "fast.duckdb"), _tables(tmp_path / "slow.duckdb")
     assert fast["events"] and fast.keys() == slow.keys()
     assert fast == slow
+
+
+def test_values_python_reads_but_cannot_store_are_one_skip_each(tmp_path):
+    """A lone surrogate (in the text, the event id, the session id), an integer of over
+    4,300 digits (in a Session, in NDJSON), a timestamp or last_update_time beyond any
+    float: each loses its event alone, with the reason and where; the good events of the
+    same files are loaded (each of these aborted the whole ingest)."""
+    def event(i: int, **extra: object) -> str:
+        return json.dumps({"id": f"e{i}", "author": "user", "timestamp": 1_761_123_600 + i,
+                           "content": {"parts": [{"text": "hi"}]}, **extra})  # fmt: skip
+
+    def session(sid: str, *events: str, head: str = "") -> str:
+        keys = f'"id": "{sid}", "app_name": "a", "user_id": "u", {head}'
+        return f'{{{keys}"events": [{", ".join(events)}]}}'
+
+    big = "1" * 5000
+    TOO_LONG = "holds a number of over 4,300 digits, more than Python's json reads"  # noqa: N806
+    files = {
+        "surrogate.json": session("s1", event(1), event(2).replace('"hi"', '"\\ud800"')),
+        "surrogate_id.json": session("s2", event(1), event(2).replace('"e2"', '"\\udc80"')),
+        "surrogate_session.json": session("\\ud800x", event(1)),
+        "bigint.json": session("s3", event(1), event(2).replace('"hi"', big)),
+        "bigint.ndjson": event(7) + "\n" + event(8).replace('"hi"', big) + "\n",
+        "timestamp.json": session("s4", event(1), event(2).replace("1761123602", "1" + "0" * 400)),
+        "updated.json": session("s5", event(1), head=f'"last_update_time": 1{"0" * 400}, '),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    result = api.ingest_json(tmp_path / "f.duckdb", [tmp_path / n for n in files])
+    assert (result.rows_read, result.rows_loaded) == (12, 6)
+    found = {s.locator.removeprefix(f"{tmp_path}/"): s.reason for s in result.skips}
+    assert found == {
+        "surrogate.json: event 1":
+            "the event's text is not valid Unicode: a lone surrogate \\ud800 at character 88",
+        "surrogate_id.json: event 1":
+            "event_id is not valid Unicode: a lone surrogate \\udc80 at character 0",
+        "surrogate_session.json: event 0":
+            "session_id is not valid Unicode: a lone surrogate \\ud800 at character 0",
+        "bigint.json: event 1": TOO_LONG,
+        "bigint.ndjson:2": TOO_LONG,
+        "timestamp.json: event 1": "event e2 has a 'timestamp' beyond any date",
+    }  # fmt: skip
+    stored = api.sessions(tmp_path / "f.duckdb")
+    assert sorted(stored["session_id"].to_list()) == ["bigint", "s1", "s2", "s3", "s4", "s5"]

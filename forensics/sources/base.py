@@ -71,6 +71,21 @@ class Source(Protocol):
     def batches(self, since_watermark: float | None) -> Iterator[Batch]: ...
 
 
+def not_unicode(name: str, value: object) -> str | None:
+    """Why text cannot be stored (a lone surrogate, which Python's json reads from
+    "\\ud800" and UTF-8 cannot hold), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        shown = "the event's text" if name == "event_json" else name
+        code = ord(value[e.start])
+        return (f"{shown} is not valid Unicode: a lone surrogate \\u{code:04x} at character "
+                f"{e.start:,}")  # fmt: skip
+    return None
+
+
 class EventBatcher:
     """Collects raw event rows and cuts them into Arrow tables of at most `size` rows.
 
@@ -128,8 +143,29 @@ class EventBatcher:
 
     def _flush(self) -> None:
         if self._cols["event_id"]:
-            self._chunks.append(pa.RecordBatch.from_pydict(self._cols, schema=RAW_EVENT_SCHEMA))
+            try:
+                chunk = pa.RecordBatch.from_pydict(self._cols, schema=RAW_EVENT_SCHEMA)
+            except UnicodeEncodeError:  # a lone surrogate (Python's json reads "\ud800")
+                chunk = pa.RecordBatch.from_pydict(self._encodable(), schema=RAW_EVENT_SCHEMA)
+            self._chunks.append(chunk)
             self._cols = {name: [] for name in RAW_EVENT_SCHEMA.names}
+
+    def _encodable(self) -> dict[str, list[object]]:
+        """The pending rows without those holding text that is not valid Unicode, each
+        of those a skip that says which field and where (the others are kept)."""
+        kept: dict[str, list[object]] = {name: [] for name in RAW_EVENT_SCHEMA.names}
+        for i in range(len(self._cols["event_id"])):
+            row = {name: values[i] for name, values in self._cols.items()}
+            bad = next(
+                (why for name, value in row.items() if (why := not_unicode(name, value))), None
+            )
+            if bad is None:
+                for name, value in row.items():
+                    kept[name].append(value)
+                continue
+            self.skip(str(row["locator"]), bad)
+            self._rows -= 1
+        return kept
 
     def skip(self, locator: str, reason: str) -> None:
         self.skipped.append(Skip(locator, reason))

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ...families.fields import json_error
 from ...model import RAW_SESSION_SCHEMA, Batch
-from ..base import BATCH_ROWS, EventBatcher
+from ..base import BATCH_ROWS, EventBatcher, not_unicode
 
 _EVENT_KEYS = {"author", "content", "invocation_id", "invocationId", "actions", "timestamp"}
 
@@ -50,12 +50,13 @@ def _first_ids(text: str) -> list[str]:
         if line.strip():
             try:
                 found.append(json.loads(line))
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
                 continue
     return _ids(found)
 
 
 TOO_DEEP = "nested too deeply to read (over about 1,000 levels of objects and lists)"
+TOO_LONG = "holds a number of over 4,300 digits, more than Python's json reads"
 
 
 def json_kind(value: object) -> str:
@@ -267,16 +268,16 @@ class AdkJsonSource:
             return
         try:
             doc = json.loads(text)
-        except RecursionError:
-            # one event nested deeper than the parser's stack: read the events one by
-            # one, so that only that one is lost
-            yield from self._one_by_one(path, text, out)
-            return
         except json.JSONDecodeError as e:
             if e.msg == "Extra data" and text.lstrip().startswith("{"):
                 yield from self._ndjson(path, text, out)
             else:
                 yield from self._salvage(path, text, e, out)
+            return
+        except (RecursionError, ValueError):
+            # one event nested deeper than the parser's stack, or holding a number too
+            # long for it: read the events one by one, so that only that one is lost
+            yield from self._one_by_one(path, text, out)
             return
         yield from self._document(path, doc, out)
 
@@ -341,6 +342,10 @@ class AdkJsonSource:
                     out.rows_read += 1
                     out.skip(f"{path}:{lineno}", TOO_DEEP)
                     continue
+                except ValueError:
+                    out.rows_read += 1
+                    out.skip(f"{path}:{lineno}", TOO_LONG)
+                    continue
             self._add(out, event, app, user, session, f"{path}:{lineno}", encode)
             if out.full():
                 yield
@@ -375,6 +380,10 @@ class AdkJsonSource:
                 out.rows_read += 1
                 out.skip(locator, f"not valid JSON: {e.msg}")
                 continue
+            except ValueError:
+                out.rows_read += 1
+                out.skip(locator, TOO_LONG)
+                continue
             self._add(out, event, app, user, session, locator)
             if out.full():
                 yield
@@ -400,7 +409,7 @@ class AdkJsonSource:
                     break
                 try:
                     event, pos = decoder.raw_decode(text, pos)
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
                     break
                 self._add(out, event, app, user, session, f"{path}: event {kept}")
                 kept += 1
@@ -458,9 +467,12 @@ class AdkJsonSource:
         return named.pop() if len(named) == 1 else None
 
     def _note_session(self, app: str, user: str, session: str, updated: object) -> None:
-        if not all(isinstance(v, str) for v in (app, user, session)):
-            return  # its events are skipped by name (EventBatcher.add says why)
-        update_time = float(updated) if isinstance(updated, int | float) else None
+        if not all(isinstance(v, str) and not not_unicode("", v) for v in (app, user, session)):
+            return  # its events are skipped by name (EventBatcher.add or _add says why)
+        try:
+            update_time = float(updated) if isinstance(updated, int | float) else None
+        except OverflowError:  # an integer beyond any date: unknown
+            update_time = None
         row = pa.Table.from_pylist(
             [
                 {
@@ -505,6 +517,16 @@ class AdkJsonSource:
             out.skip(locator, f"event {event_id} has no numeric 'timestamp'")
             return
         try:
+            epoch = float(timestamp)
+        except OverflowError:
+            out.skip(locator, f"event {event_id} has a 'timestamp' beyond any date")
+            return
+        for name, value in (("app_name", app), ("user_id", user), ("session_id", session),
+                            ("event_id", event_id)):  # fmt: skip
+            if why := not_unicode(name, value):  # (the event's text: EventBatcher's)
+                out.skip(locator, why)
+                return
+        try:
             text = encode(event)
         except RecursionError:
             out.skip(locator, TOO_DEEP)
@@ -518,7 +540,7 @@ class AdkJsonSource:
             session_id=session,
             event_id=event_id,
             invocation_id=event.get("invocation_id") or event.get("invocationId"),
-            timestamp=float(timestamp),
+            timestamp=epoch,
             event_json=text,
             locator=locator,
         )
