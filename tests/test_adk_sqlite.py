@@ -67,3 +67,56 @@ def test_real_sqlite_files_load_every_event(tmp_path, name):
     assert (result.rows_loaded, result.rows_skipped) == (_source_count(REAL / name), 0)
     sessions = api.sessions(tmp_path / "f.duckdb")
     assert sessions["events"].sum() == result.rows_loaded
+
+
+def test_text_that_is_not_utf8_loses_its_row_alone(tmp_path):
+    """sqlite3 stopped the whole read at the first TEXT value that is not UTF-8. Now an id
+    that is not UTF-8 is a skip naming the field and the byte; any other text of the
+    row is read with U+FFFD, as event_data always was; every other row loads."""
+    import json
+    import shutil
+
+    v1 = tmp_path / "v1.db"
+    con = sqlite3.connect(v1)
+    con.executescript(
+        "CREATE TABLE sessions (app_name TEXT, user_id TEXT, id TEXT, state TEXT,"
+        " create_time TIMESTAMP, update_time TIMESTAMP, PRIMARY KEY (app_name, user_id, id));"
+        "CREATE TABLE events (id TEXT, app_name TEXT, user_id TEXT, session_id TEXT,"
+        " invocation_id TEXT, timestamp TIMESTAMP, event_data TEXT,"
+        " PRIMARY KEY (id, app_name, user_id, session_id));"
+        "INSERT INTO sessions VALUES ('a', 'u', 's1', '{}', NULL, NULL);"
+        "INSERT INTO sessions VALUES ('a', CAST(X'75ff' AS TEXT), 's2', '{}', NULL, NULL);"
+    )
+
+    def event(i: int) -> str:
+        return json.dumps({"id": f"e{i}", "author": "user", "timestamp": 1_761_127_200 + i,
+                           "content": {"parts": [{"text": "hi"}]}})  # fmt: skip
+
+    con.execute("INSERT INTO events VALUES ('e1', 'a', 'u', 's1', 'i1', '2025-10-22 10:00:01', ?)",
+                (event(1),))  # fmt: skip
+    con.execute("INSERT INTO events VALUES (CAST(X'65ff32' AS TEXT), 'a', 'u', 's1', 'i1',"
+                " '2025-10-22 10:00:02', ?)", (event(2),))  # fmt: skip
+    con.execute("INSERT INTO events VALUES ('e3', 'a', CAST(X'75ff' AS TEXT), 's2', 'i1',"
+                " '2025-10-22 10:00:03', ?)", (event(3),))  # fmt: skip
+    con.commit()
+    con.close()
+    result = api.ingest_sqlite(tmp_path / "v1.duckdb", v1)
+    assert (result.rows_read, result.rows_loaded) == (3, 1)
+    assert sorted(s.reason for s in result.skips) == [
+        "id is not UTF-8 text: byte 1 is 0xff", "user_id is not UTF-8 text: byte 1 is 0xff"]
+    assert api.sessions(tmp_path / "v1.duckdb")["session_id"].to_list() == ["s1"]
+
+    v0 = tmp_path / "v0.db"
+    shutil.copy(SAMPLES / "adk_v0.db", v0)
+    con = sqlite3.connect(v0)
+    first, second = [r[0] for r in con.execute("SELECT id FROM events ORDER BY rowid LIMIT 2")]
+    rows = con.execute("SELECT count(*) FROM events").fetchone()[0]
+    con.execute("UPDATE events SET author = CAST(X'61ff62' AS TEXT) WHERE id = ?", (first,))
+    con.execute("UPDATE events SET session_id = CAST(X'73ff' AS TEXT) WHERE id = ?", (second,))
+    con.commit()
+    con.close()
+    result = api.ingest_sqlite(tmp_path / "v0.duckdb", v0)
+    assert (result.rows_read, result.rows_loaded) == (rows, rows - 1)
+    assert [s.reason for s in result.skips] == ["session_id is not UTF-8 text: byte 1 is 0xff"]
+    with Store.open(tmp_path / "v0.duckdb", read_only=True) as store:
+        assert store.run("SELECT author FROM events WHERE event_id = ?", [first]) == [("a\ufffdb",)]

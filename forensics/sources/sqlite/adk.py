@@ -67,6 +67,29 @@ def where_clause(
     return (" WHERE " + " AND ".join(fragments)) if fragments else "", params
 
 
+class _NotUtf8(bytes):
+    """A TEXT value that is not UTF-8, as its bytes (a BLOB value stays plain bytes)."""
+
+
+def _text(raw: bytes) -> str | bytes:
+    """SQLite TEXT as str; one that is not UTF-8 as _NotUtf8, so that one bad row is a
+    skip that says so, or its text read with U+FFFD (sqlite3's own decoding stops the
+    whole read at it)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _NotUtf8(raw)
+
+
+def _undecodable(raw: bytes) -> str:
+    """Where bytes stop being UTF-8."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"byte {e.start:,} is {raw[e.start]:#04x}"
+    return "it is bytes"
+
+
 class AdkSqliteSource:
     kind = "adk-sqlite"
 
@@ -99,6 +122,7 @@ class AdkSqliteSource:
         uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
         try:
             con = sqlite3.connect(uri, uri=True)
+            con.text_factory = _text
             con.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.DatabaseError as e:
             raise SourceError(f"{self.path}: not a SQLite database ({e})") from e
@@ -169,6 +193,13 @@ class AdkSqliteSource:
     def _add(self, out: EventBatcher, row: dict[str, object]) -> None:
         out.rows_read += 1
         locator = f"{self.path}: events row id={row['id']!r} session={row['session_id']!r}"
+        for name, value in row.items():
+            if not isinstance(value, _NotUtf8):
+                continue
+            if name in ("app_name", "user_id", "session_id", "id", "invocation_id"):
+                out.skip(locator, f"{name} is not UTF-8 text: {_undecodable(value)}")
+                return
+            row[name] = value.decode("utf-8", errors="replace")  # as event_data's always was
         epoch = _epoch(row["timestamp"])
         if epoch is None:
             out.skip(locator, f"unreadable timestamp {row['timestamp']!r}")
@@ -240,6 +271,7 @@ class AdkSqliteSource:
                     "update_time": _epoch(t),
                 }
                 for a, u, s, c, t in rows
+                if not any(isinstance(v, _NotUtf8) for v in (a, u, s))  # its events: skips
             ],
             schema=RAW_SESSION_SCHEMA,
         )
