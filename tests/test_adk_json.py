@@ -300,11 +300,13 @@ def test_values_python_reads_but_cannot_store_are_one_skip_each(tmp_path):
         "bigint.ndjson": event(7) + "\n" + event(8).replace('"hi"', big) + "\n",
         "timestamp.json": session("s4", event(1), event(2).replace("1761123602", "1" + "0" * 400)),
         "updated.json": session("s5", event(1), head=f'"last_update_time": 1{"0" * 400}, '),
+        "both.json": session("s6", event(1), event(2).replace('"e2"', '"\\udc81"')
+                             .replace("1761123602", '"noon"')),  # a reason would name the id
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     result = api.ingest_json(tmp_path / "f.duckdb", [tmp_path / n for n in files])
-    assert (result.rows_read, result.rows_loaded) == (12, 6)
+    assert (result.rows_read, result.rows_loaded) == (14, 7)
     found = {s.locator.removeprefix(f"{tmp_path}/"): s.reason for s in result.skips}
     assert found == {
         "surrogate.json: event 1":
@@ -316,6 +318,8 @@ def test_values_python_reads_but_cannot_store_are_one_skip_each(tmp_path):
         "bigint.json: event 1": TOO_LONG,
         "bigint.ndjson:2": TOO_LONG,
         "timestamp.json: event 1": "event e2 has a 'timestamp' beyond any date",
+        "both.json: event 1":
+            "event_id is not valid Unicode: a lone surrogate \\udc81 at character 0",
     }  # fmt: skip
     stored = api.sessions(tmp_path / "f.duckdb")
-    assert sorted(stored["session_id"].to_list()) == ["bigint", "s1", "s2", "s3", "s4", "s5"]
+    assert sorted(stored["session_id"].to_list()) == ["bigint", "s1", "s2", "s3", "s4", "s5", "s6"]

@@ -68,7 +68,7 @@ def shared_views(query: str, views: dict[str, str]) -> set[str]:
     """The views (name -> queries/ source) that `query` would compute more than once:
     DuckDB expands a view at each place it is named, through the views that name it,
     so `cost_calls` was priced five times over for `cost --share` (7.2 s and 2.0 GB at
-    1,000,000 events; 3.6 s and 1.1 GB with it made a table once). Those are made temp
+    1,000,000 events; 3.9-4.1 s and 1.1 GB with it made a table once). Those are made temp
     tables; a view read once stays a view (a table of it only adds the writing)."""
     texts = {view: _code(sql.load(source).sql) for view, source in views.items()}
 

@@ -512,6 +512,11 @@ class AdkJsonSource:
         if not isinstance(event_id, str) or not event_id:
             out.skip(locator, "event has no 'id'")
             return
+        for name, value in (("app_name", app), ("user_id", user), ("session_id", session),
+                            ("event_id", event_id)):  # fmt: skip
+            if why := not_unicode(name, value):  # before a reason names the id
+                out.skip(locator, why)
+                return
         timestamp = event.get("timestamp")
         if isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
             out.skip(locator, f"event {event_id} has no numeric 'timestamp'")
@@ -521,11 +526,6 @@ class AdkJsonSource:
         except OverflowError:
             out.skip(locator, f"event {event_id} has a 'timestamp' beyond any date")
             return
-        for name, value in (("app_name", app), ("user_id", user), ("session_id", session),
-                            ("event_id", event_id)):  # fmt: skip
-            if why := not_unicode(name, value):  # (the event's text: EventBatcher's)
-                out.skip(locator, why)
-                return
         try:
             text = encode(event)
         except RecursionError:
