@@ -724,14 +724,16 @@ def load_outcomes(
     arm: str | None = None,
     threshold: float | None = None,
     eval_only: bool = False,
+    replace: bool = False,
 ) -> IngestResult:
     """Load task outcomes (CSV/JSON rows, or ADK's EvalSetResult files) as one ingest;
-    `eval_only`: every file must be an EvalSetResult (another is a skip)."""
+    `eval_only`: every file must be an EvalSetResult (another is a skip); `replace`: a
+    row that differs from a stored execution's outcome replaces it (else it is a skip)."""
     from .ingest.outcomes import ingest_outcomes
 
     with using(store, read_only=False) as target:
         return ingest_outcomes(target, [Path(p) for p in paths], arm=arm, threshold=threshold,
-                               eval_only=eval_only)  # fmt: skip
+                               eval_only=eval_only, replace=replace)  # fmt: skip
 
 
 def executions(scope: Scope, book: PriceBook) -> pl.DataFrame:

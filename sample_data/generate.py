@@ -2102,7 +2102,10 @@ def write_outcomes(path: Path, plans: list[SupportPlan], outcomes: dict[str, boo
         f.write("session_id,task_id,arm,success\n")
         for plan in plans:
             success = "true" if outcomes[plan.session_id] else "false"
-            f.write(f"{plan.session_id},{plan.task.task_id},{plan.arm},{success}\n")
+            # the task as the eval result names it (<eval_set_id>/<eval_id>), so both
+            # files of the sample load into one store without a conflict
+            task = f"{EVAL_SET_ID}/{plan.task.task_id}"
+            f.write(f"{plan.session_id},{task},{plan.arm},{success}\n")
 
 
 def write_eval_result(

@@ -491,7 +491,7 @@ def test_support_sessions_pair_every_task_under_both_arms(
     days = {datetime.fromtimestamp(e["timestamp"], UTC).date() for e in support_events}
     assert all(d.isocalendar()[:2] == (2026, 43) for d in days) and len(days) >= 4
     assert [(r["session_id"], r["task_id"], r["arm"]) for r in outcomes] == sorted(
-        ((f"{t}-{a}", t, a) for t in tasks for a in arms),
+        ((f"{t}-{a}", f"{gen.EVAL_SET_ID}/{t}", a) for t in tasks for a in arms),
         key=lambda k: min(e["timestamp"] for e in support_events if e["session_id"] == k[0]),
     )
     # The scripted model is the one prices.toml prices.
@@ -580,7 +580,7 @@ def test_support_eval_result_is_the_conservative_arm(outcomes: list[dict[str, st
     assert [c.session_id for c in result.eval_case_results] == sorted(conservative)
     for case in result.eval_case_results:
         row = conservative[case.session_id]
-        assert case.eval_id == row["task_id"]
+        assert f"{case.eval_set_id}/{case.eval_id}" == row["task_id"]  # as the loader names it
         passed = EvalStatus.PASSED if row["success"] == "true" else EvalStatus.FAILED
         assert case.final_eval_status == passed
         assert case.user_id == "eval-conservative"

@@ -7,6 +7,7 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 from typer.testing import CliRunner
@@ -108,8 +109,20 @@ def test_outcomes_files_and_their_bad_rows(sample_store: Path, tmp_path: Path) -
         (f"{rows}:4", "session 'nosuch' is not in the store"),
         (f"{rows}:5", f"the same execution as {rows}:2"),
     ]
-    again = api.load_outcomes(sample_store, [rows], threshold=0.95)  # replaces both
-    assert again.notes["replaced"] == 2 and again.rows_loaded == 0
+    same = api.load_outcomes(sample_store, [rows], threshold=0.8)  # the same: nothing written
+    assert (same.rows_loaded, same.rows_already_stored, same.notes.get("replaced")) == (0, 2, None)
+    # A new threshold makes parallel a failure: a skip naming what differs, until --replace.
+    other = api.load_outcomes(sample_store, [rows], threshold=0.95)
+    assert (other.rows_loaded, other.rows_already_stored) == (0, 1)
+    assert [(s.locator, s.reason) for s in other.skips][-1] == (
+        f"{rows}:3",
+        "differs from the outcome ingest 2 stored: success True there, False here; "
+        "--replace overwrites it",
+    )
+    assert api.tasks(sample_store, prices=PRICES).filter(
+        pl.col("task_id") == "shipping")["successes"].to_list() == [1]  # kept as stored
+    again = api.load_outcomes(sample_store, [rows], threshold=0.95, replace=True)
+    assert again.notes["replaced"] == 1 and again.rows_loaded == 1
     shown = api.tasks(sample_store, prices=PRICES)
     assert shown.select("task_id", "arm", "successes").rows() == [("orders", "a", 0),
                                                                   ("shipping", "a", 0)]
@@ -142,7 +155,9 @@ def test_adk_eval_results_are_outcomes(sample_store: Path, tmp_path: Path) -> No
         ("store-set/c3", "cap-16k", 1, 0),
     ]
     assert frame.filter(pl.col("task_id") == "store-set/c3")["success_rate"].to_list() == [None]
-    replaced = api.load_outcomes(sample_store, [legacy], arm="cap-16k")
+    same = api.load_outcomes(sample_store, [legacy], arm="cap-16k")  # the same outcomes
+    assert (same.rows_loaded, same.rows_already_stored, same.rows_skipped) == (0, 3, 0)
+    replaced = api.load_outcomes(sample_store, [legacy], arm="cap-32k", replace=True)
     assert replaced.notes["replaced"] == 3
     rows = tmp_path / "rows.json"
     rows.write_text(json.dumps([{"session_id": "incident", "task_id": "t", "success": True}]))
@@ -239,3 +254,44 @@ def test_eval_results_with_odd_statuses_are_skips(sample_store: Path, tmp_path: 
         "final_eval_status is not an EvalStatus: True",
         "no eval_id: the task cannot be named",
     ]
+
+
+def test_the_readme_loads_the_eval_then_the_csv_without_rewriting_either(tmp_path: Path) -> None:
+    """The README's order: the eval result (the conservative arm), then the CSV of both
+    arms. The CSV says the same of the conservative sessions, so they are already
+    stored (not rewritten: they keep the eval's provenance), and the aggressive arm is
+    new; a CSV that says otherwise is a skip per row, until --replace."""
+    db = str(tmp_path / "s.duckdb")
+    api.ingest_sqlite(db, SAMPLE / "tasks.db")
+    runner = CliRunner()
+    evals = SAMPLE / "tasks.evalset_result.json"
+    first = runner.invoke(app, ["outcomes", "load", "--adk-eval", str(evals), "--arm",
+                                "conservative", "--db", db])  # fmt: skip
+    assert first.exit_code == 0, first.output
+    assert "read 12 outcomes: loaded 12 new, 0 already stored, skipped 0" in first.output
+    rows = SAMPLE / "outcomes.csv"
+    second = runner.invoke(app, ["outcomes", "load", str(rows), "--db", db])
+    assert second.exit_code == 0, second.output
+    assert "read 24 outcomes: loaded 12 new, 12 already stored, skipped 0" in second.output
+    assert "replaced" not in second.output
+    stored = _rows(db, "SELECT arm, min(source), min(task_id), count(*) FROM outcomes"
+                       " GROUP BY arm ORDER BY arm")  # fmt: skip
+    assert stored == [("aggressive", "csv", "support-tasks/t01", 12),
+                             ("conservative", "adk-eval", "support-tasks/t01", 12)]  # fmt: skip
+    flipped = tmp_path / "flipped.csv"
+    flipped.write_text(rows.read_text("utf-8").replace("t01-conservative,support-tasks/t01",
+                                                       "t01-conservative,t01"))  # fmt: skip
+    third = runner.invoke(app, ["outcomes", "load", str(flipped), "--db", db])
+    assert third.exit_code == 0, third.output
+    assert "read 24 outcomes: loaded 0 new, 23 already stored, skipped 1" in third.output
+    assert ("skipped 1: differs from the outcome ingest 2 stored: task_id 'support-tasks/t01' "
+            "there, 't01' here; --replace overwrites it") in third.output  # fmt: skip
+    fourth = runner.invoke(app, ["outcomes", "load", str(flipped), "--replace", "--db", db])
+    assert "loaded 0 new, replaced 1 stored that differed, 23 already stored" in fourth.output
+    assert _rows(db, "SELECT task_id FROM outcomes WHERE session_id = 't01-conservative'"
+                 ) == [("t01",)]  # fmt: skip
+
+
+def _rows(db: str, sql: str) -> list[tuple[object, ...]]:
+    with duckdb.connect(db, read_only=True) as con:
+        return con.execute(sql).fetchall()

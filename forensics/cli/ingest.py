@@ -56,15 +56,12 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
             if result.rows_ignored
             else ""
         )
+        replaced = int(result.notes.get("replaced", 0))  # type: ignore[call-overload]
+        over = f"replaced {replaced:,} stored that differed, " if replaced else ""
         echo(
-            f"read {_count(result.rows_read, noun)}: loaded {result.rows_loaded:,} new, "
-            f"{result.rows_already_stored:,} already stored, {ignored}"
+            f"read {_count(result.rows_read, noun)}: loaded {result.rows_loaded - replaced:,} "
+            f"new, {over}{result.rows_already_stored:,} already stored, {ignored}"
             f"skipped {result.rows_skipped:,} in {result.seconds:.1f} s"
-        )
-    if "replaced" in result.notes:
-        echo(
-            f"replaced {result.notes['replaced']:,} stored outcomes, "
-            f"{result.notes['changed']:,} of them changed"
         )
     if "records" in result.notes:
         kinds = ", ".join(f"{k} {v:,}" for k, v in result.notes["records"].items())  # type: ignore[attr-defined]

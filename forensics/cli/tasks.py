@@ -58,6 +58,15 @@ def load(
             "it they are still recognised by their shape.",
         ),
     ] = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="A row for a stored execution that says otherwise (another task, arm, "
+            "success or score) replaces it; without it such a row is a skip naming what "
+            "differs.",
+        ),
+    ] = False,
     db: DbOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -66,13 +75,18 @@ def load(
     Each eval case of an ADK EvalSetResult is one execution: its session, its task
     `<eval_set_id>/<eval_id>`, success from final_eval_status. A row whose session is
     not in the store, a repeated execution and a bad value are each a skip naming the
-    file and row; a later load of the same execution replaces it.
+    file and row. A stored execution is never rewritten unasked: a row that says the
+    same is already stored, one that differs is a skip until --replace.
     Example: forensics outcomes load runs/*.evalset_result.json --arm aggressive
     """
     from .. import api
 
     report_ingest(
-        api.load_outcomes(db, paths, arm=arm, threshold=threshold, eval_only=adk_eval), fmt, db
+        api.load_outcomes(
+            db, paths, arm=arm, threshold=threshold, eval_only=adk_eval, replace=replace
+        ),
+        fmt,
+        db,
     )
 
 

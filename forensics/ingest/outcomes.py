@@ -3,8 +3,11 @@
 A row is skipped, with its file and row, when it cannot be read, when its session is
 not in the store (load the sessions first: an outcome of a session the store does not
 hold has no cost), or when it repeats an execution (session, invocation) an earlier
-row of the same load gave. A row for an execution the store already has replaces it
-(counted in the ledger's notes).
+row of the same load gave. A row for an execution the store already has is already
+stored when it says the same (task, arm, success, score) and is left alone; when it
+differs it is a skip naming what differs and where the stored one came from, unless
+`replace` is given: then it replaces the stored one (counted in the ledger's notes).
+Nothing a load did not mean to change is rewritten.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ def ingest_outcomes(
     arm: str | None = None,
     threshold: float | None = None,
     eval_only: bool = False,
+    replace: bool = False,
 ) -> IngestResult:
     shown = ", ".join(str(p) for p in paths[:3]) + (
         f" and {len(paths) - 3} more" if len(paths) > 3 else ""
@@ -64,35 +68,40 @@ def ingest_outcomes(
     try:
         with store.transaction():
             stored = {
-                (s, i): (t, a, ok, sc)
-                for s, i, t, a, ok, sc in store.run(
-                    "SELECT session_id, invocation_id, task_id, arm, success, score FROM outcomes"
-                    " WHERE (session_id, invocation_id) IN"
+                (s, i): ((t, a, ok, sc), ingest)
+                for s, i, t, a, ok, sc, ingest in store.run(
+                    "SELECT session_id, invocation_id, task_id, arm, success, score, ingest_id"
+                    " FROM outcomes WHERE (session_id, invocation_id) IN"
                     " (SELECT (unnest(?::VARCHAR[]), unnest(?::VARCHAR[])))",
                     [[r.session_id for r in kept], [r.invocation_id or "" for r in kept]],
                 )
             }
-            replaced = len(stored)
-            changed = sum(
-                1
-                for r in kept
-                if (r.session_id, r.invocation_id or "") in stored
-                and stored[(r.session_id, r.invocation_id or "")]
-                != (r.task_id, r.arm, r.success, r.score)
-            )
-            if kept:
+            written: list[Outcome] = []
+            replaced = 0
+            for r in kept:
+                values = (r.task_id, r.arm, r.success, r.score)
+                held = stored.get((r.session_id, r.invocation_id or ""))
+                if held is None:
+                    written.append(r)
+                elif held[0] == values:
+                    continue  # already stored, as it was
+                elif replace:
+                    written.append(r)
+                    replaced += 1
+                else:
+                    result.skips.append(Skip(r.locator, _conflict(held, values)))
+            if written:
                 store.con.executemany(
                     "INSERT OR REPLACE INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (r.session_id, r.invocation_id or "", r.task_id, r.arm, r.success,
                          r.score, r.source, r.locator, result.ingest_id)
-                        for r in kept
+                        for r in written
                     ],  # fmt: skip
                 )
-            result.rows_loaded = len(kept) - int(replaced)
+            result.rows_loaded = len(written)
             if replaced:
                 result.notes["replaced"] = replaced
-                result.notes["changed"] = changed
             result.notes["executions"] = len(kept)
             result.seconds = time.monotonic() - clock
             ledger.write(store, result, started, ledger.now(), "ok", None)
@@ -101,3 +110,17 @@ def ingest_outcomes(
         ledger.write_stopped(store, result, started, ledger.now(), e)
         raise
     return result
+
+
+_FIELDS = ("task_id", "arm", "success", "score")
+
+
+def _conflict(held: tuple[tuple[object, ...], int], values: tuple[object, ...]) -> str:
+    """Why a row that names a stored execution with other values was not loaded (the
+    same words for every row alike, so a file of them is one line of the summary)."""
+    differs = "; ".join(
+        f"{name} {old!r} there, {new!r} here"
+        for name, old, new in zip(_FIELDS, held[0], values, strict=True)
+        if old != new
+    )
+    return f"differs from the outcome ingest {held[1]} stored: {differs}; --replace overwrites it"
