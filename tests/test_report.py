@@ -203,21 +203,56 @@ def test_a_session_without_calls_still_reports(tmp_path, sample_db):
     assert api.calls(db, "quiet").columns == api.calls(sample_db, "incident").columns
 
 
-def test_a_long_session_charts_its_largest_turns_and_the_failed_one():
+def test_every_turn_is_charted_and_one_call_turns_together(sample_db):
+    """No cap on the charts: each turn of several calls has its own, the turns of one
+    call share one (a bar each), and a turn of 121 calls keeps every bar with labels
+    that do not run into each other. Drawn twice, a chart is the same bytes."""
     import polars as pl
 
-    from forensics.reports.incident import MAX_CHARTS, _charted_turns
+    from forensics.reports.charts import chart_svg
+    from forensics.reports.incident import _charts
 
-    turns = pl.DataFrame(
-        {
-            "turn": list(range(1, 41)),
-            "cumulative_input": [t * 10 if t != 7 else None for t in range(1, 41)],
-            "error_code": ["RESOURCE_EXHAUSTED" if t == 3 else None for t in range(1, 41)],
-        }
-    )
-    chosen = _charted_turns(turns, list(range(1, 41)))
-    assert chosen == [3, *range(41 - MAX_CHARTS, 41)]  # the largest, then the failed turn
-    assert _charted_turns(turns, [5, 2, 9]) == [2, 5, 9]  # few turns: every one
+    calls = api.calls(sample_db, "incident")  # turn 1: 5 calls, turn 2: 2
+    compaction = api.compaction(sample_db, "incident")
+    pieces = []
+    for t in range(1, 41):
+        rows = calls.head(1) if t % 3 == 0 else calls.head(2)
+        pieces.append(rows.with_columns(pl.lit(t, calls.schema["turn"]).alias("turn")))
+    pieces.append(pl.concat([calls.head(1)] * 121).with_columns(
+        pl.lit(41, calls.schema["turn"]).alias("turn")))  # fmt: skip
+    long = pl.concat(pieces)
+    charts, note = _charts(long, compaction, None, "s1")
+    alone = [c.turn for c in charts if not c.turns]
+    together = [c for c in charts if c.turns]
+    assert alone == [t for t in range(1, 42) if t % 3]  # in order, with the long turn
+    assert len(together) == 1 and together[0].turns == list(range(3, 41, 3))
+    assert [p.label for p in together[0].points] == [str(t) for t in range(3, 41, 3)]
+    assert sorted(alone + together[0].turns) == list(range(1, 42))  # every turn
+    assert note is not None and "The 13 turns with one model call are charted together" in note
+    assert "--turn N" in note
+    one, = _charts(long, compaction, 3, "s1")[0]  # asked for: a one-call turn alone
+    assert (one.turn, one.turns, len(one.points)) == (3, [], 1)
+    longest = charts[-1]
+    assert longest.turn == 41 and len(longest.points) == 121
+    svg = chart_svg(longest)
+    assert svg == chart_svg(longest)
+    assert svg.count("<rect") >= 121  # every call's bar
+    tick = r'<text x="([\d.]+)" y="[\d.]+" font-size="10.5" fill="#222" text-anchor="middle">\d+'
+    labels = [float(x) for x in re.findall(tick, svg)]
+    gaps = [b - a for a, b in zip(labels, labels[1:], strict=False)]
+    assert 5 <= len(labels) < 121 and min(gaps) >= 18  # each label about 13 px wide
+    grouped = chart_svg(together[0])
+    assert "<polyline" not in grouped and "cumulative input" not in grouped  # = its window
+
+
+def test_chart_axes_tick_round_numbers_that_read_apart():
+    from forensics.reports.svg import decimals, ticks
+
+    assert ticks(0) == [0, 1] and ticks(3, integer=True) == [0, 1, 2, 3]
+    assert ticks(1_150_000) == [i * 200_000 for i in range(7)]  # at most 6 intervals
+    assert ticks(0.034) == [0, 0.01, 0.02, 0.03, 0.04]
+    assert ticks(7, 6, integer=True) == [0, 2, 4, 6, 8]  # never two ticks that print alike
+    assert [decimals(s) for s in (0.01, 0.025, 2.5, 1000)] == [2, 3, 1, 0]
 
 
 def test_a_turn_cost_with_unpriced_calls_says_so_and_is_not_marked_priced():

@@ -25,6 +25,7 @@ from ..model import Session
 from ..provenance import Spec
 from ..selection import Selection
 from ..store import Store
+from ..store.arrow import rows_table
 from ..store.facts import write
 from ..store.migrations import migrate
 from .facts import FACT_SCHEMAS, FACT_TABLES, session_facts
@@ -111,7 +112,7 @@ def fit_sample(model: str, rows: Iterable[Sequence[Any]]) -> Ratio:
 
 def ratio_tables(ratios: dict[str, Ratio]) -> tuple[pa.Table, pa.Table]:
     """The ratios as the queries read them: `scope_ratios` and `scope_constants`."""
-    table = _arrow(
+    table = rows_table(
         [
             {
                 "model": model,
@@ -127,7 +128,7 @@ def ratio_tables(ratios: dict[str, Ratio]) -> tuple[pa.Table, pa.Table]:
         ],
         _RATIOS,
     )
-    constants = _arrow(
+    constants = rows_table(
         [
             {"model": model, "app_name": app, "agent": agent, "constant": value}
             for model, r in ratios.items()
@@ -136,15 +137,6 @@ def ratio_tables(ratios: dict[str, Ratio]) -> tuple[pa.Table, pa.Table]:
         _CONSTANTS,
     )
     return table, constants
-
-
-def _arrow(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
-    """Rows as an Arrow table, built by polars: pyarrow's own builders ask pandas first,
-    importing it when it is installed, whether a column is one of its objects (0.4 s and
-    60 MB of every query command, where pandas is installed)."""
-    types = {pa.string(): pl.String, pa.float64(): pl.Float64}
-    frame = pl.DataFrame(rows, schema={f.name: types[f.type] for f in schema})
-    return frame.to_arrow().cast(schema)
 
 
 class Facts:
@@ -290,7 +282,7 @@ def facts_of(sessions: list[Session], ratios: dict[str, Ratio]) -> Facts:
         for table, rows in session_facts(session).tables.items():
             tables[table] += rows
     write(store, tables, {s.key: "memory" for s in sessions}, FACT_SCHEMAS)
-    store.con.register("memory_sessions", pa.Table.from_pylist(
+    store.con.register("memory_sessions", rows_table(
         [{"app_name": s.app_name, "user_id": s.user_id, "session_id": s.session_id,
           "source": s.source} for s in sessions],
         schema=pa.schema([(c, pa.string()) for c in

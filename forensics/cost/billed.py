@@ -27,6 +27,7 @@ from ..columns import (
     cost_spec,
 )
 from ..errors import ForensicsError
+from ..store.arrow import rows_table
 from .prices import PriceBook, Unknown, route
 
 PER_TOKEN = Decimal(1_000_000)
@@ -141,14 +142,12 @@ class Costing:
                 )
         since, until = self.window
         return {
-            "cost_rates": pa.Table.from_pylist(rates, schema=_RATES),
-            "cost_unknown": pa.Table.from_pylist(unknown, schema=_UNKNOWN),
-            "cost_models": pa.Table.from_pylist(
-                [{"model": m, "convention": c} for m, c in models.items()], schema=_MODELS
+            "cost_rates": rows_table(rates, _RATES),
+            "cost_unknown": rows_table(unknown, _UNKNOWN),
+            "cost_models": rows_table(
+                [{"model": m, "convention": c} for m, c in models.items()], _MODELS
             ),
-            "cost_window": pa.Table.from_pylist(
-                [{"since": since, "until": until}], schema=_WINDOW
-            ),
+            "cost_window": rows_table([{"since": since, "until": until}], _WINDOW),
         }
 
     def _query(self, name: str, **params: object) -> pl.DataFrame:

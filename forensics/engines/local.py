@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from operator import itemgetter
 
 import pyarrow as pa
 
@@ -39,6 +38,7 @@ from ..errors import FactsInterrupted, ForensicsError, StoreError
 from ..model import Release
 from ..store import Store
 from ..store import facts as stored
+from ..store.arrow import columns_table, rows_table
 from ..store.facts import Key
 from ..store.reads import session_of, session_release_evidence, session_tables, traced_windows
 
@@ -170,14 +170,9 @@ def build_run(run: Run) -> Built:
                                 strict=True):  # fmt: skip
             carried[name] += values
         sessions.append((key, len(event_rows), len(facts.rows["fact_calls"]), None))
-    tables = {t: _arrow(rows[t], FACT_SCHEMAS[t]) for t in FACT_TABLES if t != "fact_carried"}
-    tables["fact_carried"] = pa.table(carried, schema=FACT_SCHEMAS["fact_carried"])
+    tables = {t: rows_table(rows[t], FACT_SCHEMAS[t]) for t in FACT_TABLES if t != "fact_carried"}
+    tables["fact_carried"] = columns_table(carried, FACT_SCHEMAS["fact_carried"])
     return Built(tables, sessions, interrupted)
-
-
-def _arrow(rows: list[dict[str, object]], schema: pa.Schema) -> pa.Table:
-    """Rows as a table, column by column (twice as fast as Table.from_pylist)."""
-    return pa.table({c: list(map(itemgetter(c), rows)) for c in schema.names}, schema=schema)
 
 
 @dataclass

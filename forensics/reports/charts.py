@@ -1,15 +1,21 @@
 """The reports' charts, as SVG: the incident's window per call by role against
 cumulative input, and the weekly review's cost per day by agent.
 
-matplotlib writes text as glyph paths (`svg.fonttype = "path"`), never as markup, and
-with a fixed hash salt and no date, so the same chart is the same bytes.
+The incident's charts are written directly (svg.py): one per turn, every turn, each
+in milliseconds (matplotlib took about 0.2 s a chart, so a long session's report
+charted 12 turns of 117). The weekly review's one chart is a matplotlib figure, its
+text as glyph paths (`svg.fonttype = "path"`), with a fixed hash salt and no date.
+Either way the same chart is the same bytes and no text from data is markup.
 """
 
 from __future__ import annotations
 
 import io
+import math
+from collections.abc import Callable
 
 from .incident import CallPoint, Chart
+from .svg import Svg, decimals, num, text_width, ticks
 from .weekly import DayChart
 
 ROLE_COLOURS = {  # colour-blind safe (Okabe-Ito)
@@ -21,124 +27,143 @@ ROLE_COLOURS = {  # colour-blind safe (Okabe-Ito)
 }
 
 
-MAX_TICKS = 40
+WIDTH, HEIGHT = 900, 430
+LEFT, RIGHT, BOTTOM = 78, 84, 62  # the plot's margins: the axes' labels
+LEGEND_Y, LEGEND_ROW = 36, 16  # the legend's first baseline, under the title, and its rows
+X_LABEL = "model call in the turn (▲ tool result arrived, ◆ after compaction, ✕ failed)"
+X_LABEL_TURNS = "turn, its one model call (◆ after compaction, ✕ failed)"
 
 
 def chart_svg(chart: Chart) -> str:
-    """Stacked estimated window per call, measured size as markers, cumulative input as lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    # text as glyph paths, never markup; a fixed hash salt: the same chart, the same bytes
-    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "agent-forensics"}):
-        return _draw(chart)
-
-
-def _draw(chart: Chart) -> str:
-    from matplotlib import pyplot as plt
-    from matplotlib.ticker import FuncFormatter
-
+    """One turn: the estimated window per call stacked by role, the measured window as a
+    black bar over it, cumulative input as lines on the right axis; the legend above
+    the plot, never over it. Written directly (svg.py): a turn of hundreds of calls
+    takes milliseconds and every call keeps its bar."""
     points = chart.points
-    xs = list(range(1, len(points) + 1))
-    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=100)
-    bottom = [0] * len(points)
-    for role, colour in ROLE_COLOURS.items():
-        values = [p.by_role.get(role) or 0 for p in points]
-        label = {"inferred_system": "system + tools (inferred)"}.get(role, f"{role} (estimated)")
-        ax.bar(
-            xs,
-            values,
-            bottom=bottom,
-            color=colour,
-            width=0.6,
-            label=label,
-            hatch="//" if role == "inferred_system" else None,
-            edgecolor="white",
-        )
-        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
-    measured = [(x, p.measured) for x, p in zip(xs, points, strict=True) if p.measured is not None]
-    if measured:
-        ax.scatter(
-            [x for x, _ in measured],
-            [m for _, m in measured],
-            marker="D",
-            s=36,
-            color="black",
-            zorder=5,
-            label="window (measured)",
-        )
-    thousands = FuncFormatter(lambda v, _: f"{v:,.0f}")
-    ax.yaxis.set_major_formatter(thousands)
-    ax.set_ylabel("tokens in the window")
-    ax.set_xlabel("model call in the turn (▲ tool result arrived, ◆ after compaction, ✕ failed)")
-    # at most MAX_TICKS labels: each is drawn as glyph paths, and a turn of hundreds of
-    # calls spent most of a report's time (measured: 50 s) laying out unreadable ticks
-    step = -(-len(xs) // MAX_TICKS)
-    ax.set_xticks(xs[::step])
-    ax.set_xticklabels([_tick(p) for p in points[::step]])
-    top = max(bottom + [m for _, m in measured] + [1])
-    for x, p in zip(xs, points, strict=True):
-        if p.kind == "failed":
-            ax.annotate(
-                "failed",
-                (x, bottom[x - 1]),
-                textcoords="offset points",
-                xytext=(0, 6),
-                ha="center",
-                color="#D55E00",
-                fontsize=9,
-                fontweight="bold",
-            )
-    ax.set_ylim(0, top * 1.18)
-    twin = ax.twinx()
-    twin.plot(
-        xs,
-        [p.cumulative_estimated for p in points],
-        linestyle="--",
-        color="#555555",
-        marker="o",
-        markersize=3,
-        label="cumulative input (estimated)",
-    )
-    cumulative = [
-        (x, p.cumulative_measured)
-        for x, p in zip(xs, points, strict=True)
+    lines = not chart.turns  # a turn of one call: its cumulative input is its window
+    doc = Svg(WIDTH, HEIGHT, chart.title)
+    measured = [(i, p.measured) for i, p in enumerate(points) if p.measured is not None]
+    cumulative_measured = [
+        (i, p.cumulative_measured)
+        for i, p in enumerate(points)
         if p.measured is not None and p.cumulative_measured is not None
     ]
+    roles = [r for r in ROLE_COLOURS if any(p.by_role.get(r) for p in points)]
+    rows = _legend(doc, roles, bool(measured), lines, lines and bool(cumulative_measured),
+                   chart.turn)  # fmt: skip
+    x0, x1, y0, y1 = LEFT, WIDTH - RIGHT, LEGEND_Y + LEGEND_ROW * rows + 12, HEIGHT - BOTTOM
+    pitch = (x1 - x0) / max(len(points), 1)
+    bar = pitch * (0.6 if pitch > 4 else 0.9)
+
+    def x_of(i: int) -> float:  # the centre of call i (from 0)
+        return x0 + pitch * (i + 0.5)
+
+    totals = [sum(p.by_role.get(r) or 0 for r in ROLE_COLOURS) for p in points]
+    left = ticks(max(totals + [m for _, m in measured] + [1]) * 1.05, 6, integer=True)
+    highest = max([p.cumulative_estimated for p in points] + [c for _, c in cumulative_measured])
+    right = ticks(max(highest, 1) * 1.05, 6, integer=True)
+
+    def y_left(v: float) -> float:
+        return y1 - (y1 - y0) * v / left[-1]
+
+    def y_right(v: float) -> float:
+        return y1 - (y1 - y0) * v / right[-1]
+
+    doc.text(WIDTH / 2, 20, chart.title, size=14, anchor="middle")
+    doc.add(
+        f'<defs><pattern id="hatch-{chart.turn}" width="6" height="6" '
+        'patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+        f'<rect width="6" height="6" fill="{ROLE_COLOURS["inferred_system"]}"/>'
+        '<line x1="0" y1="0" x2="0" y2="6" stroke="#fff" stroke-width="2"/></pattern></defs>'
+    )
+    # the axes: grid and tick labels left (window) and right (cumulative input)
+    for v in left:
+        y = y_left(v)
+        doc.line(x0, y, x1, y, "#e4e4e4")
+        doc.text(x0 - 6, y + 4, f"{v:,.0f}", size=10.5, anchor="end")
+    doc.line(x0, y1, x1, y1, "#333")
+    doc.line(x0, y0, x0, y1, "#333")
+    doc.text(16, (y0 + y1) / 2, "tokens in the window", size=11, anchor="middle", rotate=True)
+    if lines:
+        for v in right:
+            doc.text(x1 + 6, y_right(v) + 4, f"{v:,.0f}", size=10.5, fill="#555")
+        doc.line(x1, y0, x1, y1, "#999")
+        doc.text(WIDTH - 10, (y0 + y1) / 2, "cumulative input in the turn (tokens)", size=11,
+                 anchor="middle", rotate=True)  # fmt: skip
+    # the bars, stacked by role
+    for i, p in enumerate(points):
+        base = 0
+        for role, colour in ROLE_COLOURS.items():
+            value = p.by_role.get(role) or 0
+            if value <= 0:
+                continue
+            fill = f"url(#hatch-{chart.turn})" if role == "inferred_system" else colour
+            top = y_left(base + value)
+            doc.rect(x_of(i) - bar / 2, top, bar, y_left(base) - top, fill)
+            base += value
+        if p.kind == "failed":
+            doc.text(x_of(i), y_left(base) - 6, "failed", size=10, anchor="middle",
+                     fill="#D55E00", weight="bold")  # fmt: skip
+    for i, m in measured:  # the measured window: a black bar across the call's
+        doc.rect(x_of(i) - bar / 2 - 1, y_left(m) - 1.5, bar + 2, 3, "#000")
+    if lines:
+        _cumulative(doc, points, cumulative_measured, x_of, y_right)
+    # the calls (or turns): as many labels as fit side by side
+    labels = [_tick(p) for p in points]
+    widest = max((text_width(t, 10.5) for t in labels), default=0) + 6
+    step = max(1, math.ceil(widest / pitch))
+    for i in range(0, len(points), step):
+        doc.line(x_of(i), y1, x_of(i), y1 + 4, "#333")
+        doc.text(x_of(i), y1 + 17, labels[i], size=10.5, anchor="middle")
+    doc.text((x0 + x1) / 2, HEIGHT - 14, X_LABEL if lines else X_LABEL_TURNS, size=11,
+             anchor="middle")  # fmt: skip
+    return doc.done()
+
+
+def _cumulative(doc: Svg, points: list[CallPoint], measured: list[tuple[int, int]],
+                x_of: Callable[[int], float], y_of: Callable[[float], float]) -> None:  # fmt: skip
+    """Cumulative input over the turn: dashed where estimated, solid where measured."""
+    markers = len(points) <= 60
+    estimated = [(x_of(i), y_of(p.cumulative_estimated)) for i, p in enumerate(points)]
+    doc.polyline(estimated, "#555555", ' stroke-dasharray="5 3"')
+    solid = [(x_of(i), y_of(c)) for i, c in measured]
+    doc.polyline(solid, "#000")
+    if markers:
+        for x, y in estimated:
+            doc.add(f'<circle cx="{num(x)}" cy="{num(y)}" r="2.5" fill="#555555"/>')
+        for x, y in solid:
+            doc.rect(x - 2.5, y - 2.5, 5, 5, "#000")
+
+
+def _legend(doc: Svg, roles: list[str], measured: bool, cumulative: bool,
+            cumulative_measured: bool, turn: int) -> int:  # fmt: skip
+    """The legend above the plot (the roles the chart has): how many rows it took."""
+    items: list[tuple[str, str]] = []  # (swatch markup at the origin, label)
+    for role in roles:
+        colour = ROLE_COLOURS[role]
+        fill = f"url(#hatch-{turn})" if role == "inferred_system" else colour
+        label = {"inferred_system": "system + tools (inferred)"}.get(role, f"{role} (estimated)")
+        items.append((f'<rect x="0" y="-9" width="14" height="10" fill="{fill}"/>', label))
+    if measured:
+        items.append(('<rect x="0" y="-5.5" width="14" height="3" fill="#000"/>',
+                      "window (measured)"))  # fmt: skip
     if cumulative:
-        twin.plot(
-            [x for x, _ in cumulative],
-            [c for _, c in cumulative],
-            linestyle="-",
-            color="black",
-            marker="s",
-            markersize=3,
-            label="cumulative input (measured)",
-        )
-    twin.yaxis.set_major_formatter(thousands)
-    twin.set_ylabel("cumulative input in the turn (tokens)")
-    twin.set_ylim(
-        0, max([p.cumulative_estimated for p in points] + [c for _, c in cumulative] + [1]) * 1.18
-    )
-    handles, labels = ax.get_legend_handles_labels()
-    more, more_labels = twin.get_legend_handles_labels()
-    ax.legend(
-        handles + more, labels + more_labels, fontsize=7.5, loc="upper left", ncol=2, frameon=False
-    )
-    ax.set_title(chart.title, fontsize=11)
-    for side in ("top",):
-        ax.spines[side].set_visible(False)
-        twin.spines[side].set_visible(False)
-    fig.tight_layout()
-    buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None})
-    plt.close(fig)
-    svg = buffer.getvalue()
-    svg = svg[svg.index("<svg") :]  # drop the XML prolog and doctype: inline in HTML
-    start, end = svg.find("<metadata>"), svg.find("</metadata>")
-    if start != -1 and end != -1:  # RDF boilerplate, namespaces of outside vocabularies
-        svg = svg[:start] + svg[end + len("</metadata>") :]
-    return svg
+        items.append(('<line x1="0" y1="-4" x2="14" y2="-4" stroke="#555555" '
+                      'stroke-width="1.5" stroke-dasharray="5 3"/>',
+                      "cumulative input (estimated)"))  # fmt: skip
+    if cumulative_measured:
+        items.append(('<line x1="0" y1="-4" x2="14" y2="-4" stroke="#000" stroke-width="1.5"/>',
+                      "cumulative input (measured)"))  # fmt: skip
+    x, row = float(LEFT), 0
+    for swatch, label in items:
+        width = 20 + text_width(label, 10.5) + 14
+        if x + width > WIDTH - RIGHT and x > LEFT:
+            x, row = LEFT, row + 1
+        at_y = LEGEND_Y + LEGEND_ROW * row
+        doc.add(f'<g transform="translate({num(x)} {num(at_y)})">{swatch}</g>')
+        doc.text(x + 20, at_y, label, size=10.5)
+        x += width
+    return row + 1
 
 
 def _tick(point: CallPoint) -> str:
@@ -171,7 +196,11 @@ def daily_cost_svg(chart: DayChart) -> str:
                        "_") else agent, color=palette[index % len(palette)])  # fmt: skip
                 bottom = [b + v for b, v in zip(bottom, values, strict=True)]
             ax.set_ylabel("cost (USD, low bound)")
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"${v:,.2f}"))
+            # as many decimals as the ticks' step needs: $0.005 steps never print as
+            # "$0.01 $0.01" (nor a week of a few cents as "$0.00" throughout)
+            locs = list(ax.yaxis.get_majorticklocs())
+            places = decimals(locs[1] - locs[0]) if len(locs) > 1 else 2
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"${v:,.{places}f}"))
             ax.spines[["top", "right"]].set_visible(False)
             if chart.series:
                 ax.legend(frameon=False, fontsize=8, ncols=min(4, len(chart.series)),

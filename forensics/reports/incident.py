@@ -100,10 +100,11 @@ class CallPoint:
 
 @dataclass
 class Chart:
-    turn: int
+    turn: int  # the turn charted, or the first of `turns`
     title: str
     points: list[CallPoint]
     svg: str = ""  # filled by the renderer
+    turns: list[int] = field(default_factory=list)  # turns of one call charted together
 
 
 @dataclass
@@ -201,7 +202,7 @@ class IncidentContext:
     retained: str
     failure: Failure | None
     logged_failures: list[LoggedFailure] = field(default_factory=list)
-    charts_note: str | None = None  # which turns are charted, when not all are
+    charts_note: str | None = None  # how the turns with one call are charted
     evidence: dict[str, list[str]] = field(default_factory=dict)
     method: Method | None = None
     show_content: bool = False
@@ -244,22 +245,13 @@ def _build(
     agent_calls = calls.filter(pl.col("kind") != "summarizer")
     if turn is not None:
         api.check_turn(turns.filter(pl.col("session_id") == key[2]), turn)
-    charted = agent_calls["turn"].unique().drop_nulls().to_list()
-    chosen = [turn] if turn is not None else _charted_turns(turns, charted)
+    charts, charts_note = _charts(agent_calls, compaction, turn, key[2])
 
     failure = _failure(turns, agent_calls)
     costs = {r["turn"]: r for r in scope.cost(book, "turn").iter_rows(named=True)}
     resent = {
         r["function_call_id"]: r for r in scope.tool_call_costs(book).iter_rows(named=True)
     }
-    note = None
-    if turn is None and len(chosen) < len(charted):
-        failed = " and the last failed one" if failure is not None else ""
-        note = (
-            f"{len(chosen)} of the {len(charted):,} turns with model calls are charted: the"
-            f" {MAX_CHARTS} with the largest cumulative input{failed};"
-            f" `forensics report incident {key[2]} --turn N` charts any other."
-        )
     context = IncidentContext(
         title=f"Incident report: session {session['session_id']}",
         period=f"{when(session['first_event_at'])} to {when(session['last_event_at'])}",
@@ -268,11 +260,7 @@ def _build(
         user_id=session["user_id"],
         headline=_headline(turns, growth, agent_calls, failure, costs, resent),
         turns=[_turn_row(r, costs.get(r["turn"])) for r in turns.iter_rows(named=True)],
-        charts=[
-            _chart(agent_calls, compaction, t)
-            for t in chosen
-            if agent_calls.filter(pl.col("turn") == t).height
-        ],
+        charts=charts,
         growth=[
             _growth_row(
                 r,
@@ -285,7 +273,7 @@ def _build(
         retained=_retained(retained),
         failure=failure,
         logged_failures=[_logged_failure(r) for r in scope.failures().iter_rows(named=True)],
-        charts_note=note,
+        charts_note=charts_note,
         show_content=show_content,
     )
     rules = scope.window_rules().get(session["session_id"], "no rules: no call")
@@ -398,24 +386,6 @@ def _turn_row(r: dict[str, Any], cost: dict[str, Any] | None = None) -> TurnRow:
         ),
         error=r["error_code"] or "",
     )
-
-
-MAX_CHARTS = 12  # each chart is a matplotlib figure: a long session's report stays quick
-
-
-def _charted_turns(turns: pl.DataFrame, with_calls: list[int]) -> list[int]:
-    """The turns to chart, in order: all of them when they are few, else the MAX_CHARTS
-    with the largest cumulative input and the last failed one."""
-    if len(with_calls) <= MAX_CHARTS:
-        return sorted(with_calls)
-    ranked = turns.filter(pl.col("turn").is_in(with_calls)).sort(
-        ["cumulative_input", "turn"], descending=[True, False], nulls_last=True
-    )
-    chosen = set(ranked["turn"].head(MAX_CHARTS).to_list())
-    failed = turns.filter(pl.col("error_code").is_not_null() & pl.col("turn").is_in(with_calls))
-    if not failed.is_empty():
-        chosen.add(failed["turn"][-1])
-    return sorted(chosen)
 
 
 def _failure(turns: pl.DataFrame, calls: pl.DataFrame) -> Failure | None:
@@ -558,30 +528,67 @@ def _resent_money(row: dict[str, Any] | None) -> str:
     return f", about {usd(low, high)} (estimated, at the rates those calls paid)"
 
 
+def _charts(
+    calls: pl.DataFrame, compaction: pl.DataFrame, turn: int | None, session_id: str
+) -> tuple[list[Chart], str | None]:
+    """Every turn with model calls charted: each turn of several calls on its own, the
+    turns of one call together (a bar each: a chart per one-call turn made a page of
+    thousands of pixels of single bars), or `turn` alone."""
+    sizes = dict(calls.group_by("turn").len().drop_nulls("turn").iter_rows())
+    if turn is not None:
+        return ([_chart(calls, compaction, turn)] if sizes.get(turn) else []), None
+    single = sorted(t for t, n in sizes.items() if n == 1)
+    alone = sorted(t for t, n in sizes.items() if n > 1 or len(single) == 1)
+    charts = [_chart(calls, compaction, t) for t in alone]
+    if len(single) < 2:
+        return charts, None
+    charts.append(_one_call_turns(calls, compaction, single))
+    charts.sort(key=lambda c: c.turn)
+    note = (
+        f"The {len(single):,} turns with one model call are charted together, a bar each; "
+        f"`forensics report incident {session_id} --turn N` charts any turn alone."
+    )
+    return charts, note
+
+
+def _point(c: dict[str, Any], label: str, grew: bool, compacted_at: list[float]) -> CallPoint:
+    by_role = {k: v or 0 for k, v in c["by_role"].items()}
+    return CallPoint(
+        label=label,
+        kind=c["kind"],
+        by_role=by_role,
+        measured=c["occupancy_measured"],
+        cumulative_measured=c["cumulative_input_measured"],
+        cumulative_estimated=c["cumulative_input_estimated"] or 0,
+        result_arrived=grew,
+        after_compaction=any(t < c["timestamp"].timestamp() for t in compacted_at)
+        and bool(by_role.get("summary")),
+    )
+
+
 def _chart(calls: pl.DataFrame, compaction: pl.DataFrame, turn: int) -> Chart:
     in_turn = calls.filter(pl.col("turn") == turn)
     compacted_at = [c.timestamp() for c in compaction["appended_at"].to_list()]
     points = []
     previous_estimate = None
     for i, c in enumerate(in_turn.iter_rows(named=True), start=1):
-        by_role = {k: v or 0 for k, v in c["by_role"].items()}
         grew = previous_estimate is not None and c["by_role"]["tool"] > (previous_estimate or 0)
-        points.append(
-            CallPoint(
-                label=f"{i}",
-                kind=c["kind"],
-                by_role=by_role,
-                measured=c["occupancy_measured"],
-                cumulative_measured=c["cumulative_input_measured"],
-                cumulative_estimated=c["cumulative_input_estimated"] or 0,
-                result_arrived=grew,
-                after_compaction=any(t < c["timestamp"].timestamp() for t in compacted_at)
-                and bool(by_role.get("summary")),
-            )
-        )
+        points.append(_point(c, f"{i}", grew, compacted_at))
         previous_estimate = c["by_role"]["tool"]
     return Chart(
         turn=turn, title=f"Turn {turn}: window per call against cumulative input", points=points
+    )
+
+
+def _one_call_turns(calls: pl.DataFrame, compaction: pl.DataFrame, turns: list[int]) -> Chart:
+    compacted_at = [c.timestamp() for c in compaction["appended_at"].to_list()]
+    rows = calls.filter(pl.col("turn").is_in(turns)).sort("turn")
+    points = [_point(c, f"{c['turn']}", False, compacted_at) for c in rows.iter_rows(named=True)]
+    return Chart(
+        turn=turns[0],
+        title=f"The {len(turns):,} turns with one model call: the window of each",
+        points=points,
+        turns=turns,
     )
 
 

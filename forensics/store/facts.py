@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import sql
+from .arrow import rows_table
 from .handle import Store
 
 TABLES = ("fact_sessions", "fact_calls", "fact_carried", "fact_tool_calls", "fact_turns",
@@ -140,7 +141,11 @@ def write(
     table, which a first build of a session does not need."""
     schemas = schemas or {}
     frames = {
-        t: rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=schemas.get(t))
+        t: rows
+        if isinstance(rows, pa.Table)
+        else rows_table(rows, schemas[t])
+        if t in schemas
+        else pa.Table.from_pylist(rows)
         for t, rows in tables.items()
     }
     sessions = frames["fact_sessions"]

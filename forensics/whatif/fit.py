@@ -26,7 +26,6 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 
 LISTS = ("row_chars", "row_extra")
 FITS = pa.schema(
@@ -53,12 +52,14 @@ def _flat(column: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     # the lists' own values (whatever the array's slice; a null list's none, even where
     # Arrow lets it own some) and offsets made from their lengths, a null list empty
     values = array.flatten()
-    lengths = pc.fill_null(pc.list_value_length(array), 0)
+    lengths = column.list.len().fill_null(0).to_numpy()  # pc.fill_null would import pandas
     offsets = np.zeros(len(array) + 1, dtype=np.int64)
-    np.cumsum(np.asarray(lengths, dtype=np.int64), out=offsets[1:])
+    np.cumsum(lengths.astype(np.int64), out=offsets[1:])
     if values.null_count:
         raise ValueError(f"{column.name}: a row size is null")
-    return np.asarray(values), offsets
+    # the values' own buffer (np.asarray of an Arrow array would import pandas)
+    data = np.frombuffer(values.buffers()[1], dtype=np.int32)
+    return data[values.offset : values.offset + len(values)], offsets
 
 
 def _prefix(values: np.ndarray) -> np.ndarray:
@@ -118,18 +119,17 @@ def fit(
             columns[name].append(values)
     has = np.diff(offsets) > 0
     unknown = {"dumps_rows", "largest_row", "row_tokens"}  # null without rows
-    fits_table = pa.table(
+    fits = pl.DataFrame(
         {
-            name: pa.array(
-                np.concatenate(parts) if parts else np.empty(0, np.int64),
-                type=pa.int64(),
-                mask=~has if name in unknown else None,
-            )
+            name: np.concatenate(parts) if parts else np.empty(0, np.int64)
             for name, parts in columns.items()
         },
-        schema=FITS,
+        schema=dict.fromkeys(FITS.names, pl.Int64),
+    ).with_columns(
+        pl.when(pl.Series(has)).then(pl.col(name)).otherwise(None).alias(name)
+        for name in unknown
     )
-    return rows.drop(list(LISTS)).hstack(pl.DataFrame(fits_table))
+    return rows.drop(list(LISTS)).hstack(fits.select(FITS.names))
 
 
 def _fit(
