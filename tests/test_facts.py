@@ -456,3 +456,25 @@ def test_events_of_a_run_killed_before_its_ledger_row_make_the_facts_stale(tmp_p
         assert not api.facts_current(s)  # the ledger's newest is 1, the events' 999
     with api.open_store(db) as s:  # a read-only open rebuilds what is stale first
         assert api.facts_current(s)
+
+
+def test_the_ratio_fit_is_stored_with_the_facts(tmp_path):
+    """Each refresh of the facts fits every model once and keeps the ratios; a query
+    command reads them (equal to a fit made now) until events or facts change."""
+    from forensics.analysis.stored import fit_ratios, stored_fits
+    from forensics.store import Store
+
+    db = tmp_path / "f.duckdb"
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    with Store.open(db, read_only=True) as store:
+        kept = stored_fits(store)
+        assert kept is not None and kept == fit_ratios(store, set(kept))
+        assert any(r.constant_tokens for r in kept.values())  # constants kept, by agent
+    api.ingest_sqlite(db, SAMPLES / "tasks.db")  # new events: refitted with the facts
+    with Store.open(db, read_only=True) as store:
+        again = stored_fits(store)
+        assert again is not None and again == fit_ratios(store, set(again)) != kept
+    # events a killed ingest committed, facts not refreshed: the stored fit is not used
+    with Store.open(db) as store:
+        store.run("UPDATE events SET ingest_id = ingest_id + 100 WHERE session_id = 'incident'")
+        assert stored_fits(store) is None

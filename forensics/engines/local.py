@@ -34,6 +34,7 @@ from ..analysis.facts import (
     session_facts,
 )
 from ..analysis.reconstruct import StageProgress
+from ..analysis.stored import store_fits, stored_fits
 from ..errors import FactsInterrupted, ForensicsError, StoreError
 from ..model import Release
 from ..store import Store
@@ -105,6 +106,8 @@ def refresh(
     if store.read_only:
         raise StoreError(f"{store.path} is open read-only; building facts needs it writable")
     if not every and stored.is_current(store, RULES_VERSION):
+        if stored_fits(store) is None:  # a store whose facts an older release built
+            store_fits(store)
         return Refresh(0, 0, 0, 0.0)
     through = stored.newest_ingest(store)
     todo = stored.stale(store, RULES_VERSION, every=every)
@@ -114,6 +117,7 @@ def refresh(
     with store.memory_limit(FACTS_MEMORY_LIMIT):
         done = _rebuild(store, todo, progress, count)
     stored.mark_current(store, RULES_VERSION, through)
+    store_fits(store)  # the ratios every query command would fit, fitted once here
     seconds = time.perf_counter() - started
     return Refresh(len(todo), done.events, done.calls, seconds, tuple(done.failed), count)
 
