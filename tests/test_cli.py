@@ -230,3 +230,19 @@ def test_demo_loads_the_bundled_samples(tmp_path):
     turns = {c["invocation_id"] for c in oracle
              if c["session_id"] == "compaction" and c["kind"] == "agent"}
     assert by_id["compaction"]["turns"] == len(turns)
+
+
+def test_the_demo_prints_forensics_as_it_can_be_typed(tmp_path, monkeypatch):
+    """After `make demo` the command is the virtualenv's until it is activated: the
+    demo's "Next:" line names the program as it was run unless PATH finds it."""
+    from forensics.cli.report import _typed_forensics
+
+    program = tmp_path / "venv" / "bin" / "forensics"
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    monkeypatch.setattr(sys, "argv", [str(program), "demo"])
+    monkeypatch.setenv("PATH", str(tmp_path / "elsewhere"))
+    assert _typed_forensics() == [str(program)]
+    monkeypatch.setenv("PATH", str(program.parent))
+    assert _typed_forensics() == ["forensics"]

@@ -53,7 +53,11 @@ def test_the_review_adds_up_to_the_commands(store: Path) -> None:
     assert [row[1].text for row in context.days.rows] == ["0", "0", "0", "25", "0", "0", "0"]
     assert sum(sum(v) for v in context.by_day.series.values()) == pytest.approx(float(total))
     assert context.sessions.rows[0][0].text == "incident"
-    assert context.sessions.rows[0][4].text == "forensics report incident incident"
+    words = context.sessions.rows[0][4].text.split()
+    assert words[:6] == ["forensics", "report", "incident", "incident", "--out",
+                         "incident-incident.html"]  # fmt: skip
+    assert Path(words[7]).resolve() == store.resolve()  # --db: not the default store
+    assert Path(words[9]).resolve() == PRICES.resolve()  # --prices: the review's
     assert context.failures.rows[0][:3] and context.failures.rows[0][1].text == "1"
     assert [r[0].text for r in context.budget.rows] == ["get_order_history", "get_return_history"]
     assert context.tasks is None and "forensics outcomes load" in context.tasks_help
@@ -145,3 +149,28 @@ def test_a_review_of_several_apps_names_each_row_s_app(tmp_path: Path) -> None:
     assert len(tools) == len(set(tools)) and "Read (-home-dev-legacy)" in tools
     models = [row[0].text for row in context.models.rows]
     assert "— (failed requests)" in models and all("(-home" not in m for m in models)
+
+
+def test_the_printed_incident_command_runs_as_printed(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33: the review's command for a session carries what it needs (the file to
+    write, the store, the prices file), relative to the working folder where it can."""
+    import shlex
+
+    work = tmp_path / "work"
+    (work / "stores").mkdir(parents=True)
+    db = work / "stores" / "w.duckdb"
+    db.write_bytes(store.read_bytes())
+    prices = work / "prices.toml"
+    prices.write_text(PRICES.read_text("utf-8"), "utf-8")
+    monkeypatch.chdir(work)
+    context = build_weekly(db, week_label="2026-W43", prices=prices)
+    printed = context.sessions.rows[0][4].text
+    assert printed == ("forensics report incident incident --out incident-incident.html "
+                       "--db stores/w.duckdb --prices prices.toml")  # fmt: skip
+    words = shlex.split(printed)
+    assert words[0] == "forensics"
+    result = CliRunner().invoke(app, words[1:])
+    assert result.exit_code == 0, result.output
+    assert (work / "incident-incident.html").stat().st_size > 20_000

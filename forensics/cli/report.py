@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
+import shutil
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -280,4 +283,15 @@ def demo(
     echo(f"Weekly review: {review}")
     if claude_report is not None:
         echo(f"Claude Code incident report: {claude_report}")
-    echo(f"Next: forensics turns incident --db {target}")
+    echo(f"Next: {shlex.join([*_typed_forensics(), 'turns', 'incident', '--db', str(target)])}")
+
+
+def _typed_forensics() -> list[str]:
+    """`forensics` as the user can type it here: the name when PATH finds this very
+    program, else its path (after `make demo`, `.venv/bin/forensics` until the
+    virtualenv is activated)."""
+    program = Path(sys.argv[0])
+    found = shutil.which("forensics")
+    if program.name != "forensics" or (found and Path(found).resolve() == program.resolve()):
+        return ["forensics"]
+    return [str(program)]

@@ -12,9 +12,12 @@ and fills the template.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -193,6 +196,36 @@ def build_weekly(
         return _build(opened, period, app, budget, book, arms)
 
 
+def _incident_command(store: api.Store, row: dict[str, Any], book: api.PriceBook) -> str:
+    """The command that writes a session's incident report, as it must be typed to run
+    where the review was written: the file to write, the store unless it is the
+    default one, the prices file the review used, the app and user when the session id
+    names more than one session; paths relative to the working folder when inside it."""
+    session = row["session_id"]
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", session)[:60].strip("._") or "session"
+    words = ["forensics", "report", "incident", session, "--out", f"incident-{name}.html"]
+    holders = store.run(
+        "SELECT count(*) FROM sessions WHERE session_id = ?", [session]
+    )[0][0]
+    if holders > 1:
+        words += ["--app", row["app_name"], "--user", row["user_id"]]
+    if store.path.resolve() != api.default_db_path().resolve():
+        words += ["--db", _typed(store.path)]
+    overrides = book.overrides
+    if overrides is not None and overrides.label == str(overrides.path):  # a file, not kept
+        words += ["--prices", _typed(overrides.path)]
+    return shlex.join(words)
+
+
+def _typed(path: Path) -> str:
+    """A path as a command names it: relative to the working folder when inside it."""
+    full = path.resolve()
+    try:
+        return str(full.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(full)
+
+
 def _scope(store: api.Store, period: Week, app: str | None) -> api.Scope:
     return api.Scope(
         store, api.Selection(app=app, since=period.start.timestamp(), until=period.end.timestamp())
@@ -272,7 +305,7 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
 
     session_rows = [
         [Cell(r["session_id"]), Cell(r["app_name"] or "—"), Cell(n(r["calls"])), _money(r),
-         Cell(f"forensics report incident {r['session_id']}")]
+         Cell(_incident_command(store, r, book))]
         for r in by_session.sort("cost_usd_low", descending=True, nulls_last=True)
         .head(TOP_SESSIONS).iter_rows(named=True)
     ]  # fmt: skip
