@@ -188,6 +188,41 @@ def using(store: StoreLike, *, read_only: bool = True) -> Iterator[Store]:
         opened.close()
 
 
+@contextmanager
+def _loading(store: StoreLike) -> Iterator[Store]:
+    """`using(store, read_only=False)` for an ingest: a store the ingest created that
+    holds nothing loaded when it ends (a mistyped path, a source that could not be
+    read, every row skipped) is removed, not left behind empty (where `sessions` would
+    then print no rows instead of saying there is no store). An interrupted one is kept,
+    with the ledger row that says so."""
+    path = None if isinstance(store, Store) else Path(store or default_db_path())
+    created = path is not None and not path.exists()
+    loaded = True
+    try:
+        with using(store, read_only=False) as target:
+            try:
+                yield target
+            except KeyboardInterrupt:  # kept: its ledger says the run was interrupted
+                created = False
+                raise
+            finally:
+                if created:
+                    loaded = _loaded_any(target)
+    finally:
+        if created and not loaded and path is not None:
+            for leftover in (path, path.with_name(path.name + ".wal")):
+                leftover.unlink(missing_ok=True)
+
+
+def _loaded_any(store: Store) -> bool:
+    import duckdb
+
+    try:
+        return bool(store.run("SELECT count(*) FROM ingests WHERE rows_loaded > 0")[0][0])
+    except duckdb.Error:  # a store an error left unusable: keep it, to be looked at
+        return True
+
+
 def _selection(selection: SelectionLike) -> Selection:
     if isinstance(selection, str):
         return Selection(session=selection)
@@ -263,7 +298,7 @@ def _load(
     release: Release | None,
 ) -> IngestResult:
     """One ingest of a database source with its filters recorded, then its facts."""
-    with using(store, read_only=False) as target:
+    with _loading(store) as target:
         result = ingest(
             target,
             source,
@@ -321,7 +356,7 @@ def ingest_traces(store: StoreLike, paths: Sequence[str | Path]) -> IngestResult
     """Load ADK's trace exports (the dev UI's list of spans): each traced request's sizes."""
     from .ingest.traces import ingest_traces as load
 
-    with using(store, read_only=False) as target:
+    with _loading(store) as target:
         return _refreshed(target, load(target, [Path(p) for p in paths]))
 
 
@@ -329,7 +364,7 @@ def ingest_parquet(store: StoreLike, folder: str | Path) -> IngestResult:
     """Read a `forensics export parquet` folder back: the rows the store lacks, one ingest."""
     from .ingest.parquet import ingest_parquet as load
 
-    with using(store, read_only=False) as target:
+    with _loading(store) as target:
         return _refreshed(target, load(target, Path(folder)))
 
 
@@ -362,7 +397,7 @@ def ingest_json(
     defaults: dict[str, object] = {
         f"default_{k}": v for k, v in (("app", app), ("user", user), ("session", session)) if v
     }
-    with using(store, read_only=False) as target:
+    with _loading(store) as target:
         lookup = Store(target.con.cursor(), target.path, True)  # the reader's own thread
         source = AdkJsonSource(
             [Path(p) for p in paths],
@@ -401,7 +436,7 @@ def ingest_claude_code(
     from .sources.files.claude_code import DEFAULT_USER, ClaudeCodeSource
 
     filters: dict[str, object] = {"user": user} if user else {}
-    with using(store, read_only=False) as target:
+    with _loading(store) as target:
         owner = user or DEFAULT_USER
         # per user: the same files read for another user are another user's sessions
         rows = [] if full else target.query("store/transcript_files", user_id=owner)
@@ -481,7 +516,7 @@ def ingest_opensearch_files(
         f" and {len(files) - 3} more" if len(files) > 3 else ""
     )
     filters: dict[str, object] = {"mapping": str(mapping)} if mapping else {}
-    with using(store, read_only=False) as target:
+    with _loading(store) as target:
         return ingest_documents(
             target,
             every(),
@@ -566,7 +601,7 @@ def ingest_opensearch(
         method=method,
         progress=pages,
     )
-    with using(store, read_only=False) as target:
+    with _loading(store) as target:
         return ingest_documents(
             target,
             docs,
@@ -731,7 +766,7 @@ def load_outcomes(
     row that differs from a stored execution's outcome replaces it (else it is a skip)."""
     from .ingest.outcomes import ingest_outcomes
 
-    with using(store, read_only=False) as target:
+    with _loading(store) as target:
         return ingest_outcomes(target, [Path(p) for p in paths], arm=arm, threshold=threshold,
                                eval_only=eval_only, replace=replace)  # fmt: skip
 

@@ -96,6 +96,43 @@ def test_bad_dates_and_unknown_files(tmp_path):
     assert result.stderr.startswith(f"Error: {tmp_path / 'missing.db'}: no such file")
 
 
+def test_a_failed_first_ingest_leaves_no_store_behind(tmp_path, store):
+    """Issue 33: a mistyped path (an error), or a source whose every row was skipped,
+    into a store the ingest would create: no empty store is left, so the next command
+    says there is none; into an existing store, the run is in the ledger as failed."""
+    db = tmp_path / "new.duckdb"
+    result = runner.invoke(app, ["ingest", "adk-sqlite", str(tmp_path / "mistyped.db"),
+                                 "--db", str(db)])  # fmt: skip
+    assert result.exit_code == 1 and not db.exists()
+    result = runner.invoke(app, ["ingest", "adk-json", str(tmp_path / "mistyped.json"),
+                                 "--db", str(db)])  # fmt: skip
+    assert result.exit_code == 1 and not db.exists() and not Path(f"{db}.wal").exists()
+    assert result.stderr.splitlines()[-1] == (
+        "Error: nothing loaded: every event read was skipped (1; reasons above)")
+    result = runner.invoke(app, ["sessions", "--db", str(db)])
+    assert result.stderr.splitlines()[0] == f"Error: no store at {db}"
+    # the same into a store that exists: kept, and the ledger does not call the run ok
+    result = runner.invoke(app, ["ingest", "adk-json", str(tmp_path / "mistyped.json"),
+                                 "--db", str(store)])  # fmt: skip
+    assert result.exit_code == 1 and store.exists()
+    ledger = _json(["ingests", "--db", str(store)])
+    newest = max(ledger, key=lambda r: r["ingest_id"])
+    assert (newest["status"], newest["error"]) == (
+        "failed", "nothing loaded: each of the 1 read was skipped")
+
+
+def test_a_connection_error_is_printed_with_its_own_layout(tmp_path):
+    """psycopg's message holds a newline and a tab: printed as they are, not as the
+    escape `\\x09` (control characters from data are still shown escaped)."""
+    result = runner.invoke(app, ["ingest", "adk-postgres",
+                                 "postgresql://u:secret@127.0.0.1:1/db",  # nothing listens
+                                 "--db", str(tmp_path / "c.duckdb")])  # fmt: skip
+    assert result.exit_code == 1
+    assert "\\x09" not in result.stderr and "secret" not in result.stderr
+    assert "\n\tIs the server running" in result.stderr
+    assert not (tmp_path / "c.duckdb").exists()
+
+
 def test_unknown_sqlite_layout_names_the_columns(tmp_path):
     import sqlite3
 

@@ -154,7 +154,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def echo(message: str, *, err: bool = False, nl: bool = True) -> None:
     """A line for people: text from data in it has its control and bidi characters shown
     (sanitize.visible), so nothing a session stored can drive the terminal."""
-    typer.echo(visible(message, keep_newlines=True), err=err, nl=nl)
+    typer.echo(visible(message, keep_newlines=True, keep_tabs=True), err=err, nl=nl)
 
 
 def boundary(command: F) -> F:

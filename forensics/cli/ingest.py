@@ -124,7 +124,7 @@ def _count(n: int, noun: str) -> str:
 def _fail_if_nothing_readable(result: IngestResult) -> None:
     """One exit rule for every ingest: a run that loaded nothing because nothing it read
     could be loaded (every row skipped, none already stored) fails, after the report."""
-    if result.rows_skipped and not result.rows_loaded and not result.rows_already_stored:
+    if result.nothing_loaded:
         what = _noun(result.kind)
         echo(
             f"Error: nothing loaded: every {what} read was skipped "

@@ -44,6 +44,12 @@ class IngestResult:
         return self.rows_read - self.rows_loaded - self.rows_skipped - self.rows_ignored
 
     @property
+    def nothing_loaded(self) -> bool:
+        """Nothing loaded because nothing read could be: every row skipped, none already
+        stored. The command fails, and the ledger says so (not `ok`)."""
+        return bool(self.rows_skipped and not self.rows_loaded and not self.rows_already_stored)
+
+    @property
     def skip_reasons(self) -> dict[str, int]:
         return dict(Counter(s.reason for s in self.skips).most_common())
 
@@ -96,7 +102,11 @@ def write(
     committed: bool = False,
 ) -> None:
     """The run's ledger row and its first MAX_SKIPS_KEPT skipped rows; `committed`: a run
-    that committed as it went, so what it loaded counts whatever its status."""
+    that committed as it went, so what it loaded counts whatever its status. A run that
+    finished having loaded nothing it read (`nothing_loaded`) is `failed`."""
+    if status == "ok" and result.nothing_loaded:
+        status = "failed"
+        error = f"nothing loaded: each of the {result.rows_skipped:,} read was skipped"
     store.run(
         "INSERT INTO ingests VALUES "
         "(?, ?, ?, ?::JSON, ?, ?, ?, ?, ?, ?, ?, ?::JSON, ?, ?, ?::JSON)",
