@@ -266,3 +266,21 @@ def test_a_turn_cost_with_unpriced_calls_says_so_and_is_not_marked_priced():
     cell = _cost_cell(row)
     assert cell.text == "$0.000650 + 1 unpriced" and cell.provenance == "estimated"
     assert _cost_cell({**row, "unknown_calls": 0}).provenance == "priced"
+
+
+def test_the_words_agree_with_their_counts(sample_db):
+    """Issue 33, item 10: "1 session", "total (1 row)", no "session session_...", and a
+    figure not known is a plain dash, never "≈ —"."""
+    from forensics.reports.incident import Cell, _title
+    from forensics.reports.render import environment
+    from forensics.words import counted
+
+    assert [counted(1, "session"), counted(2, "session"), counted(1_000, "row")] == [
+        "1 session", "2 sessions", "1,000 rows"]  # fmt: skip
+    assert _title("session_01ab") == "Incident report: session_01ab"
+    assert _title("incident") == "Incident report: session incident"
+    fig = environment().get_template("figures.j2").module.fig  # both pages' macro
+    assert 'class="fig label"' in str(fig(Cell("—", "estimated")))
+    assert 'class="fig estimated"' in str(fig(Cell("12", "estimated")))
+    result = runner.invoke(app, ["failures", "--by", "agent", "--db", str(sample_db)])
+    assert "total (1 row)" in result.stdout, result.output

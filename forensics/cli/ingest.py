@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..words import counted
 from .common import (
     AppOption,
     DbOption,
@@ -75,18 +76,20 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
         )
     if "events_replaced" in result.notes:
         echo(
-            f"{result.notes['events_replaced']:,} events stored before were replaced: their "
-            "sessions' files changed, and a session is read whole"
+            f"{counted(_int(result.notes['events_replaced']), 'event')} stored before "
+            "replaced: their sessions' files changed, and a session is read whole"
         )
     if "sessions_unchanged" in result.notes:
         echo(
-            f"{result.notes['sessions_unchanged']:,} sessions not read again: their files are "
-            "unchanged since an ingest read them for this user (--full reads them)"
+            f"{counted(_int(result.notes['sessions_unchanged']), 'session')} not read again: "
+            "their files are unchanged since an ingest read them for this user (--full reads "
+            "them)"
         )
     if "lines_not_events" in result.notes:
         kinds = ", ".join(f"{k} {v:,}" for k, v in result.notes["lines_not_events"].items())  # type: ignore[attr-defined]
-        echo(f"{result.notes['lines']:,} lines in {result.notes['files']:,} files; not "
-             f"conversation, counted: {kinds}")  # fmt: skip
+        echo(f"{counted(_int(result.notes['lines']), 'line')} in "
+             f"{counted(_int(result.notes['files']), 'file')}; not conversation, counted: "
+             f"{kinds}")  # fmt: skip
     if "event_times" in result.notes:
         echo(f"event times: {result.notes['event_times']}")
     if "facts_failed" in result.notes:
@@ -109,6 +112,11 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
     _fail_if_nothing_readable(result)
 
 
+def _int(value: object) -> int:
+    assert isinstance(value, int)
+    return value
+
+
 def _noun(kind: str) -> str:
     if kind == "adk-trace":
         return "traced request"
@@ -118,7 +126,7 @@ def _noun(kind: str) -> str:
 
 
 def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+    return counted(n, noun)
 
 
 def _fail_if_nothing_readable(result: IngestResult) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from ..sanitize import json_safe, visible
+from ..words import counted
 
 MAX_CELL = 60
 MONEY_PLACES = 6  # a table rounds USD amounts to this many places; JSON and CSV keep all
@@ -165,7 +166,7 @@ def totals_row(df: pl.DataFrame, columns: Sequence[str], totals: Sequence[str]) 
         for c in totals
     }
     total_row = [table_cell(sums[c]) if c in sums else "" for c in columns]
-    total_row[0] = f"total ({df.height:,} rows)"
+    total_row[0] = f"total ({counted(df.height, 'row')})"
     return total_row
 
 

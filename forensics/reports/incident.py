@@ -17,6 +17,7 @@ import polars as pl
 from .. import __version__, api
 from ..errors import ForensicsError
 from ..provenance import ESTIMATED, INFERRED, LOGGED, MEASURED, PRICED
+from ..words import counted
 
 WHATIF_CAP = 16_000  # the founding guard's budget
 
@@ -253,7 +254,7 @@ def _build(
         r["function_call_id"]: r for r in scope.tool_call_costs(book).iter_rows(named=True)
     }
     context = IncidentContext(
-        title=f"Incident report: session {session['session_id']}",
+        title=_title(session["session_id"]),
         period=f"{when(session['first_event_at'])} to {when(session['last_event_at'])}",
         session_id=session["session_id"],
         app_name=session["app_name"],
@@ -302,7 +303,7 @@ def _whatif(scope: api.Scope, book: api.PriceBook, top: dict[str, Any], cap: int
         )
         return WhatIf(guard.describe(), lines, api.WHATIF_ASSUMPTION)
     kept = (
-        f"keeps {n(result['rows_kept'])} of its {n(result['rows'])} rows"
+        f"keeps {n(result['rows_kept'])} of its {counted(result['rows'], 'row')}"
         if result["rows"]
         else "has no rows to cut (sized whole)"
     )
@@ -478,7 +479,7 @@ def _headline(
     if not growth.is_empty() and growth["growth_tokens"][0] is not None:
         g = growth.row(0, named=True)
         rows = (
-            f" returned {n(g['rows'])} rows (about {n(g['tokens_per_row'])} tokens each)"
+            f" returned {counted(g['rows'], 'row')} (about {n(g['tokens_per_row'])} tokens each)"
             if g["rows"]
             else f" returned about {n(g['result_tokens_estimated'])} tokens"
         )
@@ -486,7 +487,7 @@ def _headline(
             f"In turn {g['turn']}, {g['tool_name']}{rows} within {seconds(g['latency_s'])} and "
             f"took the next request from {n(g['occupancy_before'])} to "
             f"{n(g['occupancy_after'])} tokens ({g['occupancy_source']}); the rest of the turn "
-            f"carried it in {n(g['resent_calls_in_turn'])} calls, about "
+            f"carried it in {_calls(g['resent_calls_in_turn'])}, about "
             f"{n(g['resent_tokens_in_turn'])} tokens of input (estimated)"
             + _resent_money(resent.get(g["function_call_id"]))
             + "."
@@ -663,7 +664,7 @@ def _evidence(
     unmeasured = agent.height - measured_calls
     evidence: dict[str, list[str]] = {MEASURED: [], ESTIMATED: [], INFERRED: [], "open": []}
     evidence[MEASURED].append(
-        f"Window size of {n(measured_calls)} of {n(agent.height)} calls: the provider's "
+        f"Window size of {n(measured_calls)} of {_calls(agent.height)}: the provider's "
         "prompt_token_count stored with each response."
     )
     evidence[MEASURED].append("Turn wall times, call counts and tool calls: stored events.")
@@ -718,7 +719,7 @@ def _evidence(
         ).height
         why = f" ({n(failed)} of them failed; a failed request reports none)" if failed else ""
         evidence["open"].append(
-            f"{n(unmeasured)} of {n(agent.height)} calls carry no "
+            f"{n(unmeasured)} of {_calls(agent.height)} carry no "
             f"usage{why}: their size is only estimated."
         )
     logged = [f for f in ctx.logged_failures if "adk" != f.evidence]
@@ -745,8 +746,8 @@ def _cost_evidence(
     known = sum(counts.get(k, 0) for k in ("priced", "range", "inferred", "estimated"))
     if known:
         evidence[PRICED].append(
-            f"Cost of {n(known)} of {n(priced.height)} calls: the provider's usage times the "
-            f"price of the call's UTC day ({_prices(priced, book)})."
+            f"Cost of {n(known)} of {_calls(priced.height)}: the provider's usage times "
+            f"the price of the call's UTC day ({_prices(priced, book)})."
         )
     if counts.get("failed"):
         failed = counts["failed"]
@@ -755,8 +756,8 @@ def _cost_evidence(
         )
     if counts.get("range"):
         evidence["open"].append(
-            f"Cache writes of {n(counts['range'])} calls: ADK does not store them, so their "
-            "cost is a range, from none written to every uncached input token written."
+            f"Cache writes of {_calls(counts['range'])}: ADK does not store them, so "
+            "their cost is a range, from none written to every uncached input token written."
         )
     if counts.get("inferred"):
         evidence[INFERRED].append(
@@ -765,12 +766,12 @@ def _cost_evidence(
         )
     if counts.get("estimated"):
         evidence[ESTIMATED].append(
-            f"Cost of {n(counts['estimated'])} calls without usage: their input from the "
+            f"Cost of {_calls(counts['estimated'])} without usage: their input from the "
             "window's characters; their output not counted."
         )
     if counts.get("unknown"):
         evidence["open"].append(
-            f"Cost of {n(counts['unknown'])} calls: no price for their model (never 0); "
+            f"Cost of {_calls(counts['unknown'])}: no price for their model (never 0); "
             "`forensics prices` names it, a --prices file can price it."
         )
     if known and tools:
@@ -820,3 +821,14 @@ def _method(ingests: pl.DataFrame, calls: pl.DataFrame, rules: str) -> Method:
         + ("claude_code" if "claude-code" in rules else "adk")
         + "/windows.py",
     )
+
+
+def _calls(count: int | None) -> str:
+    """'1 call', '3 calls', '— calls' (not known)."""
+    return counted(count, "call") if count is not None else "— calls"
+
+
+def _title(session_id: str) -> str:
+    """The page's title: "session X", unless the id says so itself ("session_..."). """
+    said = session_id[:7].lower() == "session"
+    return f"Incident report: {'' if said else 'session '}{session_id}"

@@ -26,6 +26,7 @@ import polars as pl
 from .. import __version__, api
 from ..errors import ForensicsError
 from ..provenance import ESTIMATED, LOGGED, MEASURED, PRICED
+from ..words import counted
 from .incident import Cell, n, usd
 
 DEFAULT_BUDGET = 16_000  # tokens a single tool result may hold before it is flagged
@@ -271,7 +272,7 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
 
     headline = [
         f"The week cost {usd(total_low, total_high)}{_priced_note(calls)} over "
-        f"{n(calls.height)} model calls in {n(by_session.height)} sessions."
+        f"{counted(calls.height, 'model call')} in {counted(by_session.height, 'session')}."
     ]
     if before is not None:
         previous = _total(before, "cost_usd_low")
@@ -299,8 +300,8 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
         )
     if failures.height:
         headline.append(
-            f"{n(failures.height)} context failure{'s' if failures.height != 1 else ''} in "
-            f"{n(failures['session_id'].n_unique())} session(s)."
+            f"{counted(failures.height, 'context failure')} in "
+            f"{counted(failures['session_id'].n_unique(), 'session')}."
         )
 
     session_rows = [
