@@ -133,6 +133,14 @@ def test_real_ndjson_files_load_and_reload_once(tmp_path: Path) -> None:
     # the demo's spans and logs are a web shop's, not an agent's: read, none stored
     assert first.rows_ignored == first.rows_read and first.rows_loaded == 0
     assert first.notes["shapes"] == {"otel-log": 72, "otel-span": 50}
+    # issue 33: said so, never "all already stored"; and no empty store left behind
+    new = tmp_path / "new.duckdb"
+    result = CliRunner().invoke(app, ["ingest", "opensearch-file", *map(str, files),
+                                      "--db", str(new)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[1].startswith(
+        "nothing loaded: none of the 122 documents read is about agents (read, not stored)")
+    assert "already stored" not in result.stdout and not new.exists()
 
 
 def test_litellm_context_window_failure() -> None:

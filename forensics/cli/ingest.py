@@ -46,6 +46,18 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
     noun = _noun(result.kind)
     if result.rows_read == 0:
         echo(f"no {noun}s read (nothing matched) in {result.seconds:.1f} s")
+    elif result.rows_loaded == 0 and result.rows_skipped == 0 and result.rows_ignored:
+        if result.rows_ignored == result.rows_read:
+            echo(
+                f"nothing loaded: none of the {_count(result.rows_read, noun)} read is about "
+                f"agents (read, not stored) in {result.seconds:.1f} s"
+            )
+        else:
+            echo(
+                f"no new {noun}s: read {result.rows_read:,}, {result.rows_ignored:,} not "
+                f"about agents (read, not stored), {result.rows_already_stored:,} already "
+                f"stored, in {result.seconds:.1f} s"
+            )
     elif result.rows_loaded == 0 and result.rows_skipped == 0:
         echo(
             f"no new {noun}s (read {result.rows_read:,}, all already stored) "
