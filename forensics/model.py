@@ -9,6 +9,7 @@ defines the words.
 from __future__ import annotations
 
 import re
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -122,6 +123,28 @@ class Event:
     model_version: str | None
     parts: list[Part] = field(default_factory=list)
     summary: list[Part] = field(default_factory=list)
+
+
+INFERRED_CALL_ID = "inferred:"  # the head of an id pair_unidentified_calls gave
+
+
+def pair_unidentified_calls(events: list[Event]) -> None:
+    """Give each function call stored without an id (ADK before its calls had ids) one,
+    `inferred:<event id>:<part index>`, and the same to the first later response of
+    that tool without an id in the same turn: such a release answered them in order.
+    Without it nothing pairs a result with its call (no growth, no re-sends)."""
+    waiting: dict[tuple[str | None, str | None], deque[str]] = defaultdict(deque)
+    for event in events:
+        for part in event.parts:
+            if part.call_id:
+                continue
+            if part.kind == "function_call":
+                part.call_id = f"{INFERRED_CALL_ID}{event.event_id}:{part.index}"
+                waiting[(event.invocation_id, part.tool_name)].append(part.call_id)
+            elif part.kind == "function_response":
+                queue = waiting.get((event.invocation_id, part.tool_name))
+                if queue:
+                    part.call_id = queue.popleft()
 
 
 def parse_version(text: str) -> tuple[int, int, int]:

@@ -185,6 +185,28 @@ def test_real_exports_load_every_event(tmp_path, name, events):
                   "SELECT count(*) FROM parts WHERE kind = 'function_call'") == calls
 
 
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_data is absent")
+def test_calls_without_ids_are_paired_in_order(tmp_path):
+    """Issue 33, item 6: an early ADK stored its function calls and responses without
+    ids; each response pairs with the first unanswered call of its tool in its turn, so
+    the tool calls grow windows (the report said "No tool calls." beside a Turns table
+    of 3, and `growth` was empty). The ids say they were inferred."""
+    name = "adk-samples_customer-service_123.session.json"
+    source = json.loads((REAL / name).read_text())
+    pairs = [(e.get("invocation_id"), p["function_call"]["name"])
+             for e in source["events"] for p in (e.get("content") or {}).get("parts", [])
+             if "function_call" in p]  # fmt: skip
+    db = tmp_path / "f.duckdb"
+    api.ingest_json(db, [REAL / name])
+    growth = api.growth(db, "f7e81523-cd34-4202-821e-a1f44d9cef94", top=100)
+    assert growth.height == len(pairs) == 6  # every call answered
+    assert all(i.startswith("inferred:") for i in growth["function_call_id"])
+    assert sorted(zip(growth["invocation_id"], growth["tool_name"], strict=True)) == sorted(
+        (i, n) for i, n in pairs)  # fmt: skip
+    turns = api.turns(db, "f7e81523-cd34-4202-821e-a1f44d9cef94")
+    assert turns["tool_calls"].sum() == len(pairs)
+
+
 def test_wrong_types_and_impossible_times_skip_the_row_not_the_file(tmp_path):
     events = [_event(0), _event(1), _event(2), _event(3), _event(4)]
     events[1]["invocation_id"] = 5

@@ -8,7 +8,15 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import ForensicsError
-from ..model import CompactionRange, Event, Part, Release, Session, parse_version
+from ..model import (
+    CompactionRange,
+    Event,
+    Part,
+    Release,
+    Session,
+    pair_unidentified_calls,
+    parse_version,
+)
 from ..selection import Selection
 from .handle import Store
 
@@ -215,6 +223,7 @@ def session_of(
                 content, summary,
             )  # fmt: skip
         )
+    pair_unidentified_calls(session.events)
     return session
 
 
