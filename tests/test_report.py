@@ -284,3 +284,20 @@ def test_the_words_agree_with_their_counts(sample_db):
     assert 'class="fig estimated"' in str(fig(Cell("12", "estimated")))
     result = runner.invoke(app, ["failures", "--by", "agent", "--db", str(sample_db)])
     assert "total (1 row)" in result.stdout, result.output
+
+
+def test_commands_in_sentences_are_code_and_a_cap_that_cuts_nothing_is_one_line(sample_db):
+    """Issue 33, item 7: the tool's sentences name commands in backticks; the page sets
+    them as code, never as literal backticks (text from data is escaped first, so a
+    backtick there makes code of escaped text only). A what-if cap that leaves the
+    top result as it is gets one line, not a box of "N → N"."""
+    page = render_incident(build_incident(sample_db, "incident", whatif_cap=10_000_000))
+    assert "`" not in page.replace("<code>", "").split("<body", 1)[1]
+    assert '<div class="whatif"' not in page
+    line = re.search(r'<p class="legend" id="whatif">(.*?)</p>', page, re.S).group(1)
+    assert "changes nothing here" in line and "<code>forensics whatif --token-cap N</code>" in line
+    boxed = render_incident(build_incident(sample_db, "incident"))  # 16,000: it cuts
+    assert '<div class="whatif" id="whatif">' in boxed
+    from forensics.reports.render import isolated
+
+    assert str(isolated("run `x<y>` now")) == "<bdi>run <code>x&lt;y&gt;</code> now</bdi>"

@@ -174,6 +174,7 @@ class WhatIf:
     guard: str
     lines: list[str]
     assumption: str
+    changes_nothing: bool = False  # the cap leaves the result as it is: a line, no box
 
 
 @dataclass
@@ -314,6 +315,13 @@ def _whatif(scope: api.Scope, book: api.PriceBook, top: dict[str, Any], cap: int
         if turn is not None
         else f"{top['tool_name']} result (in no turn: no prompt came before it)"
     )
+    if result["counterfactual_tokens"] == result["result_tokens_estimated"]:
+        line = (
+            f"What if: {guard.describe()}. It leaves the {result_of} "
+            f"({n(result['result_tokens_estimated'])} tokens, estimated) as it is, so it "
+            f"changes nothing here; `forensics whatif --token-cap N` replays a lower cap."
+        )
+        return WhatIf(guard.describe(), [line], api.WHATIF_ASSUMPTION, changes_nothing=True)
     lines.append(
         f"The {result_of} {kept}{over}: "
         f"{n(result['result_tokens_estimated'])} → {n(result['counterfactual_tokens'])} "

@@ -1,17 +1,19 @@
 """Render an `IncidentContext` to one self-contained HTML file: CSS inline, charts as SVG.
 
 Jinja2 autoescapes everything; the only markup passed through is the chart SVG,
-which matplotlib writes with text as glyph paths (charts.py), so no agent-supplied
-string reaches the page as markup. Every printed text is also made visible and
-bidi-isolated (`isolated`).
+whose text is escaped as it is written (svg.py) or drawn as glyph paths (matplotlib,
+the weekly chart), so no agent-supplied string reaches the page as markup. Every
+printed text is also made visible and bidi-isolated, and a `span` in backticks is set
+as code once escaped (`isolated`).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from ..errors import ForensicsError
 from ..resources import resource_dir
@@ -20,6 +22,8 @@ from .charts import chart_svg, daily_cost_svg
 from .incident import IncidentContext
 from .weekly import WeeklyContext
 
+_CODE = re.compile(r"`([^`\n]+)`")
+
 
 def isolated(value: object) -> object:
     """Every text the template prints: escaped, its control and bidi characters shown
@@ -27,7 +31,10 @@ def isolated(value: object) -> object:
     own sentence around. Markup (the charts, `plain`) and numbers pass as they are."""
     if isinstance(value, Markup) or not isinstance(value, str):
         return value
-    return Markup("<bdi>%s</bdi>") % visible(value, keep_newlines=True)
+    escaped = str(escape(visible(value, keep_newlines=True)))  # no '<' left in it
+    # `a command` in the tool's own sentences is set as code, not as backticks
+    coded = _CODE.sub(r"<code>\1</code>", escaped)
+    return Markup("<bdi>" + coded + "</bdi>")  # noqa: S704
 
 
 def plain(value: object) -> Markup:
