@@ -34,6 +34,7 @@ from .cost import billed
 from .cost.prices import PriceBook, parse_overrides, read_overrides
 from .engines.local import WORKERS, Refresh, refresh
 from .errors import FactsInterrupted, ForensicsError, SourceError, StoreError
+from .families import context_limit as _context_limit
 from .families.adk.releases import given as given_release
 from .families.mapping import Mapping
 from .families.mapping import load as load_mapping
@@ -631,6 +632,14 @@ def opensearch_file_documents(paths: Sequence[str | Path]) -> Iterator[Any]:
 
     for path in paths:
         yield from documents(Path(path))
+
+
+def context_error(code: str | None, message: str | None) -> tuple[int | None, int | None] | None:
+    """Whether an error's code and text say the request did not fit the model's window
+    (families/context_limit.py: the providers' own wordings): (requested, limit) as the
+    text gives them (either None when it gives none), or None when they do not say so."""
+    found = _context_limit.parse(code, message)
+    return None if found is None else (found.requested, found.limit)
 
 
 def context_failures(store: StoreLike, selection: SelectionLike = None) -> pl.DataFrame:

@@ -301,3 +301,26 @@ def test_commands_in_sentences_are_code_and_a_cap_that_cuts_nothing_is_one_line(
     from forensics.reports.render import isolated
 
     assert str(isolated("run `x<y>` now")) == "<bdi>run <code>x&lt;y&gt;</code> now</bdi>"
+
+
+def test_a_claude_code_report_speaks_its_family_s_words_and_reads_its_error(tmp_path):
+    """Issue 33, item 4: the bundled Claude Code incident failed with
+    invalid_request_error, "prompt is too long: 200289 tokens > 200000 maximum": the
+    headline and the evidence say the window caused it (they said "the error does not
+    say so"), and no ADK wording (prompt_token_count, `ingest adk-trace`) is left."""
+    import html as html_module
+
+    db = tmp_path / "cc.duckdb"
+    api.ingest_claude_code(db, [ROOT / "sample_data" / "claude_code"])
+    failed = api.context_failures(db, api.Selection(family="claude-code"))
+    context = build_incident(db, failed["session_id"][0])
+    assert context.headline[0].startswith(
+        "Turn 2 failed with invalid_request_error (the request did not fit: 200,289 tokens "
+        "> 200,000)")  # fmt: skip
+    said = " ".join(line for lines in context.evidence.values() for line in lines)
+    assert "the error says so (the request did not fit: 200,289 tokens > 200,000)" in said
+    assert "does not say so" not in said
+    page = html_module.unescape(re.sub(r"<[^>]+>", " ", render_incident(context)))
+    for adk_word in ("prompt_token_count", "adk-trace", "ADK", "function response"):
+        assert adk_word not in page, adk_word
+    assert "the transcript recorded with each response" in page

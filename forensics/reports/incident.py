@@ -151,6 +151,17 @@ class Failure:
     error_code: str
     error_message: str
     last_calls: list[FailedCall]
+    # the error says the request did not fit: (requested, limit) as its text gives them
+    context: tuple[int | None, int | None] | None = None
+
+    def said(self) -> str:
+        """What the error says of the window, for a sentence ("" when it says nothing)."""
+        if self.context is None:
+            return ""
+        requested, limit = self.context
+        if requested is not None and limit is not None:
+            return f"the request did not fit: {n(requested)} tokens > {n(limit)}"
+        return "the request did not fit the model's window"
 
 
 @dataclass
@@ -280,7 +291,10 @@ def _build(
     )
     rules = scope.window_rules().get(session["session_id"], "no rules: no call")
     priced = scope.call_costs(book)
-    context.evidence = _evidence(context, calls, growth, compaction, scope.fidelity(), rules)
+    family = "claude-code" if str(session["source"] or "").startswith("claude-code") else "adk"
+    context.evidence = _evidence(
+        context, calls, growth, compaction, scope.fidelity(), rules, family
+    )
     _cost_evidence(context.evidence, priced, book, not growth.is_empty())
     context.method = _method(api.session_ingests(scope.store, key), calls, rules)
     context.method.prices = _prices(priced, book)
@@ -408,6 +422,7 @@ def _failure(turns: pl.DataFrame, calls: pl.DataFrame) -> Failure | None:
         turn=row["turn"],
         error_code=row["error_code"],
         error_message=row["error_message"] or "",
+        context=api.context_error(row["error_code"], row["error_message"]),
         last_calls=[
             FailedCall(
                 label=c["timestamp"].astimezone(UTC).strftime("%H:%M:%S"),
@@ -480,8 +495,9 @@ def _headline(
                 f" The turn cost {usd(cost['cost_usd_low'], cost['cost_usd_high'])} "
                 f"({_how(cost)})."
             )
+        said = f" ({failure.said()})" if failure.context is not None else ""
         lines.append(
-            f"Turn {failure.turn} failed with {failure.error_code} "
+            f"Turn {failure.turn} failed with {failure.error_code}{said} "
             f"{seconds(failed_turn['wall_s'])} after it started{size}.{spent}"
         )
     if not growth.is_empty() and growth["growth_tokens"][0] is not None:
@@ -666,14 +682,15 @@ def _evidence(
     compaction: pl.DataFrame,
     fidelity: pl.DataFrame,
     rules: str,
+    family: str = "adk",
 ) -> dict[str, list[str]]:
+    words = _WORDS.get(family, _WORDS["adk"])
     agent = calls.filter(pl.col("kind") != "summarizer")
     measured_calls = agent.filter(pl.col("occupancy_measured").is_not_null()).height
     unmeasured = agent.height - measured_calls
     evidence: dict[str, list[str]] = {MEASURED: [], ESTIMATED: [], INFERRED: [], "open": []}
     evidence[MEASURED].append(
-        f"Window size of {n(measured_calls)} of {_calls(agent.height)}: the provider's "
-        "prompt_token_count stored with each response."
+        f"Window size of {n(measured_calls)} of {_calls(agent.height)}: {words['usage']}."
     )
     evidence[MEASURED].append("Turn wall times, call counts and tool calls: stored events.")
     if ctx.failure:
@@ -682,7 +699,7 @@ def _evidence(
         )
     if not growth.is_empty():
         evidence[MEASURED].append(
-            "Tool result sizes in characters and their row counts: stored function responses."
+            f"Tool result sizes in characters and their row counts: {words['results']}."
         )
         evidence[ESTIMATED].append(
             "Tool result tokens, tokens per row and re-sent tokens: "
@@ -714,12 +731,12 @@ def _evidence(
     if not growth.is_empty():
         evidence[INFERRED].append(
             "Tool latency: an upper bound, from the model request that "
-            "asked to the stored result (ADK stores no tool start)."
+            f"asked to the stored result ({words['no_tool_start']})."
         )
     if traced < agent.height:
         evidence["open"].append(
             f"Whether the {n(agent.height - traced)} untraced requests were exactly as "
-            "rebuilt: the store has no trace of them (`forensics ingest adk-trace`)."
+            f"rebuilt: {words['no_trace']}."
         )
     if unmeasured:
         failed = agent.filter(
@@ -737,12 +754,37 @@ def _evidence(
             "in the application's logs or traces, with the size figure logged at failure "
             "(`forensics failures`)."
         )
-    if ctx.failure and "CONTEXT" not in ctx.failure.error_code.upper():
+    if ctx.failure and ctx.failure.context is not None:
+        evidence[MEASURED].append(
+            f"That the window's size caused the failure: the error says so "
+            f"({ctx.failure.said()})."
+        )
+    elif ctx.failure:
         evidence["open"].append(
             "Whether the window's size caused the failure: the error does not say so."
         )
-    evidence["open"].append("How long each tool itself ran: not stored by ADK.")
+    evidence["open"].append(f"How long each tool itself ran: {words['tool_ran']}.")
     return evidence
+
+
+# the evidence in each family's own words (what its records are called, what they lack)
+_WORDS = {
+    "adk": {
+        "usage": "the provider's prompt_token_count stored with each response",
+        "no_tool_start": "ADK stores no tool start",
+        "no_trace": "the store has no trace of them (`forensics ingest adk-trace`)",
+        "tool_ran": "not stored by ADK",
+        "results": "stored function responses",
+    },
+    "claude-code": {
+        "usage": "the input, cache read and cache write tokens the transcript recorded "
+        "with each response",
+        "no_tool_start": "the transcript stores no tool start",
+        "no_trace": "Claude Code keeps no copy of the requests it sent",
+        "tool_ran": "not stored in the transcript",
+        "results": "the tool results the transcript stored",
+    },
+}
 
 
 def _cost_evidence(
