@@ -671,3 +671,23 @@ def test_views_as_tables_give_the_same_rows_and_leave_nothing(tmp_path, monkeypa
         views = store.run("SELECT count(*) FROM duckdb_views() WHERE temporary"
                           " AND view_name LIKE 'cost_%'")[0][0]  # fmt: skip
         assert (left, views) == (0, 0)
+
+
+def test_cost_lists_the_costliest_first_and_says_how_to_price_the_unpriced(tmp_path):
+    """Issue 33, item 9: after the README's sample ingest every call is unpriced (the
+    scripted model): the table says which model and how to price it; with prices, the
+    sessions come costliest first."""
+    db = str(tmp_path / "s.duckdb")
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    bare = runner.invoke(app, ["cost", "--db", db])
+    assert bare.exit_code == 0, bare.output
+    assert bare.stderr.splitlines()[-1] == (
+        "Hint: 24 calls unpriced: no price for scripted-store-model; give their rates with "
+        "--prices FILE (the bundled sample's scripted models: sample_data/prices.toml), or "
+        "keep a file for this store with `forensics prices --keep FILE`")  # fmt: skip
+    priced = runner.invoke(app, ["cost", "--db", db, "--prices", str(SAMPLES / "prices.toml"),
+                                 "-f", "json"])  # fmt: skip
+    rows = json.loads(priced.stdout)
+    costs = [r["cost_usd_low"] for r in rows]
+    assert costs == sorted(costs, reverse=True) and len(costs) == 3
+    assert "Hint" not in priced.stderr

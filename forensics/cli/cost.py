@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import date
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..errors import ForensicsError
+from ..words import counted
 from .common import (
     AppPick,
     DbOption,
@@ -27,6 +28,12 @@ from .common import (
     emit,
     selection,
 )
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from ..api import PriceBook
+    from ..selection import Selection
 
 
 class By(StrEnum):
@@ -163,9 +170,39 @@ def cost(
         emit(api.cost_share(db, picked, prices=book), fmt, COST_SHARE, note)
         return
     frame = api.cost(db, picked, by=chosen, prices=book)
+    if chosen in BY_COST:  # the costliest first (a day, a turn, a call: in time order)
+        frame = frame.with_row_index("_key").sort(
+            ["cost_usd_low", "_key"], descending=[True, False], nulls_last=True
+        ).drop("_key")
     specs = {"call": COST_CALLS, "tool": COST_TOOLS, "tool-call": COST_TOOL_CALLS}
     spec = specs.get(chosen) or cost_spec(chosen)
     emit(frame, fmt, spec, note)
+    _unpriced_hint(frame, db, picked, book)
+
+
+BY_COST = ("session", "agent", "model", "app", "user")
+
+
+def _unpriced_hint(
+    frame: pl.DataFrame, db: Path | None, picked: Selection, book: PriceBook
+) -> None:
+    """Calls whose model has no price: which models, and how to price them."""
+    import polars as pl
+
+    from .. import api
+
+    if "unknown_calls" not in frame.columns or not frame["unknown_calls"].sum():
+        return
+    models = api.cost(db, picked, by="model", prices=book).filter(pl.col("unknown_calls") > 0)
+    names = ", ".join(m or "(none named)" for m in models["model"].to_list()[:5])
+    sample = " (the bundled sample's scripted models: sample_data/prices.toml)" if any(
+        str(m).startswith("scripted-") for m in models["model"].to_list()) else ""  # fmt: skip
+    echo(
+        f"Hint: {counted(int(frame['unknown_calls'].sum()), 'call')} unpriced: no price for "
+        f"{names}; give their rates with --prices FILE{sample}, or keep a file for this "
+        "store with `forensics prices --keep FILE`",
+        err=True,
+    )
 
 
 @app.command()
