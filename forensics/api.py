@@ -928,11 +928,16 @@ def breakeven(store: StoreLike, selection: SelectionLike = None, *, agent: str |
 # ---------------------------------------------------------------------------
 
 
-def sessions(store: StoreLike, selection: SelectionLike = None) -> pl.DataFrame:
-    """One row per session: events, turns, first/last event, errors, measured prompt tokens."""
+def sessions(
+    store: StoreLike, selection: SelectionLike = None, *, errors_only: bool = False
+) -> pl.DataFrame:
+    """One row per session: events, turns, first/last event, errors, measured prompt tokens
+    (with the selection's since/until: the sessions with an event in that time)."""
     chosen = _selection(selection)
     with using(store) as s:
-        frame = s.frame("store/sessions", app=chosen.app, user=chosen.user, session=chosen.session)
+        frame = s.frame("store/sessions", app=chosen.app, user=chosen.user,
+                        session=chosen.session, since=chosen.since, until=chosen.until,
+                        errors_only=errors_only)  # fmt: skip
         return SESSIONS.check(frame)
 
 

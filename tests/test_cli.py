@@ -283,3 +283,26 @@ def test_the_demo_prints_forensics_as_it_can_be_typed(tmp_path, monkeypatch):
     assert _typed_forensics() == [str(program)]
     monkeypatch.setenv("PATH", str(program.parent))
     assert _typed_forensics() == ["forensics"]
+
+
+def test_sessions_by_time_errors_order_and_limit(tmp_path):
+    """Issue 33, item 9: `sessions` takes the time filter every other command takes,
+    shows only sessions with errors, sorts and limits; the total adds up the rows shown."""
+    db = str(tmp_path / "s.duckdb")
+    api.ingest_sqlite(db, ROOT / "sample_data" / "adk_v1.db")
+
+    def ids(*args: str) -> list[str]:
+        return [r["session_id"] for r in _json(["sessions", *args, "--db", db])]
+
+    assert ids() == ["incident", "parallel", "compaction"]  # the oldest first
+    assert ids("--since", "2026-10-22T09:30", "--until", "2026-10-22T10:00") == ["parallel"]
+    assert ids("--errors") == ["incident"]
+    assert ids("--sort", "events") == ["compaction", "incident", "parallel"]
+    assert ids("--sort", "newest", "--limit", "1") == ["compaction"]
+    result = runner.invoke(app, ["sessions", "--sort", "events", "--limit", "2", "--db", db])
+    assert "total (2 rows)" in result.stdout
+    assert result.stderr.strip() == "2 of 3 sessions shown (--limit)"
+    # growth takes the same time filter: the tool calls of the sessions in that time
+    grown = _json(["growth", "--since", "2026-10-22T09:30", "--until", "2026-10-22T10:00",
+                   "--top", "100", "--db", db])  # fmt: skip
+    assert {r["session_id"] for r in grown} == {"parallel"} and len(grown) == 7

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -13,13 +14,29 @@ from .common import (
     Format,
     FormatOption,
     SessionArg,
+    SinceOption,
+    UntilOption,
     UserOption,
     UserPick,
     app,
     boundary,
+    echo,
     emit,
     selection,
 )
+
+
+class SessionsSort(StrEnum):
+    first = "first"
+    newest = "newest"
+    events = "events"
+    errors = "errors"
+    prompt_tokens = "prompt-tokens"
+
+
+# the column and direction of each --sort (ties: the store's order, oldest first)
+_SORTS = {"newest": ("last_event_at", True), "events": ("events", True),
+          "errors": ("errors", True), "prompt-tokens": ("prompt_tokens", True)}  # fmt: skip
 
 
 @app.command()
@@ -27,17 +44,46 @@ from .common import (
 def sessions(
     app_name: AppOption = None,
     user: UserOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    errors: Annotated[
+        bool, typer.Option("--errors", help="Only sessions with an error event.")
+    ] = False,
+    sort: Annotated[
+        SessionsSort,
+        typer.Option(
+            "--sort",
+            help="first (the oldest first), newest (last event), events, errors, "
+            "prompt-tokens (the most first).",
+            case_sensitive=False,
+        ),
+    ] = SessionsSort.first,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="At most this many rows.")
+    ] = None,
     db: DbOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """One row per session: events, turns, first and last event, errors, source.
 
     prompt_tokens is the sum of the provider's usage_metadata over the session (measured).
+    With --since/--until: the sessions with an event in that time (their figures over
+    all their events). The total row adds up the rows shown.
+    Example: forensics sessions --since 2026-11-16 --errors --sort newest --limit 20
     """
     from .. import api
     from ..columns import SESSIONS
 
-    emit(api.sessions(db, selection(app_name, user)), fmt, SESSIONS)
+    frame = api.sessions(db, selection(app_name, user, None, since, until), errors_only=errors)
+    if sort.value in _SORTS:
+        column, descending = _SORTS[sort.value]
+        frame = frame.with_row_index("_at").sort(
+            [column, "_at"], descending=[descending, False], nulls_last=True
+        ).drop("_at")
+    shown = frame.head(limit) if limit is not None else frame
+    emit(shown, fmt, SESSIONS)
+    if shown.height < frame.height:
+        echo(f"{shown.height:,} of {frame.height:,} sessions shown (--limit)", err=True)
 
 
 @app.command()

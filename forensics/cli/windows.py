@@ -14,6 +14,8 @@ from .common import (
     FormatOption,
     OptionalSessionArg,
     SessionArg,
+    SinceOption,
+    UntilOption,
     UserPick,
     app,
     boundary,
@@ -151,10 +153,14 @@ def growth(
     session_id: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
     app_name: AppPick = None,
     user: UserPick = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     db: DbOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Tool calls ranked by how much their result grew the next request, and its re-send cost.
+
+    --since/--until: the tool calls of the sessions with an event in that time.
 
     latency_s is the time from the model request that issued the call to the stored
     result: ADK stamps a model event when its request starts, so it includes the
@@ -163,7 +169,8 @@ def growth(
     from .. import api
     from ..columns import GROWTH
 
-    emit(api.growth(db, selection(app_name, user, session_id), top=top), fmt, GROWTH)
+    picked = selection(app_name, user, session_id, since, until)
+    emit(api.growth(db, picked, top=top), fmt, GROWTH)
 
 
 @app.command()
