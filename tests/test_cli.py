@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -306,3 +307,17 @@ def test_sessions_by_time_errors_order_and_limit(tmp_path):
     grown = _json(["growth", "--since", "2026-10-22T09:30", "--until", "2026-10-22T10:00",
                    "--top", "100", "--db", db])  # fmt: skip
     assert {r["session_id"] for r in grown} == {"parallel"} and len(grown) == 7
+
+
+def test_help_paragraphs_flow_to_the_terminal_s_width():
+    """Issue 33, item 9: `--help` kept the docstrings' own line breaks (88 columns) in
+    any terminal; a paragraph now flows, an example keeps a line of its own."""
+    from forensics.cli.common import flowed
+
+    assert flowed("First line.\n\n    one\n    two\n    - item\n    Example: forensics x\n") == (
+        "First line.\n\none two\n- item\nExample: forensics x")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", "from forensics.cli import main; main()",
+                          "sessions", "--help"], capture_output=True, text=True,
+                         env={**os.environ, "COLUMNS": "200"}, check=True).stdout  # fmt: skip
+    assert ("prompt_tokens is the sum of the provider's usage_metadata over the session "
+            "(measured). With --since/--until: the sessions") in out  # one line, not two

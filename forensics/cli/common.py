@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import inspect
 import itertools
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -204,7 +206,30 @@ def boundary(command: F) -> F:
             stages.done()
             state.pop("stages", None)
 
+    wrapper.__doc__ = flowed(command.__doc__)
     return wrapper  # type: ignore[return-value]
+
+
+_OWN_LINE = re.compile(r"(Example|Examples|e\.g\.:|- |\* |forensics |\s)")
+
+
+def flowed(doc: str | None) -> str | None:
+    """A docstring whose paragraphs are reflowed by the terminal: typer (rich mode)
+    keeps the source's line breaks, so `--help` was wrapped at 88 columns in a wide
+    terminal and broke again in a narrow one. Lines join within a paragraph; an
+    example, a list item or an indented line keeps a line of its own."""
+    if doc is None:
+        return None
+    paragraphs = []
+    for paragraph in inspect.cleandoc(doc).split("\n\n"):
+        lines: list[str] = []
+        for line in paragraph.splitlines():
+            if lines and not _OWN_LINE.match(line):
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line)
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
 
 
 # --- output -------------------------------------------------------------------
