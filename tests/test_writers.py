@@ -289,3 +289,26 @@ def test_frames_read_by_runs_are_the_frames_read_whole(golden_db, monkeypatch, r
             result = runner.invoke(app, [*args, "--db", str(golden_db), "-f", fmt])
             assert result.exit_code == 0, result.output
             assert result.stdout == expected, (args, fmt)
+
+
+def test_a_table_wider_than_the_terminal_leaves_columns_out_and_says_which():
+    """Issue 33, item 9: tables of 200-250 characters wrapped in an 80-column terminal.
+    In a terminal (only: a pipe gets every column) the columns that do not fit are left
+    out from the right, the first always kept; the footnote names them."""
+    frame = pl.DataFrame({"id": ["a", "b"], "count": [1, 22], "path": ["x" * 60, "y"],
+                          "note": ["n", "m"]})  # fmt: skip
+    out: list[bytes] = []
+    writers.write_table(frame, out.append, totals=["count"], footnote="the footnote",
+                        width=30)  # fmt: skip
+    lines = b"".join(out).decode().splitlines()
+    assert lines[0] == "id              count"
+    assert lines[-2:] == [
+        "the footnote",
+        "left out to fit 30 columns: path, note (-f csv, -f json or a wider terminal "
+        "shows them)",
+    ]
+    assert max(len(line) for line in lines[:-2]) <= 30
+    whole: list[bytes] = []
+    writers.write_table(frame, whole.append, totals=["count"], footnote="the footnote")
+    assert b"".join(whole).decode() == to_table(frame, None, ["count"], "the footnote")
+    assert writers.fitting([10, 5, 60], 17) == 2 and writers.fitting([90], 40) == 1

@@ -273,7 +273,18 @@ def emit(
             spec.totals if spec else (),
             footnote or (spec.footnote if spec else None),
             json_columns,
+            _terminal_width(),
         )
+
+
+def _terminal_width() -> int | None:
+    """A terminal's width, when stdout is one: a table wider than it loses columns from
+    the right (said in its footnote); a pipe or a file gets every column."""
+    if not sys.stdout.isatty():
+        return None
+    import shutil
+
+    return max(shutil.get_terminal_size().columns, 40)
 
 
 def _read_ahead(frames: Iterator[pl.DataFrame]) -> Iterator[pl.DataFrame]:

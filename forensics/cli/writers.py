@@ -619,6 +619,17 @@ def _table_format(dtype: Any, *, whole: bool, fine: bool) -> Format | None:
     return None
 
 
+def fitting(widths: Sequence[int], width: int) -> int:
+    """How many of the columns (from the left, at least one) fit in `width` characters,
+    two spaces between each."""
+    used, kept = -2, 0
+    for w in widths:
+        if kept and used + 2 + w > width:
+            break
+        used, kept = used + 2 + w, kept + 1
+    return kept
+
+
 def write_table(
     frame: pl.DataFrame,
     write: Write,
@@ -626,10 +637,12 @@ def write_table(
     totals: Sequence[str] = (),
     footnote: str | None = None,
     json_columns: Sequence[str] = (),
+    width: int | None = None,
 ) -> None:
     """`output.to_table(frame, columns, totals, footnote, json_columns)`, handed to `write`
     in pieces of UTF-8: every cell formatted first (the widths need them all), then the
-    lines CHUNK_ROWS at a time."""
+    lines CHUNK_ROWS at a time. `width` (a terminal's): the columns that do not fit are
+    left out from the right, the first always kept, and the footnote says which."""
     columns = list(columns or frame.columns)
     if not columns:
         write(to_table(frame, columns, totals, footnote, json_columns).encode())
@@ -669,6 +682,16 @@ def write_table(
         max(len(c), lengths[i] or 0 if lengths else 0, len(total[i]) if total else 0)
         for i, c in enumerate(columns)
     ]
+    if width is not None:
+        kept = fitting(widths, width)
+        if kept < len(columns):
+            left_out = ", ".join(columns[kept:])
+            footnote = "\n".join(filter(None, [footnote, (
+                f"left out to fit {width} columns: {left_out} (-f csv, -f json or a wider "
+                "terminal shows them)")]))  # fmt: skip
+            columns, widths, right = columns[:kept], widths[:kept], right[:kept]
+            body = body.select(columns)
+            total = total[:kept] if total is not None else None
     dashes = table_line(["-" * w for w in widths], widths, right)
     write((table_line(columns, widths, right) + "\n" + dashes + "\n").encode())
     line = pl.concat_str(
