@@ -53,3 +53,19 @@ def pg_db(pg_server: PgServer, request: pytest.FixtureRequest) -> Iterator[str]:
         yield dsn
     finally:
         pg_server.drop_database(name)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
+    """One line per reason the run skipped tests, with how many: a group that did not
+    run (the OpenSearch node not built, ../shared absent) is named once, not per file."""
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if not reasons:
+        return
+    terminalreporter.write_sep("-", "skipped, by reason")
+    for reason, count in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
+        terminalreporter.write_line(f"{count:4d}  {reason}")
