@@ -324,3 +324,17 @@ def test_a_claude_code_report_speaks_its_family_s_words_and_reads_its_error(tmp_
     for adk_word in ("prompt_token_count", "adk-trace", "ADK", "function response"):
         assert adk_word not in page, adk_word
     assert "the transcript recorded with each response" in page
+
+
+def test_money_has_one_rule_on_both_pages():
+    """Issue 31, item 3: a dollar or more in cents, less to three significant digits,
+    a true zero as $0, below $0.0001 said so; never $0.0108 beside $0.007850."""
+    from decimal import Decimal
+
+    from forensics.reports.incident import usd
+
+    shown = [usd(Decimal(v)) for v in ("0.0108", "0.007850", "0", "0.00005", "0.5",
+                                       "0.99996", "8465.363296", "-0.0123")]  # fmt: skip
+    assert shown == ["$0.0108", "$0.00785", "$0", "< $0.0001", "$0.500", "$1.00",
+                     "$8,465.36", "-$0.0123"]  # fmt: skip
+    assert usd(Decimal("0.0108"), Decimal("0.02")) == "$0.0108–$0.0200" and usd(None) == "—"

@@ -62,7 +62,7 @@ def test_the_review_adds_up_to_the_commands(store: Path) -> None:
     assert [r[0].text for r in context.budget.rows] == ["get_order_history", "get_return_history"]
     assert context.tasks is None and "forensics outcomes load" in context.tasks_help
     empty = build_weekly(store, week_label="2026-W44", prices=PRICES)
-    assert empty.headline[0] == "The week cost $0.0000 over 0 model calls in 0 sessions."
+    assert empty.headline[0] == "The week cost $0 over 0 model calls in 0 sessions."
     assert empty.headline[1].startswith(f"The week before cost ${total:,.4f}")
 
 

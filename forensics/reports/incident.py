@@ -32,11 +32,27 @@ def n(value: int | float | None, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
+TINY = Decimal("0.0001")  # an amount below it is written "< $0.0001"
+
+
 def usd(low: Decimal | None, high: Decimal | None = None) -> str:
-    """Money for people: dollars to 4 places (6 under a cent); a range as low–high."""
+    """Money for people, one rule on both pages: a dollar or more in cents; less, to
+    three significant digits ($0.0108, $0.00785); a true zero as $0, an amount below
+    $0.0001 as "< $0.0001"; a range as low–high. The JSON and CSV keep every digit."""
 
     def one(value: Decimal) -> str:
-        return f"${value:,.4f}" if value >= Decimal("0.01") or not value else f"${value:,.6f}"
+        sign, size = ("-" if value < 0 else ""), abs(Decimal(value))
+        if not size:
+            return "$0"
+        if size < TINY:
+            return f"{'> -' if sign else '< '}$0.0001"
+        if size >= 1:
+            return f"{sign}${size:,.2f}"
+        places = 2 - size.adjusted()  # 3 significant digits
+        text = f"{size:.{places}f}"
+        if Decimal(text) >= 1:  # 0.9996 rounds up to a dollar
+            return f"{sign}${Decimal(text):,.2f}"
+        return f"{sign}${text}"
 
     if low is None:
         return "—"
