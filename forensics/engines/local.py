@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import pyarrow as pa
 
@@ -39,7 +40,6 @@ from ..errors import FactsInterrupted, ForensicsError, StoreError
 from ..model import Release
 from ..store import Store
 from ..store import facts as stored
-from ..store.arrow import columns_table, rows_table
 from ..store.facts import Key
 from ..store.reads import session_of, session_release_evidence, session_tables, traced_windows
 
@@ -174,9 +174,16 @@ def build_run(run: Run) -> Built:
                                 strict=True):  # fmt: skip
             carried[name] += values
         sessions.append((key, len(event_rows), len(facts.rows["fact_calls"]), None))
-    tables = {t: rows_table(rows[t], FACT_SCHEMAS[t]) for t in FACT_TABLES if t != "fact_carried"}
-    tables["fact_carried"] = columns_table(carried, FACT_SCHEMAS["fact_carried"])
+    tables = {t: _arrow(rows[t], FACT_SCHEMAS[t]) for t in FACT_TABLES if t != "fact_carried"}
+    tables["fact_carried"] = pa.table(carried, schema=FACT_SCHEMAS["fact_carried"])
     return Built(tables, sessions, interrupted)
+
+
+def _arrow(rows: list[dict[str, object]], schema: pa.Schema) -> pa.Table:
+    """Rows as a table, column by column (twice as fast as Table.from_pylist). pyarrow,
+    not polars (store/arrow.py): this runs in a forked worker, and polars' thread pool
+    does not survive a fork of a process that used it (the worker hangs)."""
+    return pa.table({c: list(map(itemgetter(c), rows)) for c in schema.names}, schema=schema)
 
 
 @dataclass
