@@ -338,3 +338,25 @@ def test_money_has_one_rule_on_both_pages():
     assert shown == ["$0.0108", "$0.00785", "$0", "< $0.0001", "$0.500", "$1.00",
                      "$8,465.36", "-$0.0123"]  # fmt: skip
     assert usd(Decimal("0.0108"), Decimal("0.02")) == "$0.0108–$0.0200" and usd(None) == "—"
+
+
+def test_a_shared_page_names_no_path_of_the_writer_s_machine(tmp_path, monkeypatch):
+    """Issue 31, item 2: the prices file and the sources are named by their names (or
+    relative to where the command ran), not by the writer's virtualenv or home folder;
+    the full paths stay in `ingests` and the JSON. (The weekly review's printed
+    commands keep the paths they need to run.)"""
+    from forensics.reports.render import render_weekly
+    from forensics.reports.weekly import build_weekly
+
+    db = tmp_path / "s.duckdb"
+    api.ingest_sqlite(db, ROOT / "sample_data" / "adk_v1.db")
+    monkeypatch.chdir(tmp_path)  # the repository is elsewhere: its paths are not shown
+    prices = ROOT / "sample_data" / "prices.toml"
+    incident = render_incident(build_incident(db, "incident", prices=prices))
+    weekly = build_weekly(db, week_label="2026-W43", prices=prices)
+    for row in weekly.sessions.rows:
+        row[4] = type(row[4])("")  # the commands: as they must be typed
+    review = render_weekly(weekly)
+    for page in (incident, review):
+        assert str(ROOT) not in page
+        assert "prices.toml" in page and "adk-sqlite:adk_v1.db" in incident

@@ -7,9 +7,11 @@ into one self-contained HTML file. Nothing here imports jinja2 or matplotlib.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -849,7 +851,27 @@ def _cost_evidence(
 
 def _prices(priced: pl.DataFrame, book: api.PriceBook) -> str:
     used = sorted(set(priced["price_source"].drop_nulls().to_list()))
-    return "; ".join(used) if used else f"no call priced (from {book.sources})"
+    return portable("; ".join(used) if used else f"no call priced (from {book.sources})")
+
+
+# an absolute path in a text (not the path of a URL: postgresql://host/db)
+_ABSOLUTE = re.compile(r"(?<![\w/.~-])/(?!/)[^\s,;()]+")
+
+
+def portable(text: str) -> str:
+    """`text` for a page sent to people on other machines: an absolute path in it
+    (a prices file, a source) relative to the working folder when inside it, else
+    its file name; the full paths stay in `forensics ingests` and the JSON."""
+    here = Path.cwd().resolve()
+
+    def shown(found: re.Match[str]) -> str:
+        path = Path(found.group(0))
+        try:
+            return str(path.resolve().relative_to(here))
+        except (ValueError, OSError):
+            return path.name or str(path)
+
+    return _ABSOLUTE.sub(shown, text)
 
 
 def _method(ingests: pl.DataFrame, calls: pl.DataFrame, rules: str) -> Method:
@@ -861,7 +883,7 @@ def _method(ingests: pl.DataFrame, calls: pl.DataFrame, rules: str) -> Method:
         shown = ", ".join(f"{k}={v}" for k, v in filters.items()) or "no filters"
         what = "traced requests" if row["kind"] == "adk-trace" else "events"
         sources.append(
-            f"{row['source']} ({shown}; ingest {row['ingest_id']}, "
+            f"{portable(row['source'])} ({shown}; ingest {row['ingest_id']}, "
             f"{n(row['rows'])} {what} of this session)"
         )
     ratios = calls.filter(pl.col("kind") != "summarizer").unique("ratio_model", maintain_order=True)

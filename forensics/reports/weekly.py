@@ -27,7 +27,7 @@ from .. import __version__, api
 from ..errors import ForensicsError
 from ..provenance import ESTIMATED, LOGGED, MEASURED, PRICED
 from ..words import counted
-from .incident import Cell, n, usd
+from .incident import Cell, n, portable, usd
 
 DEFAULT_BUDGET = 16_000  # tokens a single tool result may hold before it is flagged
 TOP_SESSIONS = 10
@@ -371,7 +371,10 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
         )  # fmt: skip
     evidence = {
         MEASURED: ["Token counts: the provider's usage stored with each response."],
-        PRICED: [f"Money: measured usage times the price of each call's UTC day ({book.sources})."],
+        PRICED: [
+            "Money: measured usage times the price of each call's UTC day "
+            f"({portable(book.sources)})."
+        ],
         ESTIMATED: ["Tool-result tokens and what their sends cost: characters over the "
                     "chars-per-token ratio."],  # fmt: skip
         LOGGED: ["Context failures' size figures and responses before them: the application's "
@@ -431,7 +434,7 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
             ("week", f"ISO week {period.label}, Monday 00:00 to Monday 00:00 in {period.tz}"
              if period.label != "custom" else f"[since, until) in {period.tz}"),
             ("calls", "the model calls that started in it (`forensics cost --since --until`)"),
-            ("prices", book.sources),
+            ("prices", portable(book.sources)),
             ("toolkit", f"agent-forensics {__version__}"),
             ("generated", datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
         ],
