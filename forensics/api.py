@@ -197,7 +197,10 @@ def _loading(store: StoreLike) -> Iterator[Store]:
     then print no rows instead of saying there is no store). An interrupted one is kept,
     with the ledger row that says so."""
     path = None if isinstance(store, Store) else Path(store or default_db_path())
-    created = path is not None and not path.exists()
+    try:
+        created = path is not None and not path.exists()
+    except OSError:  # a path the system refuses: Store.open says so, nothing is removed
+        created = False
     loaded = True
     try:
         with using(store, read_only=False) as target:
@@ -215,11 +218,16 @@ def _loading(store: StoreLike) -> Iterator[Store]:
                 leftover.unlink(missing_ok=True)
 
 
+_HOLDING = ("sessions", "events", "logged", "traced_calls", "outcomes", "transcript_files")
+
+
 def _loaded_any(store: Store) -> bool:
+    """Whether the store holds anything a source gave (not only its ledger)."""
     import duckdb
 
+    counts = " + ".join(f"(SELECT count(*) FROM {table})" for table in _HOLDING)  # noqa: S608
     try:
-        return bool(store.run("SELECT count(*) FROM ingests WHERE rows_loaded > 0")[0][0])
+        return bool(store.run(f"SELECT {counts}")[0][0])  # table names from code
     except duckdb.Error:  # a store an error left unusable: keep it, to be looked at
         return True
 

@@ -717,6 +717,12 @@ def test_a_store_path_the_system_refuses_is_said(tmp_path):
     out = runner.invoke(app, ["sessions", "--db", str(tmp_path / ("x" * 300))])
     assert out.exit_code == 1 and "unexpected" not in out.output
     assert "cannot open store" in out.output
+    # an ingest too (it asks whether the store exists before opening it)
+    out = runner.invoke(app, ["ingest", "opensearch-file",
+                              str(ROOT / "sample_data" / "opensearch" / "litellm.ndjson"),
+                              "--db", str(tmp_path / ("x" * 300))])  # fmt: skip
+    assert out.exit_code == 1 and "unexpected" not in out.output
+    assert "cannot open store" in out.output
 
 
 def test_files_of_one_ingest_share_batches_and_a_changed_event_is_still_said(tmp_path):

@@ -184,7 +184,8 @@ def test_method_names_sources_and_filters_without_passwords(tmp_path):
                       api.Selection(session="s0"))
     context = build_incident(db, "s0")
     (source,) = context.method.sources
-    assert source.startswith(f"adk-sqlite:{tmp_path / 'adk.db'} (session=s0; ingest 1, 6 ")
+    # the file by its name: the page is shared (issue 31); `ingests` keeps the full path
+    assert source.startswith("adk-sqlite:adk.db (session=s0; ingest 1, 6 ")
     assert "chars per token" in context.method.ratio
 
 
@@ -298,9 +299,10 @@ def test_commands_in_sentences_are_code_and_a_cap_that_cuts_nothing_is_one_line(
     assert "changes nothing here" in line and "<code>forensics whatif --token-cap N</code>" in line
     boxed = render_incident(build_incident(sample_db, "incident"))  # 16,000: it cuts
     assert '<div class="whatif" id="whatif">' in boxed
-    from forensics.reports.render import isolated
+    from forensics.reports.render import isolated, prose
 
-    assert str(isolated("run `x<y>` now")) == "<bdi>run <code>x&lt;y&gt;</code> now</bdi>"
+    assert str(prose("run `x<y>` now")) == "<bdi>run <code>x&lt;y&gt;</code> now</bdi>"
+    assert str(isolated("an id `a`")) == "<bdi>an id `a`</bdi>"  # text from data: as it is
 
 
 def test_a_claude_code_report_speaks_its_family_s_words_and_reads_its_error(tmp_path):

@@ -174,3 +174,21 @@ def test_the_printed_incident_command_runs_as_printed(
     result = CliRunner().invoke(app, words[1:])
     assert result.exit_code == 0, result.output
     assert (work / "incident-incident.html").stat().st_size > 20_000
+
+
+def test_a_session_id_that_reads_as_an_option_is_printed_after_the_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shlex
+
+    events = [{"id": f"e{i}", "author": a, "timestamp": 1792700000 + i, "invocation_id": "i1",
+               "content": {"parts": [{"text": t}]}}
+              for i, (a, t) in enumerate([("user", "hi"), ("agent", "yo")])]  # fmt: skip
+    (tmp_path / "s.json").write_text(json.dumps(
+        {"id": "-abc", "app_name": "a", "user_id": "u", "events": events}))  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    api.ingest_json(tmp_path / "d.duckdb", [tmp_path / "s.json"])
+    printed = build_weekly(tmp_path / "d.duckdb").sessions.rows[0][4].text
+    assert printed == "forensics report incident --out incident--abc.html --db d.duckdb -- -abc"
+    result = CliRunner().invoke(app, shlex.split(printed)[1:])
+    assert result.exit_code == 0, result.output

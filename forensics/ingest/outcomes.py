@@ -119,7 +119,8 @@ def _conflict(held: tuple[tuple[object, ...], int], values: tuple[object, ...]) 
     """Why a row that names a stored execution with other values was not loaded (the
     same words for every row alike, so a file of them is one line of the summary)."""
     differs = "; ".join(
-        f"{name} {old!r} there, {new!r} here"
+        # a score is a measurement: its values would make a reason per row
+        "score differs" if name == "score" else f"{name} {old!r} there, {new!r} here"
         for name, old, new in zip(_FIELDS, held[0], values, strict=True)
         if old != new
     )

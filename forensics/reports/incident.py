@@ -58,7 +58,7 @@ def usd(low: Decimal | None, high: Decimal | None = None) -> str:
 
     if low is None:
         return "—"
-    if high is None or high == low:
+    if high is None or one(high) == one(low):  # a range its rounding cannot show
         return one(low)
     return f"{one(low)}–{one(high)}"
 

@@ -3,8 +3,8 @@
 Jinja2 autoescapes everything; the only markup passed through is the chart SVG,
 whose text is escaped as it is written (svg.py) or drawn as glyph paths (matplotlib,
 the weekly chart), so no agent-supplied string reaches the page as markup. Every
-printed text is also made visible and bidi-isolated, and a `span` in backticks is set
-as code once escaped (`isolated`).
+printed text is also made visible and bidi-isolated (`isolated`); in the tool's own
+sentences a `command` in backticks is set as code once escaped (`prose`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,14 @@ def isolated(value: object) -> object:
     own sentence around. Markup (the charts, `plain`) and numbers pass as they are."""
     if isinstance(value, Markup) or not isinstance(value, str):
         return value
-    escaped = str(escape(visible(value, keep_newlines=True)))  # no '<' left in it
-    # `a command` in the tool's own sentences is set as code, not as backticks
+    return Markup("<bdi>%s</bdi>") % visible(value, keep_newlines=True)
+
+
+def prose(value: object) -> Markup:
+    """One of the tool's own sentences (evidence, notes, help): as `isolated`, and a
+    `command` it names in backticks set as code. Never used on text from data alone
+    (an id or a message keeps its backticks)."""
+    escaped = str(escape(visible(str(value), keep_newlines=True)))  # no '<' left in it
     coded = _CODE.sub(r"<code>\1</code>", escaped)
     return Markup("<bdi>" + coded + "</bdi>")  # noqa: S704
 
@@ -52,6 +58,7 @@ def environment() -> Environment:
         finalize=isolated,
     )
     env.filters["plain"] = plain
+    env.filters["prose"] = prose
     return env
 
 

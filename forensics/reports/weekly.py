@@ -204,7 +204,7 @@ def _incident_command(store: api.Store, row: dict[str, Any], book: api.PriceBook
     names more than one session; paths relative to the working folder when inside it."""
     session = row["session_id"]
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", session)[:60].strip("._") or "session"
-    words = ["forensics", "report", "incident", session, "--out", f"incident-{name}.html"]
+    words = ["--out", f"incident-{name}.html"]
     holders = store.run(
         "SELECT count(*) FROM sessions WHERE session_id = ?", [session]
     )[0][0]
@@ -215,7 +215,9 @@ def _incident_command(store: api.Store, row: dict[str, Any], book: api.PriceBook
     overrides = book.overrides
     if overrides is not None and overrides.label == str(overrides.path):  # a file, not kept
         words += ["--prices", _typed(overrides.path)]
-    return shlex.join(words)
+    # an id that starts with '-' would read as an option: after '--', at the end
+    named = [session, *words] if not session.startswith("-") else [*words, "--", session]
+    return shlex.join(["forensics", "report", "incident", *named])
 
 
 def _typed(path: Path) -> str:
