@@ -691,3 +691,20 @@ def test_cost_lists_the_costliest_first_and_says_how_to_price_the_unpriced(tmp_p
     costs = [r["cost_usd_low"] for r in rows]
     assert costs == sorted(costs, reverse=True) and len(costs) == 3
     assert "Hint" not in priced.stderr
+
+
+def test_a_compaction_s_summarizer_is_not_billed_to_the_user():
+    """Issue 31, item 4: ADK writes a compaction event as the user's; its summarizer
+    call was billed to an agent named "user" (3 calls in the sample week). A person
+    makes no model calls: the calls are the summarizer's, as `calls` names them."""
+    db = SAMPLES / "adk_v1.db"
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as work:
+        store = f"{work}/s.duckdb"
+        api.ingest_sqlite(store, db)
+        agents = api.cost(store, by="agent", prices=SAMPLES / "prices.toml")
+        assert "user" not in agents["agent"].to_list()
+        calls = api.calls(store, api.Selection())
+        summarized = agents.filter(agents["agent"] == "summarizer")["calls"].to_list()
+        assert summarized == [calls.filter(calls["kind"] == "summarizer").height] == [3]

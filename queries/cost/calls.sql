@@ -3,7 +3,11 @@
 -- params: (none)
 WITH usage AS (
     SELECT c.app_name, c.user_id, c.session_id, c.call_id, c.call_index, c.turn,
-           c.invocation_id, c.author AS agent, c.kind, c.epoch,
+           -- a compaction's summarizer is named so (its event's author is 'user', who
+           -- makes no model call), as the calls name it (facts/calls.sql)
+           c.invocation_id,
+           CASE WHEN c.kind = 'summarizer' THEN 'summarizer' ELSE c.author END AS agent,
+           c.kind, c.epoch,
            -- a compaction event names no model: its summarizer is the session's main model;
            -- a fast request (Claude Code's `speed: fast`) is priced as `<model> (fast)`
            coalesce(c.model_version, CASE WHEN c.kind = 'summarizer' THEN s.main_model END, '')
