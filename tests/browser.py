@@ -36,6 +36,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ENV_REQUIRE = "FORENSICS_REQUIRE_CHROMIUM"
 
@@ -70,6 +71,7 @@ class PageReport:
     title: str = ""
     dom: str = ""
     screenshot_bytes: int = 0
+    evaluated: Any = None  # what `evaluate` returned
 
 
 def find_chromium() -> str | None:
@@ -129,6 +131,7 @@ def load_page(
     height: int = 2000,
     timeout_s: float = 30,
     settle_s: float = 0.2,
+    evaluate: str | None = None,
 ) -> PageReport:
     """Open `html_path` in headless Chromium, wait for `load` plus `settle_s`
     (for timers and promise rejections right after load), and report.
@@ -186,6 +189,8 @@ def load_page(
                 page.wait_for_timeout(settle_s * 1000)
             report.title = page.title()
             report.dom = page.content()
+            if evaluate is not None:  # a script's answer about the laid-out page
+                report.evaluated = page.evaluate(evaluate)
             if screenshot is not None:
                 screenshot = Path(screenshot)
                 screenshot.parent.mkdir(parents=True, exist_ok=True)

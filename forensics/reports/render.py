@@ -48,6 +48,17 @@ def plain(value: object) -> Markup:
     return Markup("%s") % visible(str(value), keep_newlines=True)
 
 
+def breakable(value: object) -> Markup:
+    """A code or a name kept whole where it can be (not broken mid-word, as
+    `overflow-wrap: anywhere` broke CONTEXT_LENGTH_EXCEEDED), yet able to wrap: a line
+    may end after its `_`, `/`, `.` or `-`, or inside a run of 24 characters without one.
+    The pieces are escaped one by one, so no break lands inside an entity."""
+    pieces = []
+    for piece in re.split(r"(?<=[_/.-])", visible(str(value), keep_newlines=True)):
+        pieces += [piece[i : i + 24] for i in range(0, len(piece), 24)] or [""]
+    return Markup("<bdi>%s</bdi>") % Markup("<wbr>").join(escape(p) for p in pieces)
+
+
 def environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(resource_dir("reports"))),
@@ -59,6 +70,7 @@ def environment() -> Environment:
     )
     env.filters["plain"] = plain
     env.filters["prose"] = prose
+    env.filters["breakable"] = breakable
     return env
 
 
