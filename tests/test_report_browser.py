@@ -115,3 +115,51 @@ def test_no_text_runs_over_its_box_in_either_page(chromium, tmp_path, width):
         report = load_page(page, width=width, height=1200, evaluate=_OVERRUNS)
         assert report.console_errors == []
         assert report.evaluated == [], (page.name, report.evaluated)
+
+
+REAL_CC = ROOT.parent / "shared" / "real_data" / "claude_code" / "projects"
+
+# per chart: x labels that overlap, y labels printed twice, a legend reaching the plot
+_CHART_FAULTS = """() => {
+  const faults = [];
+  document.querySelectorAll('figure.chart svg').forEach((svg, n) => {
+    const box = t => t.getBoundingClientRect();
+    const xs = [...svg.querySelectorAll('text[text-anchor="middle"][font-size="10.5"]')];
+    for (let i = 1; i < xs.length; i++) {
+      if (box(xs[i]).left < box(xs[i - 1]).right) {
+        faults.push(`chart ${n}: labels ${xs[i - 1].textContent} and ${xs[i].textContent} overlap`);
+      }
+    }
+    for (const sel of ['text[text-anchor="end"][font-size="10.5"]',
+                       'text[fill="#555"][font-size="10.5"]']) {
+      const ys = [...svg.querySelectorAll(sel)].map(t => t.textContent);
+      if (new Set(ys).size !== ys.length) faults.push(`chart ${n}: ticks ${ys.join(' ')}`);
+    }
+    const grid = [...svg.querySelectorAll('line[stroke="#e4e4e4"]')].map(l => box(l).top);
+    const legend = [...svg.querySelectorAll('text[fill="#222"][font-size="10.5"]')]
+      .filter(t => !t.hasAttribute('text-anchor'));
+    const top = Math.min(...grid);
+    for (const t of legend) {
+      if (box(t).bottom > top) faults.push(`chart ${n}: legend "${t.textContent}" over the plot`);
+    }
+  });
+  return faults;
+}"""
+
+
+@pytest.mark.skipif(not REAL_CC.is_dir(), reason="shared/real_data is absent")
+def test_real_turns_of_a_hundred_calls_chart_cleanly(chromium, tmp_path):
+    """Issue 33, item 5, on real Claude Code transcripts (a turn of 122 calls): x labels
+    thinned so none overlap, y ticks that never print alike, the legend above the plot;
+    every turn charted."""
+    db = tmp_path / "cc.duckdb"
+    api.ingest_claude_code(db, [REAL_CC])
+    turns = api.turns(db, "258c7280-ae70-4798-800f-63464d01a85d")
+    context = build_incident(db, "258c7280-ae70-4798-800f-63464d01a85d")
+    assert max(len(c.points) for c in context.charts) >= 120
+    charted = {t for c in context.charts for t in (c.turns or [c.turn])}
+    assert charted == set(turns.filter(turns["calls"] > 0)["turn"].to_list())
+    page = write_incident(context, tmp_path / "real.html")
+    for width in (1000, 1400):
+        report = load_page(page, width=width, height=1200, evaluate=_CHART_FAULTS)
+        assert report.console_errors == [] and report.evaluated == []
