@@ -321,3 +321,23 @@ def test_help_paragraphs_flow_to_the_terminal_s_width():
                          env={**os.environ, "COLUMNS": "200"}, check=True).stdout  # fmt: skip
     assert ("prompt_tokens is the sum of the provider's usage_metadata over the session "
             "(measured). With --since/--until: the sessions") in out  # one line, not two
+
+
+def test_columns_chooses_what_a_command_prints(tmp_path):
+    """Issue 33, item 9: --columns on every command that prints a frame: those columns,
+    in that order, in every format (the totals of the ones shown); a name the frame
+    lacks is an error that lists the columns there are."""
+    db = str(tmp_path / "s.duckdb")
+    api.ingest_sqlite(db, ROOT / "sample_data" / "adk_v1.db")
+    rows = _json(["sessions", "--columns", "events,session_id", "--db", db])
+    assert [list(r)[:2] for r in rows] == [["events", "session_id"]] * 3
+    table = runner.invoke(app, ["sessions", "--columns", "session_id,errors", "--db", db])
+    assert table.stdout.splitlines()[0].split() == ["session_id", "errors"]
+    assert table.stdout.splitlines()[-2].split() == ["total", "(3", "rows)", "1"]
+    csv = runner.invoke(app, ["calls", "incident", "--columns", "turn,kind", "-f", "csv",
+                              "--db", db])  # fmt: skip
+    assert csv.stdout.splitlines()[0] == "turn,kind" and len(csv.stdout.splitlines()) == 8
+    wrong = runner.invoke(app, ["growth", "--columns", "tool_name,nope", "--db", db])
+    assert wrong.exit_code == 1
+    assert wrong.stderr.splitlines()[0] == "Error: --columns: no column 'nope' here"
+    assert wrong.stderr.splitlines()[1].startswith("Hint: the columns are session_id, ")

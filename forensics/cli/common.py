@@ -160,12 +160,16 @@ def echo(message: str, *, err: bool = False, nl: bool = True) -> None:
 
 
 def boundary(command: F) -> F:
-    """`Error: ...` and a hint on stderr, exit 1; traceback only with --debug."""
+    """`Error: ...` and a hint on stderr, exit 1; traceback only with --debug. A command
+    that prints a frame (it takes --format) takes --columns too."""
+    signature = inspect.signature(command, eval_str=True)
+    chooses = "fmt" in signature.parameters
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from .. import api
 
+        state["columns"] = _column_list(kwargs.pop("columns", None)) if chooses else None
         stages = StageProgress()
         state["stages"] = stages
         try:
@@ -207,7 +211,47 @@ def boundary(command: F) -> F:
             state.pop("stages", None)
 
     wrapper.__doc__ = flowed(command.__doc__)
+    if chooses:
+        params = list(signature.parameters.values())
+        at = [p.name for p in params].index("fmt") + 1
+        params.insert(at, inspect.Parameter("columns", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                            default=None, annotation=ColumnsOption))  # fmt: skip
+        wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
+
+
+ColumnsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--columns",
+        help="Only these columns, in this order (names as the JSON gives them, separated "
+        "by commas).",
+    ),
+]
+
+
+def _column_list(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise ForensicsError("--columns names no column", hint="e.g. --columns session_id,events")
+    return names
+
+
+def _chosen(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame's columns --columns names, in its order; an unknown name is an error
+    that lists the known ones."""
+    names = state.get("columns")
+    if not names:
+        return frame
+    unknown = [n for n in names if n not in frame.columns]
+    if unknown:
+        raise ForensicsError(
+            f"--columns: no column {unknown[0]!r} here",
+            hint="the columns are " + ", ".join(frame.columns),
+        )
+    return frame.select(names)
 
 
 _OWN_LINE = re.compile(r"(Example|Examples|e\.g\.:|- |\* |forensics |\s)")
@@ -249,12 +293,15 @@ def emit(
     if isinstance(frame, Iterator):
         # the first run opens the store (its facts brought up to date, its ratios fitted,
         # with their progress line) before a byte of output
-        first = next(frame)
-        frame = itertools.chain([first], _read_ahead(frame))
+        first = _chosen(next(frame))
+        frame = itertools.chain([first], map(_chosen, _read_ahead(frame)))
+    else:
+        frame = _chosen(frame)
+    chosen: list[str] | None = state.get("columns")
     stages = state.get("stages")
     if isinstance(stages, StageProgress):
         stages.done()  # the progress line goes before the output comes
-    json_columns = spec.json_columns if spec else ()
+    json_columns = [c for c in (spec.json_columns if spec else ()) if not chosen or c in chosen]
     if fmt is Format.json:
         extra = {"provenance": spec.provenance} if spec and spec.provenance else None
         write_json(frame, _echo_bytes, json_columns, extra)
@@ -265,12 +312,13 @@ def emit(
 
         if not isinstance(frame, polars.DataFrame):
             frame = polars.concat(list(frame))
-        table = frame.unnest(*spec.unnest) if spec and spec.unnest else frame
+        unnest = [c for c in (spec.unnest if spec else ()) if c in frame.columns]
+        table = frame.unnest(*unnest) if unnest else frame
         write_table(
             table,
             _echo_bytes,
-            spec.table if spec else None,
-            spec.totals if spec else (),
+            chosen or (spec.table if spec else None),
+            [t for t in (spec.totals if spec else ()) if not chosen or t in chosen],
             footnote or (spec.footnote if spec else None),
             json_columns,
             _terminal_width(),
