@@ -68,8 +68,8 @@ _OVERRUNS = """() => {
 
 
 def _long_session(path: Path) -> str:
-    """An ADK export whose session id, tool name, argument and error are long unbroken
-    strings, with a result big enough to lead the growth table."""
+    """An ADK export whose session id, app, tool name, model resource name, argument and
+    error are long unbroken strings, with a result big enough to lead the growth table."""
     import json
 
     sid = "s" + "0123456789abcdef" * 12
@@ -80,6 +80,8 @@ def _long_session(path: Path) -> str:
          "content": {"role": "user", "parts": [{"text": "look up " + long}]}},
         {"id": "e2", "author": "agent", "timestamp": 1792700001, "invocation_id": "i1",
          "usage_metadata": {"prompt_token_count": 900, "candidates_token_count": 5},
+         "model_version": "projects/p/locations/europe-west4/publishers/google/models/"
+                          + "gemini-long-resource-name-" * 6,
          "content": {"role": "model", "parts": [{"function_call": {
              "id": "c1", "name": tool, "args": {"path": long}}}]}},
         {"id": "e3", "author": "agent", "timestamp": 1792700002, "invocation_id": "i1",
@@ -109,7 +111,7 @@ def test_no_text_runs_over_its_box_in_either_page(chromium, tmp_path, width):
         write_incident(build_incident(db, sid, prices=prices), tmp_path / "incident.html"),
         write_incident(build_incident(db, "incident", prices=prices), tmp_path / "sample.html"),
         write_weekly(build_weekly(db, week_label="2026-W43", prices=prices),
-                     tmp_path / "weekly.html"),
+                     tmp_path / "weekly.html"),  # the long session is of that week too
     ]  # fmt: skip
     for page in pages:
         report = load_page(page, width=width, height=1200, evaluate=_OVERRUNS)
