@@ -165,3 +165,23 @@ def test_real_turns_of_a_hundred_calls_chart_cleanly(chromium, tmp_path):
     for width in (1000, 1400):
         report = load_page(page, width=width, height=1200, evaluate=_CHART_FAULTS)
         assert report.console_errors == [] and report.evaluated == []
+
+
+_LINES = """() => [...document.querySelectorAll('td.time, td.error')]
+  .filter(td => td.textContent.trim())
+  .map(td => { const r = document.createRange(); r.selectNodeContents(td);
+               const tops = new Set([...r.getClientRects()].map(b => Math.round(b.top)));
+               return [td.className, td.textContent.trim(), tops.size]; })"""
+
+
+def test_times_and_error_codes_are_not_broken_mid_word(chromium, tmp_path):
+    """Issue 33, item 7: the Turns table broke "09:00:01" and CONTEXT_LENGTH_EXCEEDED
+    mid-word; at 1400 px each is on one line (narrower, a code may wrap after an
+    underscore only)."""
+    db = tmp_path / "f.duckdb"
+    api.ingest_sqlite(db, ROOT / "sample_data" / "adk_v1.db")
+    page = write_incident(build_incident(db, "incident"), tmp_path / "incident.html")
+    report = load_page(page, width=1400, height=1200, evaluate=_LINES)
+    cells = report.evaluated
+    assert {c[0] for c in cells} == {"time", "error"}
+    assert all(lines == 1 for _, _, lines in cells), cells

@@ -48,13 +48,20 @@ def plain(value: object) -> Markup:
     return Markup("%s") % visible(str(value), keep_newlines=True)
 
 
+WHOLE_CHARS = 32  # a code or name up to this long never wraps
+
+
 def breakable(value: object) -> Markup:
     """A code or a name kept whole where it can be (not broken mid-word, as
-    `overflow-wrap: anywhere` broke CONTEXT_LENGTH_EXCEEDED), yet able to wrap: a line
-    may end after its `_`, `/`, `.` or `-`, or inside a run of 24 characters without one.
+    `overflow-wrap: anywhere` broke CONTEXT_LENGTH_EXCEEDED), yet, when longer than
+    WHOLE_CHARS, able to wrap: a line may end after its `_`, `/`, `.` or `-`, or inside
+    a run of 24 characters without one.
     The pieces are escaped one by one, so no break lands inside an entity."""
+    text = visible(str(value), keep_newlines=True)
+    if len(text) <= WHOLE_CHARS:  # a code of ordinary length stays on one line
+        return Markup("<bdi>%s</bdi>") % text
     pieces = []
-    for piece in re.split(r"(?<=[_/.-])", visible(str(value), keep_newlines=True)):
+    for piece in re.split(r"(?<=[_/.-])", text):
         pieces += [piece[i : i + 24] for i in range(0, len(piece), 24)] or [""]
     return Markup("<bdi>%s</bdi>") % Markup("<wbr>").join(escape(p) for p in pieces)
 
