@@ -334,6 +334,9 @@ def test_every_readme_command_runs_in_order(tmp_path, monkeypatch):
     import shlex
 
     monkeypatch.chdir(ROOT)
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # `demo`'s store: not left in /tmp
     env = {"FORENSICS_DB": str(tmp_path / "readme.duckdb")}
     ran = []
     for line in _readme_commands():
@@ -394,10 +397,14 @@ def test_sources_are_per_session(tmp_path):
     assert sources["compaction"] == f"adk-json:{exports / 'compaction.camel.json'}"
     method = build_incident(db, "parallel").method
     assert method is not None
+    from forensics.reports.incident import portable
+
+    # the file as a shared page names it: relative to here, or its name (issue 31)
     assert method.sources == [
-        f"adk-json:{exports / 'parallel.camel.json'} (no filters; ingest 1, 6 events of this "
-        "session)"
+        portable(f"adk-json:{exports / 'parallel.camel.json'}")
+        + " (no filters; ingest 1, 6 events of this session)"
     ]
+    assert str(ROOT) not in method.sources[0] and "parallel.camel.json" in method.sources[0]
     assert "private-customer-x" not in json.dumps(method.sources)
 
 
