@@ -171,9 +171,7 @@ def cost(
         return
     frame = api.cost(db, picked, by=chosen, prices=book)
     if chosen in BY_COST:  # the costliest first (a day, a turn, a call: in time order)
-        frame = frame.with_row_index("_key").sort(
-            ["cost_usd_low", "_key"], descending=[True, False], nulls_last=True
-        ).drop("_key")
+        frame = frame.sort("cost_usd_low", descending=True, nulls_last=True, maintain_order=True)
     specs = {"call": COST_CALLS, "tool": COST_TOOLS, "tool-call": COST_TOOL_CALLS}
     spec = specs.get(chosen) or cost_spec(chosen)
     emit(frame, fmt, spec, note)

@@ -34,9 +34,9 @@ class SessionsSort(StrEnum):
     prompt_tokens = "prompt-tokens"
 
 
-# the column and direction of each --sort (ties: the store's order, oldest first)
-_SORTS = {"newest": ("last_event_at", True), "events": ("events", True),
-          "errors": ("errors", True), "prompt-tokens": ("prompt_tokens", True)}  # fmt: skip
+# the column each --sort puts the most of first (ties: the store's order, oldest first)
+_SORTS = {"newest": "last_event_at", "events": "events", "errors": "errors",
+          "prompt-tokens": "prompt_tokens"}  # fmt: skip
 
 
 @app.command()
@@ -76,10 +76,9 @@ def sessions(
 
     frame = api.sessions(db, selection(app_name, user, None, since, until), errors_only=errors)
     if sort.value in _SORTS:
-        column, descending = _SORTS[sort.value]
-        frame = frame.with_row_index("_at").sort(
-            [column, "_at"], descending=[descending, False], nulls_last=True
-        ).drop("_at")
+        frame = frame.sort(
+            _SORTS[sort.value], descending=True, nulls_last=True, maintain_order=True
+        )
     shown = frame.head(limit) if limit is not None else frame
     emit(shown, fmt, SESSIONS)
     if shown.height < frame.height:

@@ -858,18 +858,22 @@ def _prices(priced: pl.DataFrame, book: api.PriceBook) -> str:
 _ABSOLUTE = re.compile(r"(?<![\w/.~-])/(?!/)[^\s,;()]+")
 
 
+def relative(path: Path) -> str | None:
+    """`path` relative to the working folder, when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return None
+
+
 def portable(text: str) -> str:
     """`text` for a page sent to people on other machines: an absolute path in it
     (a prices file, a source) relative to the working folder when inside it, else
     its file name; the full paths stay in `forensics ingests` and the JSON."""
-    here = Path.cwd().resolve()
 
     def shown(found: re.Match[str]) -> str:
         path = Path(found.group(0))
-        try:
-            return str(path.resolve().relative_to(here))
-        except (ValueError, OSError):
-            return path.name or str(path)
+        return relative(path) or path.name or str(path)
 
     return _ABSOLUTE.sub(shown, text)
 

@@ -27,7 +27,7 @@ from .. import __version__, api
 from ..errors import ForensicsError
 from ..provenance import ESTIMATED, LOGGED, MEASURED, PRICED
 from ..words import counted
-from .incident import Cell, n, portable, usd
+from .incident import Cell, n, portable, relative, usd
 
 DEFAULT_BUDGET = 16_000  # tokens a single tool result may hold before it is flagged
 TOP_SESSIONS = 10
@@ -222,11 +222,7 @@ def _incident_command(store: api.Store, row: dict[str, Any], book: api.PriceBook
 
 def _typed(path: Path) -> str:
     """A path as a command names it: relative to the working folder when inside it."""
-    full = path.resolve()
-    try:
-        return str(full.relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(full)
+    return relative(path) or str(path.resolve())
 
 
 def _scope(store: api.Store, period: Week, app: str | None) -> api.Scope:

@@ -15,16 +15,11 @@ import polars as pl
 import pyarrow as pa
 
 
-def columns_table(columns: Mapping[str, Sequence[Any]], schema: pa.Schema) -> pa.Table:
-    """Columns of Python values (by the schema's names) as a table of `schema`."""
-    types = {field.name: _polars(field.type) for field in schema}
-    frame = pl.DataFrame({name: columns[name] for name in schema.names}, schema=types)
-    return frame.to_arrow().cast(schema)
-
-
 def rows_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
-    """`rows` (a key missing from a row is null) as a table of `schema`."""
-    return columns_table({c: [row.get(c) for row in rows] for c in schema.names}, schema)
+    """`rows` (a key missing from a row is null) as a table of `schema`, built by column."""
+    types = {field.name: _polars(field.type) for field in schema}
+    columns = {name: [row.get(name) for row in rows] for name in schema.names}
+    return pl.DataFrame(columns, schema=types).to_arrow().cast(schema)
 
 
 _TYPES: dict[pa.DataType, pl.DataType] = {
