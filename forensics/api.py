@@ -14,7 +14,6 @@ A selection may be given as a session id alone: `api.calls(store, "incident")`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -31,7 +30,8 @@ from .analysis.facts import RULES_VERSION
 from .analysis.stored import Facts as StoredFacts
 from .columns import COST_BY, EVENTS, FIDELITY, INGEST_SKIPS, INGESTS, SESSIONS
 from .cost import billed
-from .cost.prices import PriceBook, parse_overrides, read_overrides
+from .cost.prices import PriceBook, read_overrides
+from .cost.stored import book_of
 from .engines.local import WORKERS, Refresh, refresh
 from .errors import FactsInterrupted, ForensicsError, SourceError, StoreError
 from .families import context_limit as _context_limit
@@ -48,7 +48,6 @@ from .store import WATERMARK_OVERLAP_S, IngestResult, Store, default_db_path
 from .store.facts import failure, failures
 from .store.prices import forget as forget_kept_prices
 from .store.prices import keep as keep_kept_prices
-from .store.prices import kept as kept_prices
 from .store.reads import resolve_session, result_preview, stored_key
 from .whatif.guard import Guard
 from .whatif.replay import Replay
@@ -93,7 +92,6 @@ __all__ = [
 StoreLike = Store | str | Path | None
 SelectionLike = Selection | str | None
 PricesLike = PriceBook | str | Path | None
-PRICES_ENV = "FORENSICS_PRICES"
 
 
 # Where long analyses report how far they are: (stage, done, total); None: nowhere.
@@ -663,11 +661,16 @@ def _context_failures(store: Store, chosen: Selection) -> pl.DataFrame:
     in_adk = chosen.session is None or bool(
         store.run("SELECT count(*) FROM sessions WHERE session_id = ?", [chosen.session])[0][0]
     )
-    calls = Scope(store, chosen).calls() if in_adk else CALLS.frame([])
-    return _merged_failures(store, chosen, calls)
+    if not in_adk:
+        return _merged_failures(store, chosen, CALLS.frame([]), set())
+    return Scope(store, chosen).failures()
 
 
-def _merged_failures(store: Store, chosen: Selection, calls: pl.DataFrame) -> pl.DataFrame:
+def _merged_failures(
+    store: Store, chosen: Selection, failed: pl.DataFrame, loaded: set[str]
+) -> pl.DataFrame:
+    """The failures of `chosen`: `failed` its failed calls (CALLS rows), `loaded` the
+    sessions with calls."""
     from .analysis.failures import failures as merge_failures
 
     logged = store.frame(
@@ -676,14 +679,14 @@ def _merged_failures(store: Store, chosen: Selection, calls: pl.DataFrame) -> pl
     if chosen.app is not None or chosen.user is not None or chosen.family is not None:
         # a logged record names no app, user or family: it is the selection's when its
         # session is
-        logged = logged.filter(pl.col("session_id").is_in(calls["session_id"].unique().to_list()))
-    failed = calls.filter(pl.col("kind") == "failed")
+        logged = logged.filter(pl.col("session_id").is_in(sorted(loaded)))
+    failed = failed.filter(pl.col("kind") == "failed")
     errors = store.frame(
         "failures/adk_errors",
         session_ids=failed["session_id"].to_list(),
         event_ids=failed["call_id"].to_list(),
     )
-    return merge_failures(logged, calls, errors)
+    return merge_failures(logged, failed, errors, loaded)
 
 
 def failures_by(frame: pl.DataFrame, by: str) -> pl.DataFrame:
@@ -878,53 +881,28 @@ def breakeven(store: StoreLike, selection: SelectionLike = None, *, agent: str |
         )
     with using(store) as s:
         scope = Scope(s, selection)
-        book = price_book(prices, s)
-        calls = scope.call_costs(book)
-        tools = scope.tool_call_costs(book).join(
-            scope.growth().select("session_id", "function_call_id", "agent"),
-            on=["session_id", "function_call_id"],
-            how="left",
-        )
-
-    def money(series: pl.Series) -> Decimal | None:  # unknown if any part is
-        found = series.to_list()
-        return None if any(v is None for v in found) else sum(found, Decimal(0))
-
-    def plus(a: Decimal | None, b: Decimal | None) -> Decimal | None:
-        return None if a is None or b is None else a + b
-
+        found = scope.costing(price_book(prices, s)).query("cost/breakeven")
+    rows = {(r["agent"], r["whole"]): r for r in found.iter_rows(named=True)}
+    names = sorted(a for (a, whole), r in rows.items() if not whole and a is not None
+                   and r["agent_calls"])  # fmt: skip
     groups = []
-    names = sorted(calls.filter(pl.col("kind") != "summarizer")["agent"].drop_nulls().unique()
-                   .to_list())  # fmt: skip
     for name in [*names, None] if agent is None else [agent]:
-        mine = calls if name is None else calls.filter(pl.col("agent") == name)
-        used = tools if name is None else tools.filter(pl.col("agent") == name)
-        if not mine.height:
+        row = rows.get((name, name is None))
+        if row is None or not row["calls"]:
             raise ForensicsError(f"no model calls of agent {name!r}",
                                  hint=f"agents: {', '.join(names)}")  # fmt: skip
-        last = (
-            mine.filter(~pl.col("kind").is_in(["failed", "summarizer"]))
-            .sort("call_index")
-            .group_by("session_id")
-            .last()
-        )
-        inputs = [
-            money(last[c])
-            for c in ("cache_read_usd_low", "uncached_input_usd_low", "cache_write_usd_low")
-        ]
-        known = [v for v in inputs if v is not None]
+        inputs = [row["last_read_usd"], row["last_uncached_usd"], row["last_write_usd"]]
         per_call = None
-        if last.height and len(known) == len(inputs):
-            per_call = sum(known, Decimal(0)) / last.height
+        if row["last_calls"] and None not in inputs:
+            per_call = sum(inputs, Decimal(0)) / row["last_calls"]
         groups.append(
             {
                 "agent": name or "all",
-                "sessions": mine["session_id"].n_unique(),
-                "unpriced_calls": mine.filter(pl.col("cost_source") == "unknown").height,
-                "total_usd": money(mine["cost_usd_low"]),
-                "cache_usd": plus(money(mine["cache_read_usd_low"]),
-                                  money(mine["cache_write_usd_low"])),  # fmt: skip
-                "tool_usd": money(used["first_send_usd_low"]),
+                "sessions": row["sessions"],
+                "unpriced_calls": row["unpriced_calls"],
+                "total_usd": row["total_usd"],
+                "cache_usd": row["cache_usd"],
+                "tool_usd": row["tool_usd"],
                 "call_usd": per_call,
             }
         )
@@ -1121,7 +1099,8 @@ class Scope:
 
     def failures(self) -> pl.DataFrame:
         """The selected sessions' context failures, logged and stored, with verdicts."""
-        return _merged_failures(self.store, self.selection, self.calls())
+        failed, loaded = self.facts.failed_calls()
+        return _merged_failures(self.store, self.selection, failed, loaded)
 
     def costing(self, book: PriceBook) -> billed.Costing:
         """The selection's calls priced by `book` (in the selection's time, when given)."""
@@ -1282,18 +1261,12 @@ def price_book(prices: PricesLike = None, store: StoreLike = None) -> PriceBook:
     `store` (`keep_prices`; docs/cost.md)."""
     if isinstance(prices, PriceBook):
         return prices
-    path = prices if prices is not None else os.environ.get(PRICES_ENV) or None
-    if path is not None:
-        return PriceBook(read_overrides(Path(path)))
+    if prices is not None:
+        return PriceBook(read_overrides(Path(prices)))
     if store is None or (not isinstance(store, Store) and not Path(store).exists()):
-        return PriceBook()
+        return book_of(None)
     with using(store) as s:
-        found = kept_prices(s)
-    if found is None:
-        return PriceBook()
-    text, name, when = found
-    label = f"{name} (kept in {s.path} {when})"
-    return PriceBook(parse_overrides(text, Path(name), label))
+        return book_of(s)
 
 
 def keep_prices(store: StoreLike, path: str | Path) -> str:
@@ -1302,13 +1275,17 @@ def keep_prices(store: StoreLike, path: str | Path) -> str:
     source = Path(path)
     read_overrides(source)  # refused whole before anything is kept
     with using(store, read_only=False) as s:
-        return keep_kept_prices(s, source.read_text(encoding="utf-8"), source.name)
+        when = keep_kept_prices(s, source.read_text(encoding="utf-8"), source.name)
+        billed.price_store(s, book_of(s))  # the calls priced again, by the kept file
+        return when
 
 
 def forget_prices(store: StoreLike) -> bool:
     """Drop the prices file the store keeps; False when it kept none."""
     with using(store, read_only=False) as s:
-        return forget_kept_prices(s)
+        had = forget_kept_prices(s)
+        billed.price_store(s, book_of(s))
+        return had
 
 
 def cost(

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from forensics import api
 from forensics.cli import app
 from forensics.cost.prices import PriceBook, Unknown, route
+from forensics.selection import Selection
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_data"
@@ -708,3 +709,94 @@ def test_a_compaction_s_summarizer_is_not_billed_to_the_user():
         calls = api.calls(store, api.Selection())
         summarized = agents.filter(agents["agent"] == "summarizer")["calls"].to_list()
         assert summarized == [calls.filter(calls["kind"] == "summarizer").height] == [3]
+
+
+def test_the_store_keeps_its_calls_priced_and_a_query_reads_them_alike(tmp_path, monkeypatch):
+    """Where the facts are brought up to date every call is priced once and kept
+    (cost/stored.py); a cost read from there equals the same cost priced by the query,
+    for the whole store and for a selection; keeping or forgetting a prices file prices
+    them again; another genai-prices release, or a prices file given to the command, is
+    priced by the query."""
+    from forensics.api import Scope, price_book, using
+    from forensics.cost import prices as prices_module
+    from forensics.cost import stored
+
+    db = tmp_path / "c.duckdb"
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    api.ingest_claude_code(db, [SAMPLES / "claude_code"])
+    sessions = api.sessions(db)["session_id"].to_list()
+    picks = [None, sessions[0], sessions[-1], Selection.parse(since="2020-01-01",
+                                                              until="2100-01-01")]
+
+    def frames() -> list[pl.DataFrame]:
+        found = [api.cost_share(db, selection) for selection in picks]
+        for by in ("call", "day", "session", "agent", "tool", "tool-call"):
+            found += [api.cost(db, selection, by=by) for selection in picks]
+        return found
+
+    def reads_stored(selection: object = None) -> bool:
+        with using(db) as store:
+            return Scope(store, selection).costing(price_book(None, store)).stored
+
+    assert reads_stored() and reads_stored(sessions[0])
+    kept = frames()
+    with monkeypatch.context() as m:
+        m.setattr(stored, "current", lambda store, book: False)
+        assert not reads_stored()
+        priced = frames()
+    assert sum(f.height for f in kept) > 50
+    assert all(a.equals(b) for a, b in zip(kept, priced, strict=True))
+    with using(db) as store:
+        rows = store.run("SELECT count(*) FROM priced_calls")[0][0]
+        calls = store.run("SELECT count(*) FROM fact_calls")[0][0]
+    assert rows == calls > 0
+
+    # a prices file kept in the store: the calls priced again by it
+    runner.invoke(app, ["prices", "--keep", str(PRICES), "--db", str(db)])
+    assert reads_stored()
+    with_file = api.cost(db, by="call")
+    assert with_file.equals(api.cost(db, by="call", prices=PRICES).with_columns(
+        with_file["price_source"]))  # fmt: skip  (the file is named as kept)
+    runner.invoke(app, ["prices", "--forget", "--db", str(db)])
+    assert reads_stored() and api.cost(db, by="call").equals(kept[4])
+
+    # another release of genai-prices: priced by the query until the facts are refreshed
+    monkeypatch.setattr(prices_module, "genai_prices_version", lambda: "0.0.0-other")
+    assert not reads_stored()
+    again = api.cost(db, by="call")
+    differ = [c for c in again.columns if not again[c].equals(kept[4][c])]
+    assert differ == ["price_source", "unknown_reason"]  # each names the release
+    api.analyze(db)
+    assert reads_stored()
+
+
+def test_a_logged_record_goes_to_its_nearest_call_whatever_the_selection(tmp_path, monkeypatch):
+    """A LiteLLM payload that names no session is matched to the call nearest in time
+    among all of the store's calls: selecting one session does not hand it another's
+    record (a call's cost never depends on which other sessions are selected)."""
+    model = "claude-sonnet-4-20250514"
+    start = 1_789_992_000.0
+    usage = {"prompt_token_count": 10_000, "cached_content_token_count": 8_000,
+             "candidates_token_count": 500}  # fmt: skip
+    # session s calls at start + 1, session t at start + 3; the payload started at + 2.5
+    db = _store(tmp_path, {"s": (start, model, [usage]), "t": (start + 2, model, [usage])})
+    at = datetime.fromtimestamp(start + 2.5, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    payload = {"id": "p1", "call_type": "acompletion", "status": "success",
+               "model": f"anthropic/{model}", "startTime": at, "endTime": at,
+               "prompt_tokens": 10_000, "completion_tokens": 500, "response_cost": 0.01,
+               "metadata": {"usage_object": {"cache_read_input_tokens": 8_000,
+                                             "cache_creation_input_tokens": 1_500}}}  # fmt: skip
+    logged = tmp_path / "litellm.ndjson"
+    logged.write_text(json.dumps(payload) + "\n")
+    api.ingest_opensearch_files(db, [logged])
+    whole = {r["session_id"]: r for r in api.cost(db, by="call").iter_rows(named=True)}
+    assert whole["t"]["cache_write_tokens"] == 1500
+    assert whole["t"]["cache_write_source"] == "litellm (near)"
+    assert whole["s"]["cache_write_tokens"] is None
+    for sid in ("s", "t"):
+        assert api.cost(db, sid, by="call").row(0, named=True) == whole[sid]
+    from forensics.cost import stored
+
+    monkeypatch.setattr(stored, "current", lambda store, book: False)  # priced by the query
+    for sid in ("s", "t"):
+        assert api.cost(db, sid, by="call").row(0, named=True) == whole[sid]

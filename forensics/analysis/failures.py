@@ -90,9 +90,15 @@ def _epoch(value: Any) -> float | None:
     return value.timestamp() if value is not None else None
 
 
-def failures(logged: pl.DataFrame, calls: pl.DataFrame, adk_errors: pl.DataFrame) -> pl.DataFrame:
+def failures(
+    logged: pl.DataFrame,
+    calls: pl.DataFrame,
+    adk_errors: pl.DataFrame,
+    loaded: set[str] | None = None,
+) -> pl.DataFrame:
     """The FAILURES frame: `logged` from queries/failures/logged.sql, `calls` the CALLS
-    frame of the selected ADK sessions, `adk_errors` their failed events' texts."""
+    frame of the selected ADK sessions (their failed calls are enough when `loaded`
+    names the sessions that have calls), `adk_errors` their failed events' texts."""
     failed_calls = calls.filter(pl.col("kind") == "failed")
     texts = {
         (r["session_id"], r["event_id"]): (r["error_code"], r["error_message"])
@@ -132,7 +138,8 @@ def failures(logged: pl.DataFrame, calls: pl.DataFrame, adk_errors: pl.DataFrame
         failure.adk_error = (code, message)
         failure.evidence.append(families.get((session, event), "adk"))  # the stored events
     merged.sort(key=lambda f: (f.failed_at is None, f.failed_at or 0.0, f.session_id or ""))
-    loaded = set(calls["session_id"].unique().to_list()) if calls.height else set()
+    if loaded is None:
+        loaded = set(calls["session_id"].unique().to_list()) if calls.height else set()
     rows = [_row(number, f, loaded) for number, f in enumerate(merged, 1)]
     assign_clusters(rows)
     return FAILURES.frame(rows)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -233,8 +234,16 @@ class Facts:
             self.store.unregister("scope_sessions")
         kept = stored_fits(self.store)
         if kept is not None and models <= kept.keys():
+            self.__dict__["ratios_kept"] = True
             return {model: kept[model] for model in sorted(models)}
         return fit_ratios(self.store, models)
+
+    @property
+    def ratios_kept(self) -> bool:
+        """Whether the ratios are those the facts' last refresh fitted and kept (what
+        the stored priced calls were sized with), not given nor fitted again."""
+        self.ratios  # noqa: B018  (fitting, or reading the kept fit, sets the flag)
+        return bool(self.__dict__.get("ratios_kept", False))
 
     def query(
         self,
@@ -250,6 +259,27 @@ class Facts:
         parameters) as a temporary view (a temp table where the query would compute it
         more than once: shared_views): a query another reads without its rows ever
         leaving DuckDB."""
+        with self._beside(sql.load(name).sql, tables, views, sessions):
+            return self.store.frame(name, **params)
+
+    def execute(
+        self,
+        statement: str,
+        tables: dict[str, pa.Table] | None = None,
+        views: dict[str, str] | None = None,
+    ) -> None:
+        """Run `statement` (code's, not data's) with what `query` registers beside it."""
+        with self._beside(statement, tables, views, None):
+            self.store.run(statement)
+
+    @contextmanager
+    def _beside(
+        self,
+        text: str,
+        tables: dict[str, pa.Table] | None,
+        views: dict[str, str] | None,
+        sessions: pa.Table | None,
+    ) -> Iterator[None]:
         ratios, constants = ratio_tables(self.ratios)
         registered = {
             "scope_sessions": self.sessions if sessions is None else sessions,
@@ -260,7 +290,7 @@ class Facts:
         for relation, table in registered.items():
             self.store.con.register(relation, table)
         made: list[str] = []
-        computed_once = shared_views(sql.load(name).sql, views or {})
+        computed_once = shared_views(text, views or {})
         try:
             for view, source in (views or {}).items():
                 query = sql.load(source)
@@ -273,7 +303,7 @@ class Facts:
                 self.store.quietly(f"DROP {other} IF EXISTS {view}")
                 self.store.run(f"CREATE OR REPLACE TEMP {kind} {view} AS "  # noqa: S608
                                + query.sql.strip().rstrip(";"))  # fmt: skip
-            return self.store.frame(name, **params)
+            yield
         finally:
             for view in reversed(made):
                 self.store.quietly(f"DROP VIEW IF EXISTS {view}")
@@ -315,6 +345,18 @@ class Facts:
 
     def calls(self, turn: int | None = None) -> pl.DataFrame:
         return self._frame("facts/calls", CALLS, turn=turn)
+
+    def failed_calls(self) -> tuple[pl.DataFrame, set[str]]:
+        """The CALLS rows of the selection's failed calls (each session that has one
+        computed whole, as `calls` does), and the ids of the sessions with calls."""
+        self.store.con.register("scope_sessions", self.sessions)
+        try:
+            failing = self.store.arrow("facts/failing_sessions")
+            loaded = {r[0] for r in self.store.query("facts/call_sessions")}
+        finally:
+            self.store.unregister("scope_sessions")
+        calls = CALLS.from_query(self.query("facts/calls", sessions=failing, turn=None))
+        return calls.filter(pl.col("kind") == "failed"), loaded
 
     def growth(self, top: int | None = None) -> pl.DataFrame:
         return self._frame("facts/growth", GROWTH, top=top or None)  # 0: no limit, as before

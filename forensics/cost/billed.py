@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from .. import sql
 from ..analysis.stored import Facts
 from ..columns import (
     COST_CALLS,
@@ -27,7 +28,10 @@ from ..columns import (
     cost_spec,
 )
 from ..errors import ForensicsError
+from ..selection import Selection
+from ..store import Store
 from ..store.arrow import rows_table
+from . import stored
 from .prices import PriceBook, Unknown, route
 
 PER_TOKEN = Decimal(1_000_000)
@@ -53,15 +57,11 @@ _RATES = pa.schema(
 _UNKNOWN = pa.schema([("model", pa.string()), ("day", pa.date32()), ("reason", pa.string())])
 _MODELS = pa.schema([("model", pa.string()), ("convention", pa.string())])
 _WINDOW = pa.schema([("since", pa.float64()), ("until", pa.float64())])
-# the queries the others read, as views, in the order they build on each other
-_VIEWS = {
-    "cost_logged_writes": "cost/logged_writes",
-    "cost_transcript_writes": "cost/transcript_writes",
-    "cost_transcript_copies": "cost/transcript_copies",
-    "cost_calls": "cost/calls",
-    "cost_call_prices": "cost/call_prices",
-    "cost_first_sends": "cost/first_sends",
-}
+# the queries the others read, as views, in the order they build on each other: the
+# calls priced here, or read from those the store keeps priced (cost/stored.py)
+_READERS = {"cost_call_prices": "cost/call_prices", "cost_first_sends": "cost/first_sends"}
+_VIEWS = {**stored.VIEWS, **_READERS}
+_STORED_VIEWS = {"cost_calls": "cost/stored_calls", **_READERS}
 
 
 def convention(recorded: str, priced: str | None = None) -> str:
@@ -108,7 +108,24 @@ class Costing:
         self.window = window  # [since, until) in epoch seconds: the calls in that time
 
     @cached_property
+    def stored(self) -> bool:
+        """Whether the calls are read from those the store keeps priced by this book
+        (cost/stored.py: the same rows), not priced here."""
+        return self.facts.ratios_kept and stored.current(self.facts.store, self.book)
+
+    @cached_property
+    def views(self) -> dict[str, str]:
+        return _STORED_VIEWS if self.stored else _VIEWS
+
+    @cached_property
     def tables(self) -> dict[str, pa.Table]:
+        """The selection's time and, when the calls are priced here, the rates of every
+        (model, day) they need, and the unknown ones."""
+        since, until = self.window
+        window = {"cost_window": rows_table([{"since": since, "until": until}], _WINDOW)}
+        return window if self.stored else {**self.rates(), **window}
+
+    def rates(self) -> dict[str, pa.Table]:
         """The rates of every (model, day) the calls need, and the unknown ones."""
         keys = self.facts.query("cost/keys")
         rates: list[dict[str, object]] = []
@@ -140,28 +157,26 @@ class Costing:
                         "price_model": price.price_model,
                     }
                 )
-        since, until = self.window
         return {
             "cost_rates": rows_table(rates, _RATES),
             "cost_unknown": rows_table(unknown, _UNKNOWN),
             "cost_models": rows_table(
                 [{"model": m, "convention": c} for m, c in models.items()], _MODELS
             ),
-            "cost_window": rows_table([{"since": since, "until": until}], _WINDOW),
         }
 
     def _query(self, name: str, **params: object) -> pl.DataFrame:
-        return self.facts.query(name, self.tables, _VIEWS, **params)
+        return self.facts.query(name, self.tables, self.views, **params)
 
     def query(self, name: str, tables: dict[str, pa.Table] | None = None,
               **params: object) -> pl.DataFrame:  # fmt: skip
         """queries/`name`.sql with the priced calls' views (`cost_calls`,
         `cost_call_prices`, ...) and `tables` beside the facts: for the layers above."""
-        return self.facts.query(name, {**self.tables, **(tables or {})}, _VIEWS, **params)
+        return self.facts.query(name, {**self.tables, **(tables or {})}, self.views, **params)
 
     def calls(self) -> pl.DataFrame:
         """Every model call of the selection, priced (COST_CALLS)."""
-        return COST_CALLS.from_query(self._query("cost/calls"))
+        return COST_CALLS.from_query(self._query(self.views["cost_calls"]))
 
     def grouped(self, by: str) -> pl.DataFrame:
         """The calls' cost summed by `by` (columns.cost_spec)."""
@@ -170,7 +185,10 @@ class Costing:
     def tool_calls(self) -> pl.DataFrame:
         """What each tool call's result cost: its first send and every later call that
         carried it (in all, and in the turn that asked), at the rates those calls paid."""
-        return COST_TOOL_CALLS.from_query(self._query("cost/tool_calls"))
+        kept = self.stored and self.window == (None, None)  # (a time range changes sends)
+        return COST_TOOL_CALLS.from_query(
+            self._query("cost/stored_tool_calls" if kept else "cost/tool_calls")
+        )
 
     def tools(self) -> pl.DataFrame:
         """Per tool: its calls' results and what sending them cost (COST_TOOLS)."""
@@ -180,6 +198,26 @@ class Costing:
         """The bill split: cache reads, cache writes, uncached input, output, and the tool
         output slice (result tokens at their first send), under each bound (COST_SHARE)."""
         return share(self._query("cost/share").row(0, named=True))
+
+
+def price_store(store: Store, book: PriceBook) -> bool:
+    """Price every call of the store with `book` and keep them (cost/stored.py), where
+    the facts are brought up to date; False when the store keeps no current ratio fit
+    to size the calls without usage with (the calls are then priced per query)."""
+    facts = Facts(store, Selection())
+    if not facts.ratios_kept:
+        return False
+    costing = Costing(facts, book, (None, None))
+    tables = {**costing.rates(), "cost_window": costing.tables["cost_window"]}
+    tool_calls = sql.load("cost/tool_calls").sql.strip().rstrip(";")
+    stored.unmark(store)  # until both are written: a stop between leaves them unused
+    facts.execute(f"CREATE OR REPLACE TABLE {stored.TABLE} AS FROM cost_calls",  # noqa: S608
+                  tables, stored.VIEWS)  # fmt: skip
+    # what each tool call's result cost, from the calls just kept (at all times)
+    facts.execute(f"CREATE OR REPLACE TABLE {stored.TOOL_TABLE} AS {tool_calls}",
+                  tables, _STORED_VIEWS)  # fmt: skip
+    stored.mark(store, book)
+    return True
 
 
 def known_sum(column: str) -> pl.Expr:

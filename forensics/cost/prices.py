@@ -12,6 +12,7 @@ request once its input tokens exceed `above`, as genai-prices models them.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tomllib
 from dataclasses import dataclass, replace
@@ -252,6 +253,7 @@ class Overrides:
     prices: tuple[Override, ...]
     aliases: tuple[Alias, ...]
     label: str  # how outputs name the file: its path, or where the store keeps it
+    digest: str = ""  # of the file's text: the same label may hold another text later
 
 
 def _rate(entry: dict[str, Any], key: str, where: str, required: bool) -> Decimal | None:
@@ -426,6 +428,7 @@ def parse_overrides(text: str, path: Path, label: str | None = None) -> Override
         tuple(_override(e, f"{path.name} price[{i}]") for i, e in enumerate(doc.get("price", []))),
         tuple(_alias(e, f"{path.name} alias[{i}]") for i, e in enumerate(doc.get("alias", []))),
         label or str(path),
+        hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )
 
 
@@ -444,6 +447,13 @@ class PriceBook:
         if self.overrides is not None:
             names.insert(0, f"overrides {self.overrides.label}")
         return "; ".join(names)
+
+    @property
+    def identity(self) -> str:
+        """What this book prices from, such that two books of one identity price every
+        call alike: its sources (genai-prices' release, where the prices file is) and
+        the file's text."""
+        return self.sources + ("" if self.overrides is None else f" {self.overrides.digest}")
 
     def price(self, model: str, day: date) -> Price | Unknown:
         key = (model, day)

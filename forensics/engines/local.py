@@ -36,6 +36,9 @@ from ..analysis.facts import (
 )
 from ..analysis.reconstruct import StageProgress
 from ..analysis.stored import store_fits, stored_fits
+from ..cost import stored as priced
+from ..cost.billed import price_store
+from ..cost.stored import book_of
 from ..errors import FactsInterrupted, ForensicsError, StoreError
 from ..model import Release
 from ..store import Store
@@ -108,6 +111,7 @@ def refresh(
     if not every and stored.is_current(store, RULES_VERSION):
         if stored_fits(store) is None:  # a store whose facts an older release built
             store_fits(store)
+        _price(store, only_stale=True)
         return Refresh(0, 0, 0, 0.0)
     through = stored.newest_ingest(store)
     todo = stored.stale(store, RULES_VERSION, every=every)
@@ -118,8 +122,21 @@ def refresh(
         done = _rebuild(store, todo, progress, count)
     stored.mark_current(store, RULES_VERSION, through)
     store_fits(store)  # the ratios every query command would fit, fitted once here
+    _price(store)  # and the calls every cost command would price
     seconds = time.perf_counter() - started
     return Refresh(len(todo), done.events, done.calls, seconds, tuple(done.failed), count)
+
+
+def _price(store: Store, *, only_stale: bool = False) -> None:
+    """Price every call with the store's book and keep them (cost/stored.py). A prices
+    file that cannot be read stops no refresh: the calls are then priced per query,
+    where the error is told."""
+    try:
+        book = book_of(store)
+        if not (only_stale and priced.current(store, book)):
+            price_store(store, book)
+    except ForensicsError:
+        return
 
 
 @dataclass

@@ -1,5 +1,5 @@
 -- name: tool_calls
--- Per tool call (`cost_first_sends`): what sending its result cost in the calls that carried it (`cost_call_prices`; a failed request is not billed): the first send (the call after the result) at that call's input rate (high: its cache write rate), each later one at that call's own input price per token (cache reads and uncached input blended; high: uncached input at the write rate), in all, and every send in the turn that asked for it (as growth's resent_calls_in_turn counts them).
+-- Per tool call (`cost_first_sends`; `ordinal` its order in the session): what sending its result cost in the calls that carried it (`cost_call_prices`; a failed request is not billed): the first send (the call after the result) at that call's input rate (high: its cache write rate), each later one at that call's own input price per token (cache reads and uncached input blended; high: uncached input at the write rate), in all, and every send in the turn that asked for it (as growth's resent_calls_in_turn counts them).
 -- params: (none)
 WITH carried AS (
     -- the calls that carried each result, priced, summed per result, carrying turn and
@@ -58,7 +58,7 @@ WITH carried AS (
            unpriced_in_turn > 0 AS in_turn_unknown
     FROM blended
 )
-SELECT app_name, user_id, session_id, function_call_id, tool_name, turn,
+SELECT app_name, user_id, session_id, ordinal, function_call_id, tool_name, turn,
        tokens AS result_tokens_estimated, sends, first_send_usd_low, first_send_usd_high,
        -- estimated, in floating point: kept to 12 places
        CASE WHEN NOT resends_unknown THEN CAST(round(CAST(resend_low AS DECIMAL(38, 18)), 12)
