@@ -251,15 +251,17 @@ class Facts:
         tables: dict[str, pa.Table] | None = None,
         views: dict[str, str] | None = None,
         sessions: pa.Table | None = None,
+        scans: frozenset[str] = frozenset(),
         **params: Any,
     ) -> pl.DataFrame:
         """Run queries/`name`.sql over the selection's facts, with `scope_sessions`
         (`sessions`, some of them, if given), `scope_ratios` and `scope_constants`
         registered, `tables` beside them, and each of `views` (name -> a query without
         parameters) as a temporary view (a temp table where the query would compute it
-        more than once: shared_views): a query another reads without its rows ever
-        leaving DuckDB."""
-        with self._beside(sql.load(name).sql, tables, views, sessions):
+        more than once: shared_views; never those of `scans`, views that only read a
+        stored table, which a copy would cost more than a second read): a query
+        another reads without its rows ever leaving DuckDB."""
+        with self._beside(sql.load(name).sql, tables, views, sessions, scans):
             return self.store.frame(name, **params)
 
     def execute(
@@ -269,7 +271,7 @@ class Facts:
         views: dict[str, str] | None = None,
     ) -> None:
         """Run `statement` (code's, not data's) with what `query` registers beside it."""
-        with self._beside(statement, tables, views, None):
+        with self._beside(statement, tables, views, None, frozenset()):
             self.store.run(statement)
 
     @contextmanager
@@ -279,6 +281,7 @@ class Facts:
         tables: dict[str, pa.Table] | None,
         views: dict[str, str] | None,
         sessions: pa.Table | None,
+        scans: frozenset[str],
     ) -> Iterator[None]:
         ratios, constants = ratio_tables(self.ratios)
         registered = {
@@ -290,7 +293,7 @@ class Facts:
         for relation, table in registered.items():
             self.store.con.register(relation, table)
         made: list[str] = []
-        computed_once = shared_views(text, views or {})
+        computed_once = shared_views(text, views or {}) - scans
         try:
             for view, source in (views or {}).items():
                 query = sql.load(source)

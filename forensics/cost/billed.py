@@ -62,6 +62,9 @@ _WINDOW = pa.schema([("since", pa.float64()), ("until", pa.float64())])
 _READERS = {"cost_call_prices": "cost/call_prices", "cost_first_sends": "cost/first_sends"}
 _VIEWS = {**stored.VIEWS, **_READERS}
 _STORED_VIEWS = {"cost_calls": "cost/stored_calls", **_READERS}
+# at all times (no time range), the first sends are kept too
+_STORED_ALL_VIEWS = {**_STORED_VIEWS, "cost_first_sends": "cost/stored_first_sends"}
+_SCANS = {"cost/stored_calls", "cost/stored_first_sends"}
 
 
 def convention(recorded: str, priced: str | None = None) -> str:
@@ -115,7 +118,9 @@ class Costing:
 
     @cached_property
     def views(self) -> dict[str, str]:
-        return _STORED_VIEWS if self.stored else _VIEWS
+        if not self.stored:
+            return _VIEWS
+        return _STORED_ALL_VIEWS if self.window == (None, None) else _STORED_VIEWS
 
     @cached_property
     def tables(self) -> dict[str, pa.Table]:
@@ -165,14 +170,20 @@ class Costing:
             ),
         }
 
+    @property
+    def scans(self) -> frozenset[str]:
+        """The views that read a stored table (a second read is cheaper than a copy)."""
+        return frozenset(v for v, source in self.views.items() if source in _SCANS)
+
     def _query(self, name: str, **params: object) -> pl.DataFrame:
-        return self.facts.query(name, self.tables, self.views, **params)
+        return self.facts.query(name, self.tables, self.views, scans=self.scans, **params)
 
     def query(self, name: str, tables: dict[str, pa.Table] | None = None,
               **params: object) -> pl.DataFrame:  # fmt: skip
         """queries/`name`.sql with the priced calls' views (`cost_calls`,
         `cost_call_prices`, ...) and `tables` beside the facts: for the layers above."""
-        return self.facts.query(name, {**self.tables, **(tables or {})}, self.views, **params)
+        return self.facts.query(name, {**self.tables, **(tables or {})}, self.views,
+                                scans=self.scans, **params)  # fmt: skip
 
     def calls(self) -> pl.DataFrame:
         """Every model call of the selection, priced (COST_CALLS)."""
@@ -213,9 +224,11 @@ def price_store(store: Store, book: PriceBook) -> bool:
     stored.unmark(store)  # until both are written: a stop between leaves them unused
     facts.execute(f"CREATE OR REPLACE TABLE {stored.TABLE} AS FROM cost_calls",  # noqa: S608
                   tables, stored.VIEWS)  # fmt: skip
-    # what each tool call's result cost, from the calls just kept (at all times)
-    facts.execute(f"CREATE OR REPLACE TABLE {stored.TOOL_TABLE} AS {tool_calls}",
+    # each tool result's first send, and what it cost in all, from the calls just kept
+    facts.execute(f"CREATE OR REPLACE TABLE {stored.FIRST_SENDS} AS FROM cost_first_sends",  # noqa: S608
                   tables, _STORED_VIEWS)  # fmt: skip
+    facts.execute(f"CREATE OR REPLACE TABLE {stored.TOOL_TABLE} AS {tool_calls}",
+                  tables, _STORED_ALL_VIEWS)  # fmt: skip
     stored.mark(store, book)
     return True
 

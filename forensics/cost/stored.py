@@ -5,9 +5,10 @@ bounds part by part) was most of every cost command's time on a large store, and
 command priced the same calls with the same book again (0.6 s of `cost --by day`, and
 more where a command reads the calls more than once, at 1,000,000 events). Where the
 facts are brought up to date the whole store is priced once, with the book a cost of
-the store uses when given no prices file, and kept in `priced_calls`; so is what each
-tool call's result cost when sent and re-sent (`priced_tool_calls`, at all times: a
-time range changes which sends count, so a cost of a time range prices those). A cost
+the store uses when given no prices file, and kept in `priced_calls`; so are each tool
+result's first send and what it cost when sent and re-sent (`priced_first_sends`,
+`priced_tool_calls`, at all times: a time range changes which sends count, so a cost
+of a time range prices those). A cost
 of some of the sessions reads its rows from there (billed.Costing).
 
 The rows are those calls.sql gives for the whole store, so reading them for a
@@ -37,6 +38,7 @@ PRICES_ENV = "FORENSICS_PRICES"  # a prices file every cost uses unless given an
 
 TABLE = "priced_calls"
 TOOL_TABLE = "priced_tool_calls"  # queries/cost/tool_calls.sql over the store at all times
+FIRST_SENDS = "priced_first_sends"  # queries/cost/first_sends.sql, the same
 STAMP_KEY = "priced_calls"  # store_meta: the stamp of the rows in TABLE
 FITS_KEY = "fitted_ratios"  # store_meta: the kept ratio fit (analysis.stored.FITS_KEY)
 # the views calls.sql reads, in the order they build on each other (billed._VIEWS)
