@@ -4,6 +4,7 @@ frames as the commands, and the page in headless Chromium."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -127,8 +128,18 @@ def test_agent_names_are_text_in_the_chart() -> None:
     from forensics.reports.charts import daily_cost_svg
     from forensics.reports.weekly import DayChart
 
-    svg = daily_cost_svg(DayChart(["2026-10-19"], {"x$\\frac$y": [1.0], "_hidden": [2.0]}))
-    assert svg.startswith("<?xml") and svg.count("<path") > 10
+    chart = DayChart(["2026-10-19", "2026-10-20"],
+                     {"x$\\frac$y": [1.0, 0.0], "_hidden": [2.0, 0.5], "<b>a</b>": [0.0, 0.25]})
+    svg = daily_cost_svg(chart)
+    assert svg.startswith("<svg") and svg == daily_cost_svg(chart)  # the same bytes
+    texts = re.findall(r"<text [^>]*>([^<]*)</text>", svg)
+    assert {"x$\\frac$y", "_hidden", "&lt;b&gt;a&lt;/b&gt;"} <= set(texts)  # as written
+    assert "<b>" not in svg and {"2026-10-19", "2026-10-20"} <= set(texts)
+    # a bar per agent and day with cost, stacked: 3.0 on the first day is the highest
+    assert svg.count('width="268.8"') == 4  # (1000 - 84 - 20) / 2 days * 0.6
+    assert [t for t in texts if t.startswith("$")] == ["$0", "$1", "$2", "$3", "$4"]
+    small = daily_cost_svg(DayChart(["2026-10-19"], {"a": [0.012]}))
+    assert "$0.005" in small and "$0.010" in small  # as many decimals as the step needs
 
 
 def test_a_review_of_several_apps_names_each_row_s_app(tmp_path: Path) -> None:

@@ -1,16 +1,15 @@
 """The reports' charts, as SVG: the incident's window per call by role against
 cumulative input, and the weekly review's cost per day by agent.
 
-The incident's charts are written directly (svg.py): one per turn, every turn, each
-in milliseconds (matplotlib took about 0.2 s a chart, so a long session's report
-charted 12 turns of 117). The weekly review's one chart is a matplotlib figure, its
-text as glyph paths (`svg.fonttype = "path"`), with a fixed hash salt and no date.
-Either way the same chart is the same bytes and no text from data is markup.
+Both are written directly (svg.py): the incident's one per turn, every turn, each in
+milliseconds (matplotlib took about 0.2 s a chart, so a long session's report charted
+12 turns of 117), and the weekly review's one chart (matplotlib's import and figure
+were a second of the review's time). The same chart is the same bytes, and text from
+data is text, never markup.
 """
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Callable
 
@@ -175,39 +174,50 @@ def _tick(point: CallPoint) -> str:
     return f"{point.label}{marks}"
 
 
+DAY_WIDTH, DAY_HEIGHT = 1000, 320
+DAY_LEFT, DAY_RIGHT, DAY_BOTTOM = 84, 20, 40
+DAY_PALETTE = [*ROLE_COLOURS.values(), "#56B4E9", "#D55E00", "#F0E442", "#000000"]
+
+
 def daily_cost_svg(chart: DayChart) -> str:
-    """The week's cost per day, stacked by agent, in USD (the low bound)."""
-    import matplotlib
+    """The week's cost per day, stacked by agent, in USD (the low bound); the legend
+    above the plot. Written directly (svg.py), as the incident's charts are."""
+    doc = Svg(DAY_WIDTH, DAY_HEIGHT, "cost per day, by agent (USD, low bound)")
+    series = sorted(chart.series.items())
+    x, row = float(DAY_LEFT), 0
+    for index, (agent, _) in enumerate(series):  # the legend: a swatch and the agent
+        width = 20 + text_width(agent, 10.5) + 14
+        if x + width > DAY_WIDTH - DAY_RIGHT and x > DAY_LEFT:
+            x, row = float(DAY_LEFT), row + 1
+        at_y = LEGEND_Y - 14 + LEGEND_ROW * row
+        doc.rect(x, at_y - 9, 14, 10, DAY_PALETTE[index % len(DAY_PALETTE)])
+        doc.text(x + 20, at_y, agent, size=10.5)
+        x += width
+    rows = row + 1 if series else 0
+    x0, x1 = DAY_LEFT, DAY_WIDTH - DAY_RIGHT
+    y0, y1 = LEGEND_Y - 14 + LEGEND_ROW * rows + 4, DAY_HEIGHT - DAY_BOTTOM
+    totals = [sum(values[i] for _, values in series) for i in range(len(chart.days))]
+    left = ticks(max([*totals, 0.0]) * 1.05 or 1.0, 6)
+    places = decimals(left[1] - left[0]) if len(left) > 1 else 2
 
-    matplotlib.use("Agg")
-    # agent names are data: never read as mathtext ($...$), never hidden by a leading _
-    with matplotlib.rc_context(
-        {"svg.fonttype": "path", "svg.hashsalt": "agent-forensics", "text.parse_math": False}
-    ):
-        from matplotlib import pyplot as plt
-        from matplotlib.ticker import FuncFormatter
+    def y_of(v: float) -> float:
+        return y1 - (y1 - y0) * v / left[-1]
 
-        fig, ax = plt.subplots(figsize=(10, 3.2), dpi=100)
-        try:
-            bottom = [0.0] * len(chart.days)
-            palette = list(ROLE_COLOURS.values()) + ["#56B4E9", "#D55E00", "#F0E442", "#000000"]
-            for index, (agent, values) in enumerate(sorted(chart.series.items())):
-                ax.bar(chart.days, values, bottom=bottom, label=f" {agent}" if agent.startswith(
-                       "_") else agent, color=palette[index % len(palette)])  # fmt: skip
-                bottom = [b + v for b, v in zip(bottom, values, strict=True)]
-            ax.set_ylabel("cost (USD, low bound)")
-            # as many decimals as the ticks' step needs: $0.005 steps never print as
-            # "$0.01 $0.01" (nor a week of a few cents as "$0.00" throughout)
-            locs = list(ax.yaxis.get_majorticklocs())
-            places = decimals(locs[1] - locs[0]) if len(locs) > 1 else 2
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"${v:,.{places}f}"))
-            ax.spines[["top", "right"]].set_visible(False)
-            if chart.series:
-                ax.legend(frameon=False, fontsize=8, ncols=min(4, len(chart.series)),
-                          loc="lower left", bbox_to_anchor=(0, 1.0))  # above the bars
-            fig.tight_layout()
-            out = io.StringIO()
-            fig.savefig(out, format="svg", metadata={"Date": None})
-            return out.getvalue()
-        finally:
-            plt.close(fig)
+    for v in left:  # the grid, and the ticks in as many decimals as their step needs
+        doc.line(x0, y_of(v), x1, y_of(v), "#e4e4e4")
+        doc.text(x0 - 6, y_of(v) + 4, f"${v:,.{places}f}", size=10.5, anchor="end")
+    doc.line(x0, y1, x1, y1, "#333")
+    doc.line(x0, y0, x0, y1, "#333")
+    doc.text(16, (y0 + y1) / 2, "cost (USD, low bound)", size=11, anchor="middle", rotate=True)
+    pitch = (x1 - x0) / max(len(chart.days), 1)
+    for i, day in enumerate(chart.days):
+        centre, base = x0 + pitch * (i + 0.5), 0.0
+        for index, (_, values) in enumerate(series):
+            if values[i] > 0:
+                top = y_of(base + values[i])
+                doc.rect(centre - pitch * 0.3, top, pitch * 0.6, y_of(base) - top,
+                         DAY_PALETTE[index % len(DAY_PALETTE)])  # fmt: skip
+                base += values[i]
+        doc.line(centre, y1, centre, y1 + 4, "#333")
+        doc.text(centre, y1 + 17, day, size=10.5, anchor="middle")
+    return doc.done()

@@ -1,8 +1,8 @@
 """Render an `IncidentContext` to one self-contained HTML file: CSS inline, charts as SVG.
 
 Jinja2 autoescapes everything; the only markup passed through is the chart SVG,
-whose text is escaped as it is written (svg.py) or drawn as glyph paths (matplotlib,
-the weekly chart), so no agent-supplied string reaches the page as markup. Every
+whose text is escaped as it is written (svg.py), so no agent-supplied string reaches
+the page as markup. Every
 printed text is also made visible and bidi-isolated (`isolated`); in the tool's own
 sentences a `command` in backticks is set as code once escaped (`prose`).
 """

@@ -131,7 +131,12 @@ def _money(row: dict[str, Any], kind: str | None = PRICED) -> Cell:
 
 def _total(frame: pl.DataFrame, column: str) -> Decimal:
     """The priced part of a sum (the unpriced calls are counted and said beside it)."""
-    return sum((v for v in frame[column].to_list() if v is not None), Decimal(0))
+    values = frame[column]
+    if isinstance(values.dtype, pl.Decimal) and values.null_count() < len(values):
+        total = values.sum()  # exact, as the sum of the Decimals in Python (not per value)
+        assert isinstance(total, Decimal)
+        return total
+    return sum((v for v in values.to_list() if v is not None), Decimal(0))
 
 
 def _unpriced(frame: pl.DataFrame) -> int:
