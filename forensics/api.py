@@ -1035,8 +1035,12 @@ class Scope:
         return sessions(self.store, self.selection)
 
     def calls(self, turn: int | None = None) -> pl.DataFrame:
-        """Per call: window occupancy (measured, estimated, by role), cumulative input so far."""
-        return self.facts.calls(turn)
+        """Per call: window occupancy (measured, estimated, by role), cumulative input so far
+        (read once per scope: a report asks for them more than once)."""
+        found: dict[int | None, pl.DataFrame] = self.__dict__.setdefault("_calls", {})
+        if turn not in found:
+            found[turn] = self.facts.calls(turn)
+        return found[turn]
 
     def calls_in_runs(self) -> Iterator[pl.DataFrame]:
         """`calls()` a run of sessions at a time (about 60,000 events' calls a frame):
@@ -1098,9 +1102,14 @@ class Scope:
         return result_preview(self.store, session, function_call_id)
 
     def failures(self) -> pl.DataFrame:
-        """The selected sessions' context failures, logged and stored, with verdicts."""
-        failed, loaded = self.facts.failed_calls()
-        return _merged_failures(self.store, self.selection, failed, loaded)
+        """The selected sessions' context failures, logged and stored, with verdicts (read
+        once per scope)."""
+        if "_failures" not in self.__dict__:
+            failed, loaded = self.facts.failed_calls()
+            self.__dict__["_failures"] = _merged_failures(self.store, self.selection, failed,
+                                                          loaded)  # fmt: skip
+        found: pl.DataFrame = self.__dict__["_failures"]
+        return found
 
     def costing(self, book: PriceBook) -> billed.Costing:
         """The selection's calls priced by `book` (in the selection's time, when given)."""

@@ -238,6 +238,11 @@ class Facts:
             return {model: kept[model] for model in sorted(models)}
         return fit_ratios(self.store, models)
 
+    @cached_property
+    def ratio_tables(self) -> tuple[pa.Table, pa.Table]:
+        """`scope_ratios` and `scope_constants`, built once."""
+        return ratio_tables(self.ratios)
+
     @property
     def ratios_kept(self) -> bool:
         """Whether the ratios are those the facts' last refresh fitted and kept (what
@@ -283,7 +288,7 @@ class Facts:
         sessions: pa.Table | None,
         scans: frozenset[str],
     ) -> Iterator[None]:
-        ratios, constants = ratio_tables(self.ratios)
+        ratios, constants = self.ratio_tables
         registered = {
             "scope_sessions": self.sessions if sessions is None else sessions,
             "scope_ratios": ratios,
