@@ -889,8 +889,13 @@ def breakeven(store: StoreLike, selection: SelectionLike = None, *, agent: str |
     for name in [*names, None] if agent is None else [agent]:
         row = rows.get((name, name is None))
         if row is None or not row["calls"]:
+            if name is None:  # not one call selected (an empty store, a narrow --since)
+                raise ForensicsError(
+                    "no model calls in the selection",
+                    hint="`forensics sessions` lists what the store holds",
+                )
             raise ForensicsError(f"no model calls of agent {name!r}",
-                                 hint=f"agents: {', '.join(names)}")  # fmt: skip
+                                 hint=f"agents: {', '.join(names) or 'none'}")  # fmt: skip
         inputs = [row["last_read_usd"], row["last_uncached_usd"], row["last_write_usd"]]
         per_call = None
         if row["last_calls"] and None not in inputs:

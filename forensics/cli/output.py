@@ -109,8 +109,9 @@ def csv_cell(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     text = visible(value, keep_tabs=True)
-    # a spreadsheet runs a field that starts like a formula: shown as text instead
-    if text[:1] in ("=", "+", "@") or (text[:1] == "-" and not _NUMBER.fullmatch(text)):
+    # a spreadsheet runs a field that starts like a formula (after a tab, which it may
+    # strip first; a carriage return is already shown as \x0d): shown as text instead
+    if text[:1] in ("=", "+", "@", "\t") or (text[:1] == "-" and not _NUMBER.fullmatch(text)):
         text = "'" + text
     return text
 

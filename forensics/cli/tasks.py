@@ -73,9 +73,9 @@ def load(
     """Load task outcomes, keyed by session (or by turn with invocation_id).
 
     Each eval case of an ADK EvalSetResult is one execution: its session, its task
-    `<eval_set_id>/<eval_id>`, success from final_eval_status. A row whose session is
-    not in the store, a repeated execution and a bad value are each a skip naming the
-    file and row. A stored execution is never rewritten unasked: a row that says the
+    `<eval_set_id>/<eval_id>`, success from final_eval_status. A row whose session (or
+    turn) is not in the store, a repeated execution and a bad value are each a skip
+    naming the file and row. A stored execution is never rewritten unasked: a row that says the
     same is already stored, one that differs is a skip until --replace.
     Example: forensics outcomes load runs/*.evalset_result.json --arm aggressive
     """

@@ -373,7 +373,7 @@ def _csv_text(text: pl.Expr) -> Formatted:
         if not found[0]:
             return text.fill_null("")
         out = _visible_escapes().apply(text)
-        formula = out.str.contains(r"^[=+@]") | (
+        formula = out.str.contains(r"^[=+@\t]") | (
             out.str.starts_with("-") & ~out.str.contains(_NUMBER)
         )
         out = pl.when(formula).then(pl.lit("'") + out).otherwise(out)

@@ -32,6 +32,7 @@ _REQUESTS = "requests_kcount"  # USD per 1,000 requests
 PLACES = 12  # a rate per MTok has at most this many decimal places: exact per token
 FAST = " (fast)"  # how a fast-mode request's model is named for its price (cost/calls.sql)
 MAX_RATE = Decimal(10) ** 9  # USD per MTok: anything above is a typo, not a price
+MAX_ABOVE = 2**63 - 1  # a tier's `above` is a BIGINT where calls are priced (billed.py)
 # LiteLLM's provider prefixes (model names such as `bedrock/...`) -> genai-prices' ids
 _PREFIXES = {
     "anthropic": "anthropic",
@@ -350,10 +351,15 @@ def _override(entry: Any, where: str) -> Override:
         if unknown:
             raise ForensicsError(f"{tier_where}: unknown field {unknown[0]}")
         above = raw.get("above")
-        if isinstance(above, bool) or not isinstance(above, int) or above <= tiers[-1].above:
+        if (
+            isinstance(above, bool)
+            or not isinstance(above, int)
+            or above <= tiers[-1].above
+            or above > MAX_ABOVE
+        ):
             raise ForensicsError(
                 f"{tier_where}: above must be a whole number of input tokens, larger than "
-                f"the tier before ({tiers[-1].above})"
+                f"the tier before ({tiers[-1].above}) and at most {MAX_ABOVE:,}"
             )
         # a rate the tier leaves out is the base's as given; where the base derived it
         # (a cache rate from the input rate), it is derived from the tier's own rates
@@ -414,6 +420,8 @@ def parse_overrides(text: str, path: Path, label: str | None = None) -> Override
         doc = tomllib.loads(text, parse_float=Decimal)  # every digit of a rate kept
     except tomllib.TOMLDecodeError as e:
         raise ForensicsError(f"{path} is not valid TOML: {e}") from None
+    except RecursionError:  # tomllib reads nested arrays and inline tables recursively
+        raise ForensicsError(f"{path} is not valid TOML: nested too deeply to read") from None
     unknown = sorted(set(doc) - {"price", "alias"})
     if unknown:
         raise ForensicsError(

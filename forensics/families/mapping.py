@@ -161,6 +161,8 @@ def load(path: Path) -> Mapping:
         raise ForensicsError(f"cannot read mapping file {where}: {e.strerror or e}") from e
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ForensicsError(f"{where}: not valid TOML: {e}") from e
+    except RecursionError:  # tomllib reads nested arrays and inline tables recursively
+        raise ForensicsError(f"{where}: not valid TOML: nested too deeply to read") from None
     unknown = sorted(set(data) - {"name", "match", "fields", "kinds"})
     if unknown:
         raise ForensicsError(
@@ -185,7 +187,10 @@ def load(path: Path) -> Mapping:
     match = data.get("match", {})
     if not isinstance(match, dict):
         raise ForensicsError(f"{where}: [match] must be a table of path = value")
-    match = _dotted(match, where)
+    try:
+        match = _dotted(match, where)
+    except RecursionError:
+        raise ForensicsError(f"{where}: [match] is nested too deeply to read") from None
     kinds = data.get("kinds", {})
     if not isinstance(kinds, dict):
         raise ForensicsError(f"{where}: [kinds] must be a table of value = kind")

@@ -53,12 +53,21 @@ def ingest_outcomes(
         result.rows_read += len(found) + len(result.skips) - before
         rows += found
     known = {r[0] for r in store.run("SELECT DISTINCT session_id FROM sessions")}
+    # an outcome of a turn the store lacks would be loaded, then left out of every task
+    asked = sorted({r.session_id for r in rows if r.invocation_id})
+    turns: set[tuple[str, str]] = set()
+    if asked:
+        turns = set(store.run("SELECT DISTINCT session_id, invocation_id FROM events"
+                              " WHERE session_id IN (SELECT unnest(?::VARCHAR[]))", [asked]))
     seen: dict[tuple[str, str], str] = {}
     kept: list[Outcome] = []
     for row in rows:
         key = (row.session_id, row.invocation_id or "")
         if row.session_id not in known:
             why = f"session {row.session_id!r} is not in the store"
+            result.skips.append(Skip(row.locator, why))
+        elif row.invocation_id and key not in turns:
+            why = f"turn {row.invocation_id!r} is not in session {row.session_id!r}"
             result.skips.append(Skip(row.locator, why))
         elif key in seen:
             result.skips.append(Skip(row.locator, f"the same execution as {seen[key]}"))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -50,6 +51,7 @@ TABLES: dict[str, tuple[str, ...]] = {
 # (they depend on the rules of the forensics that reads them), so it reads none of these
 FACTS: dict[str, tuple[str, ...]] = {name: ("app_name",) for name in FACT_TABLE_NAMES}
 BATCH_ROWS = 50_000
+NAME_MAX = 255  # bytes in a folder's name (ext4, APFS, NTFS): an app's partition folder
 
 
 @dataclass
@@ -69,7 +71,6 @@ def export(store: Store, folder: Path, selection: Selection | None = None) -> Ex
             f"{folder} is not an empty folder: an export never mixes with other files",
             hint="give a new folder (it is created), or empty this one",
         )
-    folder.mkdir(parents=True, exist_ok=True)
     chosen = {
         "app": selection.app,
         "user": selection.user,
@@ -78,6 +79,15 @@ def export(store: Store, folder: Path, selection: Selection | None = None) -> Ex
         "until": selection.until,
     }
     store.run(sql.load("store/export/keys").sql, chosen)
+    for (app,) in store.run("SELECT DISTINCT app_name FROM export_keys ORDER BY app_name"):
+        if len(f"app_name={quote(app, safe='-._~')}".encode()) > NAME_MAX:
+            shown = f"{app[:40]!r}{'...' if len(app) > 40 else ''}"
+            raise ForensicsError(
+                f"the app name {shown} ({len(app):,} characters) is too long to be a folder "
+                f"of a Parquet export (over {NAME_MAX} bytes once URI-encoded)",
+                hint="export the other apps with --app NAME",
+            )
+    folder.mkdir(parents=True, exist_ok=True)
     result = Export(folder)
     for name, partitions in {**TABLES, **FACTS}.items():
         query = sql.load(f"store/export/{name}")
@@ -157,7 +167,14 @@ def load(store: Store, folder: Path, ingest_id: int) -> dict[str, int]:
         if not where.is_dir():  # a table the export had no rows for
             read[name] = 0
             continue
-        partitions = "hive" if (manifest["tables"].get(name) or {}).get("partitioned_by") else None
+        keys = (manifest["tables"].get(name) or {}).get("partitioned_by") or []
+        # every key read back as the text written (inferred, app `007` became 7) and none
+        # as null (a URI-encoded value is never a bare %; pyarrow's default null,
+        # __HIVE_DEFAULT_PARTITION__, is a name an app may have)
+        partitions = None
+        if keys:
+            schema = pa.schema([(key, pa.string()) for key in keys])
+            partitions = ds.HivePartitioning(schema, null_fallback="%", segment_encoding="uri")
         dataset = ds.dataset(where, format="parquet", partitioning=partitions)
         read[name] = 0
         for batch in dataset.to_batches(batch_size=BATCH_ROWS):  # memory: one batch

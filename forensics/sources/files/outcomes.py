@@ -47,6 +47,8 @@ def _flag(value: Any) -> bool | None:
 def _number(value: Any, name: str) -> float | None:
     if value is None or value == "":
         return None
+    if isinstance(value, bool):  # float(True) is 1.0: a flag is no score
+        raise ValueError(f"{name} is not a number: {value!r}")
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -60,7 +62,7 @@ def _text(row: dict[str, Any], name: str) -> str | None:
     value = row.get(name)
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if not isinstance(value, str | int):
+    if isinstance(value, bool) or not isinstance(value, str | int):  # str(True): 'True'
         raise ValueError(f"{name} is not text: {type(value).__name__}")
     return str(value).strip()
 
