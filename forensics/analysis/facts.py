@@ -180,9 +180,30 @@ class SessionFacts:
         return {t: carried if t == "fact_carried" else self.rows[t] for t in FACT_TABLES}
 
 
+# A call keeps the ids of the tool results its window carried: a session that never
+# compacts carries calls x results of them (100,000 events of tool calls: 600 million,
+# and a worker killed for memory at 23 GB). Past this many in one session it is not
+# rebuilt: it is listed as a session whose facts could not be built, with this reason.
+MAX_CARRIED = 10_000_000
+
+
+class SessionTooLarge(Exception):
+    """A session whose calls carry more tool results in all than MAX_CARRIED."""
+
+
 def session_calls(session: Session) -> list[Call]:
     """The session's calls, each with the model whose tokenizer read its window."""
-    found = list(rules_of(session).calls(session))
+    found: list[Call] = []
+    carried = 0
+    for call in rules_of(session).calls(session):
+        carried += len(call.response_ids) + len(call.relayed_ids)
+        if carried > MAX_CARRIED:
+            raise SessionTooLarge(
+                f"its first {len(found) + 1:,} model calls of {len(session.events):,} events"
+                f" carry more than {MAX_CARRIED:,} tool results in all (each call re-sends"
+                " every earlier result: it never compacts); too large to rebuild"
+            )
+        found.append(call)
     by_agent: dict[str, Counter[str]] = defaultdict(Counter)
     for call in found:
         if call.kind != "summarizer" and call.event.model_version:

@@ -20,6 +20,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -275,12 +276,25 @@ def _built(runs: Iterator[Run], count: int) -> Iterator[Built]:
             for run in runs:
                 pending.append(pool.submit(build_run, run))
                 while len(pending) > 2 * count:
-                    yield pending.popleft().result()
+                    yield _result(pending.popleft())
             while pending:
-                yield pending.popleft().result()
+                yield _result(pending.popleft())
         finally:
             for future in pending:
                 future.cancel()
+
+
+def _result(future: Future[Built]) -> Built:
+    """A worker's run; a worker the system killed (out of memory, most often) is said."""
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise ForensicsError(
+            "a process building the facts was killed before it finished (the system stops"
+            " one that runs out of memory); the events stay stored, their facts unbuilt",
+            hint="`forensics --workers 1 analyze` builds them in one process, and says which"
+            " session fails",
+        ) from None
 
 
 def _rebuild(
