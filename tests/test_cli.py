@@ -199,8 +199,11 @@ def test_help_starts_without_heavy_imports():
     ("command", "allowed"),
     [
         (["sessions"], ()),
-        (["cost", "--by", "turn"], ("genai_prices",)),
-        (["report", "incident", "incident", "--out", "{tmp}/r.html"], ("genai_prices", "jinja2")),
+        # the store's calls are priced where its facts are made: no price tables read
+        (["cost", "--by", "turn"], ()),
+        (["cost", "--share"], ()),
+        (["report", "incident", "incident", "--out", "{tmp}/r.html"], ("jinja2",)),
+        (["report", "weekly", "--week", "2026-W43", "--out", "{tmp}/w.html"], ("jinja2",)),
     ],
 )
 def test_a_command_imports_only_what_it_uses(tmp_path, command, allowed):
