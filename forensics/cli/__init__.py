@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
+import signal
 from typing import Annotated
 
 import typer
@@ -68,7 +69,15 @@ def _keep_freed_memory() -> None:
         pass
 
 
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM (a supervisor, `kill`, a container stopping) stops a command as Ctrl-C
+    does, so an ingest's run is undone the same way; the exit code is 143 (128 + 15)."""
+    state["terminated"] = True
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
     _keep_freed_memory()
+    signal.signal(signal.SIGTERM, _terminated)
     app()

@@ -8,6 +8,7 @@ starts without them.
 from __future__ import annotations
 
 import contextvars
+import errno
 import functools
 import inspect
 import itertools
@@ -159,6 +160,14 @@ def echo(message: str, *, err: bool = False, nl: bool = True) -> None:
     typer.echo(visible(message, keep_newlines=True, keep_tabs=True), err=err, nl=nl)
 
 
+_NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device"
+
+
+def _stopped_code() -> int:
+    """130 for Ctrl-C (SIGINT), 143 for SIGTERM: 128 and the signal, as a shell says."""
+    return 143 if state.get("terminated") else 130
+
+
 def boundary(command: F) -> F:
     """`Error: ...` and a hint on stderr, exit 1; traceback only with --debug. A command
     that prints a frame (it takes --format) takes --columns too."""
@@ -192,17 +201,24 @@ def boundary(command: F) -> F:
         except FactsInterrupted as e:
             stages.done()
             typer.echo(e.message, err=True)
-            raise typer.Exit(130) from None
+            raise typer.Exit(_stopped_code()) from None
         except KeyboardInterrupt:
             stages.done()
-            typer.echo("Interrupted: nothing from this run was committed.", err=True)
-            raise typer.Exit(130) from None
+            how = "Terminated" if state.get("terminated") else "Interrupted"
+            typer.echo(f"{how}: nothing from this run was committed.", err=True)
+            raise typer.Exit(_stopped_code()) from None
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except Exception as e:
             stages.done()
             if state["debug"]:
                 raise
+            if _NO_SPACE in str(e):  # DuckDB's or the system's: the disk is full
+                echo(f"Error: the disk is full: {e}", err=True)
+                typer.echo("Hint: free some space (or give --db a store on another disk)"
+                           " and run it again: what was committed before is kept",
+                           err=True)  # fmt: skip
+                raise typer.Exit(1) from None
             echo(f"Error: unexpected {type(e).__name__}: {e}", err=True)
             typer.echo("Hint: run again with --debug for the traceback, and report it", err=True)
             raise typer.Exit(2) from None
