@@ -241,7 +241,7 @@ def test_every_command_on_the_named_shapes_of_claude_code_sessions(tmp_path: Pat
     assert every_command(db, tmp_path) > 9
 
 
-@settings(max_examples=3, deadline=None, derandomize=True,
+@settings(max_examples=2, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 @given(st.lists(st.lists(st.sampled_from(ADK_PIECES), min_size=1, max_size=14),
                 min_size=1, max_size=3))  # fmt: skip
