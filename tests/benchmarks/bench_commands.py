@@ -69,7 +69,7 @@ def commands(session: str, call: str, out: Path) -> list[tuple[str, list[str], f
         ("failures", ["failures"], SECONDS),
         ("guards", ["guards"], SECONDS),
         ("tasks", ["tasks"], SECONDS),
-        ("compare", ["compare"], SECONDS),
+        ("compare", ["compare", "--baseline", "baseline", "--arm", "candidate"], SECONDS),
         ("breakeven", ["breakeven"], SECONDS),
         ("whatif --token-cap 16000 SESSION",
          ["whatif", "--token-cap", "16000", "--session", session], SECONDS),  # fmt: skip
@@ -107,11 +107,13 @@ def main() -> int:
     print(f"{'command':<34} {'seconds':>8} {'RSS MB':>7}  target")
     missed = 0
     for label, argv, target in todo:
-        times, peaks, note = [], [], ""
+        times, peaks, note, said = [], [], "", ""
         for _ in range(args.runs):
             rc, seconds, rss, _, err = run_child([*base, *argv, "--db", str(args.db)],
                                                  capture=True)  # fmt: skip
-            if rc != 0:
+            if rc == 1 and err.startswith("Error:"):  # a named answer (no outcomes): timed
+                said = f" (exit 1: {err.splitlines()[0][7:67]})"
+            elif rc != 0:
                 note = f"failed ({rc}): {tail(err, 2)}"
                 break
             times.append(seconds)
@@ -125,7 +127,7 @@ def main() -> int:
                                    (f"{MB} MB", mb > MB)) if bad]  # fmt: skip
         missed += bool(misses)
         verdict = "met" if not misses else "misses " + " and ".join(misses)
-        print(f"{label:<34} {seconds:>8.2f} {mb:>7,.0f}  {verdict}")
+        print(f"{label:<34} {seconds:>8.2f} {mb:>7,.0f}  {verdict}{said}")
     print(f"{len(todo) - missed} of {len(todo)} within their targets")
     return 0
 
