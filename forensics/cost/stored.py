@@ -30,6 +30,7 @@ import os
 from pathlib import Path
 
 from .. import sql
+from ..analysis.stored import FITS_KEY  # store_meta: the kept ratio fit
 from ..store import Store
 from ..store.prices import kept as kept_prices
 from .prices import PriceBook, parse_overrides, read_overrides
@@ -40,7 +41,6 @@ TABLE = "priced_calls"
 TOOL_TABLE = "priced_tool_calls"  # queries/cost/tool_calls.sql over the store at all times
 FIRST_SENDS = "priced_first_sends"  # queries/cost/first_sends.sql, the same
 STAMP_KEY = "priced_calls"  # store_meta: the stamp of the rows in TABLE
-FITS_KEY = "fitted_ratios"  # store_meta: the kept ratio fit (analysis.stored.FITS_KEY)
 # the views calls.sql reads, in the order they build on each other (billed._VIEWS)
 VIEWS = {
     "cost_logged_writes": "cost/logged_writes",
