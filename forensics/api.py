@@ -680,7 +680,6 @@ def _merged_failures(
         # a logged record names no app, user or family: it is the selection's when its
         # session is
         logged = logged.filter(pl.col("session_id").is_in(sorted(loaded)))
-    failed = failed.filter(pl.col("kind") == "failed")
     errors = store.frame(
         "failures/adk_errors",
         session_ids=failed["session_id"].to_list(),

@@ -130,13 +130,14 @@ def _money(row: dict[str, Any], kind: str | None = PRICED) -> Cell:
 
 
 def _total(frame: pl.DataFrame, column: str) -> Decimal:
-    """The priced part of a sum (the unpriced calls are counted and said beside it)."""
+    """The priced part of a sum (the unpriced calls are counted and said beside it):
+    polars' exact Decimal sum, Decimal(0) where no value is known."""
     values = frame[column]
-    if isinstance(values.dtype, pl.Decimal) and values.null_count() < len(values):
-        total = values.sum()  # exact, as the sum of the Decimals in Python (not per value)
-        assert isinstance(total, Decimal)
-        return total
-    return sum((v for v in values.to_list() if v is not None), Decimal(0))
+    if values.null_count() == len(values):
+        return Decimal(0)
+    total = values.sum()
+    assert isinstance(total, Decimal), f"{column} is a money column (Decimal)"
+    return total
 
 
 def _unpriced(frame: pl.DataFrame) -> int:
