@@ -46,6 +46,7 @@ from .sources.files.adk_json import AdkJsonSource
 from .sources.sqlite.adk import AdkSqliteSource
 from .store import WATERMARK_OVERLAP_S, IngestResult, Store, default_db_path
 from .store.facts import failure, failures
+from .store.ledger import is_interrupt as is_interrupt  # the CLI's: Ctrl-C however it surfaced
 from .store.prices import forget as forget_kept_prices
 from .store.prices import keep as keep_kept_prices
 from .store.reads import resolve_session, result_preview, stored_key
@@ -284,7 +285,7 @@ def _refreshed(store: Store, result: IngestResult) -> IngestResult:
         done = refresh(store, PROGRESS.get())
     except KeyboardInterrupt:
         raise FactsInterrupted(
-            f"Interrupted: the ingest was committed ({result.rows_loaded:,} events loaded);"
+            f"the ingest was committed ({result.rows_loaded:,} events loaded);"
             " the facts not built yet are built by `forensics analyze` or the next command."
         ) from None
     if done.failed:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 
 class ForensicsError(Exception):
     """A failure the user can act on; `hint` says how."""
@@ -31,9 +33,15 @@ class StoreError(ForensicsError):
     """The local DuckDB store cannot be used."""
 
 
+TERMINATED = threading.Event()
+"""Set by the command line's SIGTERM handler before it stops the run as Ctrl-C does: the
+ledger then says the run was terminated, not interrupted."""
+
+
 class FactsInterrupted(KeyboardInterrupt):
     """Ctrl-C while the facts were being built after an ingest that was committed: what
-    was loaded stays, and the facts not built are built by the next command."""
+    was loaded stays, and the facts not built are built by the next command. `message`
+    says what was kept; the caller says how it was stopped (Ctrl-C or SIGTERM)."""
 
     def __init__(self, message: str):
         super().__init__(message)

@@ -93,7 +93,7 @@ import secrets
 import ssl
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -515,6 +515,10 @@ class LoopbackOpenSearch:
     shard failed (`_shards.failed`, its `failures`) and that shard's hits missing.
     Sorting on `_id` works with a deprecation `Warning` header, or, with
     `id_field_data=False` (the cluster setting off), fails.
+    `fault(number, method, path)`, when given, may answer a request in place of the
+    imitation: (status, content type, raw body), for faults no real node produces on
+    demand (a proxy's 502 page, a body cut short, a page that never advances); None
+    lets the imitation answer.
     `requests` records every (method, path with query, JSON body or None).
     """
 
@@ -535,6 +539,7 @@ class LoopbackOpenSearch:
         shard_failure_from_request: int | None = None,
         id_field_data: bool = True,
         refuse_pit_delete: bool = False,
+        fault: Callable[[int, str, str], tuple[int, str, bytes] | None] | None = None,
     ) -> None:
         mappings = mappings or {}
         self.indices = {
@@ -552,6 +557,7 @@ class LoopbackOpenSearch:
         self.shard_failure_from_request = shard_failure_from_request
         self.id_field_data = id_field_data
         self.refuse_pit_delete = refuse_pit_delete
+        self.fault = fault
         self._context_numbers = itertools.count(1)
         self._local = threading.local()  # this request's reply headers, per handler thread
         self.requests: list[tuple[str, str, Any]] = []
@@ -1036,6 +1042,10 @@ class _Handler(BaseHTTPRequestHandler):
             with imitation._lock:
                 number = len(imitation.requests)
                 imitation.requests.append((self.command, self.path, body))
+            injected = imitation.fault(number, self.command, self.path) if imitation.fault else None
+            if injected is not None:
+                self._send_raw(*injected)
+                return
             headers: dict[str, str] = {}
             status, answer = 200, imitation.answer(
                 self.command, self.path, self.headers, body, number, headers
@@ -1049,6 +1059,11 @@ class _Handler(BaseHTTPRequestHandler):
             data, kind = answer.encode(), "text/plain; charset=UTF-8"
         else:
             data, kind = json.dumps(answer).encode(), "application/json; charset=UTF-8"
+        self._send_raw(status, kind, data, headers)
+
+    def _send_raw(self, status: int, kind: str, data: bytes,
+                  headers: dict[str, str] | None = None) -> None:
+        headers = headers or {}
         try:
             self.send_response(status)
             self.send_header("Content-Type", kind)

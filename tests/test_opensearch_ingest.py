@@ -180,3 +180,17 @@ def test_ctrl_c_mid_scan_releases_the_pit_and_keeps_what_it_loaded(
         with api.connect_opensearch(server.url) as cluster:
             again = api.ingest_opensearch(db, cluster, SPANS, page_size=10)
     assert again.rows_loaded == 61 - kept and again.rows_already_stored == kept
+
+
+def test_a_password_in_the_url_is_in_no_output_and_not_in_the_store(tmp_path: Path) -> None:
+    db = tmp_path / "p.duckdb"
+    with LoopbackOpenSearch(_indices(), mappings=MAPPINGS, users={"alice": "s3cret-pw"}) as s:
+        url = s.url.replace("http://", "http://alice:s3cret-pw@")
+        out = _cli("ingest", "opensearch", url, "--index", SPANS, "--db", str(db))
+        failed = _cli("ingest", "opensearch", url, "--index", "missing", "--db", str(db))
+    assert out.exit_code == 0 and failed.exit_code == 1, out.output + failed.output
+    shown = out.output + out.stderr + failed.output + failed.stderr
+    assert "s3cret-pw" not in shown and "alice:" not in shown
+    assert b"s3cret-pw" not in db.read_bytes()
+    ledger = _cli("ingests", "--db", str(db), "-f", "json")
+    assert s.url in ledger.stdout and "s3cret-pw" not in ledger.stdout

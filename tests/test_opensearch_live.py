@@ -9,6 +9,7 @@ test_opensearch_real.py; the tests here that overlap them pin the loader's reque
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import shutil
@@ -19,6 +20,7 @@ from collections.abc import Generator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import quote
 
 import pytest
 
@@ -526,3 +528,85 @@ def test_real_logs_show_why_sort_fields_must_be_unique_before_3_3():
             counts[version] = len(scan(cluster, "logs", time_field="time",
                                        sort=["time", "traceId", "spanId"], page_size=3))
     assert counts == {"2.19.0": len(docs) - 1, "3.3.0": len(docs)}
+
+
+# --- faults a real node does not produce on demand (issue 32) ---------------------------
+
+
+def _page_bytes(total: int | None) -> bytes:
+    """A page of five hits whose last sort value never changes: a cluster (or a caching
+    proxy) that does not move on."""
+    hits = [{"_index": "spans", "_id": f"x{i}", "_source": {"spanId": f"x{i}"},
+             "sort": [1, "t", "x4"]} for i in range(5)]  # fmt: skip
+    answer: dict[str, Any] = {"_scroll_id": "sc1", "hits": {"hits": hits},
+                              "_shards": {"total": 1, "successful": 1, "failed": 0}}
+    if total is not None:
+        answer["hits"]["total"] = {"value": total, "relation": "eq"}
+    return json.dumps(answer).encode()
+
+
+JSON = "application/json"
+FAULTS = {  # name: (status, content type, body, what the error says)
+    "500 with an error body": (500, JSON, b'{"error": {"type": "exception", "reason": "boom"}}',
+                               "failed: HTTP 500 exception: boom"),
+    "502 page of a proxy": (502, "text/html", b"<html><head><title>502 Bad Gateway</title>"
+                            b"</head><body>nginx</body></html>",
+                            "HTTP 502 (an HTML page) 502 Bad Gateway"),
+    "503 in plain text": (503, "text/plain", b"Service Unavailable",
+                          "HTTP 503 Service Unavailable"),
+    "a login page": (200, "text/html", b"<html>sign in</html>", "the answer is not JSON"),
+    "JSON cut short": (200, JSON, b'{"hits": {"hits": [{"_in', "the answer is not JSON"),
+    "a list": (200, JSON, b"[1, 2]", "a search answer is a list, not a JSON object"),
+    "a string": (200, JSON, b'"hello"', "a search answer is a string, not a JSON object"),
+    "hits a list": (200, JSON, b'{"hits": [1, 2]}', "a search answer's hits is a list"),
+    "hits of numbers": (200, JSON, b'{"hits": {"hits": [1, null]}}',
+                        "hits.hits is not a list of objects"),
+    "_shards a string": (200, JSON, b'{"_shards": "x", "hits": {"hits": []}}',
+                         "a search answer's _shards is a string"),
+    "the same page again": (200, JSON, _page_bytes(53), "do not move on"),
+    "the same page, uncounted": (200, JSON, _page_bytes(None), "do not move on"),
+}
+
+
+@pytest.mark.parametrize("method", ["pit", "scroll"])
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_page_that_is_not_a_search_answer_is_a_named_error_and_cursors_are_released(
+    fault: str, method: str
+) -> None:
+    """Loopback only: each answer is injected from the third request on (after GET / and
+    the PIT or the first scroll search), where a real node would answer a page."""
+    status, kind, body, said = FAULTS[fault]
+
+    def inject(number: int, verb: str, path: str) -> tuple[int, str, bytes] | None:
+        page = "_search" in path and verb != "DELETE" and "point_in_time" not in path
+        return (status, kind, body) if page and number >= 3 else None
+
+    with LoopbackOpenSearch({"spans": spans()}, mappings={"spans": SPAN_MAPPING},
+                            fault=inject) as server:  # fmt: skip
+        with connect(server.url, retries=1, backoff=0.01) as cluster:
+            with pytest.raises(SourceError) as failed:
+                scan(cluster, page_size=5, method=method)
+        assert server.open_pits() == [] and server.open_scrolls() == []
+    assert str(failed.value).startswith(f"{server.url}: "), str(failed.value)
+    assert said in str(failed.value), str(failed.value)
+    assert len(searches(server)) < 10  # stopped, not read for ever
+
+
+def test_a_cluster_that_echoes_the_request_never_shows_the_password(tmp_path: Path) -> None:
+    """A proxy's error page that quotes the Authorization header and the URL back: the
+    message is scrubbed of the password and of its base64 form."""
+    token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+
+    def echo(number: int, verb: str, path: str) -> tuple[int, str, bytes] | None:
+        if number >= 2:
+            text = f"bad request {verb} http://{USER}:{PASSWORD}@host{path} Basic {token}"
+            return 500, JSON, json.dumps({"error": {"type": "x", "reason": text}}).encode()
+        return None
+
+    with LoopbackOpenSearch({"spans": spans()}, mappings={"spans": SPAN_MAPPING},
+                            users={USER: PASSWORD}, fault=echo) as server:  # fmt: skip
+        url = server.url.replace("http://", f"http://{USER}:{quote(PASSWORD, safe='')}@")
+        with connect(url, retries=0) as cluster, pytest.raises(SourceError) as failed:
+            scan(cluster)
+    assert PASSWORD not in str(failed.value) and token not in str(failed.value)
+    assert "***" in str(failed.value)

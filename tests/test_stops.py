@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,12 +27,14 @@ from tests.test_hardening import _big_ndjson
 COMMAND = [sys.executable, "-c", "from forensics.cli import main; main()"]
 
 
-def _started(db: Path, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
-    """`forensics ARGS --db DB` in a process of its own, once it has created the store."""
+def _started(db: Path, args: list[str], env: dict[str, str] | None = None,
+             ready: Path | None = None) -> subprocess.Popen:
+    """`forensics ARGS --db DB` in a process of its own, once it has created the store
+    (or, given `ready`, once that file exists: a stored store's write-ahead log)."""
     proc = subprocess.Popen([*COMMAND, *args, "--db", str(db)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
     deadline = time.monotonic() + 60
-    while not db.exists() and proc.poll() is None and time.monotonic() < deadline:
+    while not (ready or db).exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     return proc
 
@@ -159,3 +162,184 @@ def test_two_ingests_into_one_store_the_second_waits_or_says_so(tmp_path: Path) 
     expected = {("a", 24_000)} | ({("b", 2_000)} if second.returncode == 0 else set())
     found = {(r["app_name"], r["events"]) for r in api.sessions(db).iter_rows(named=True)}
     assert found == expected  # whole runs only: nothing half-loaded, nothing corrupt
+
+
+# --- every other ingest kind, stopped by SIGINT and by SIGTERM ------------------------
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+RELEASE_TRACE = Path(__file__).resolve().parent / "adk_releases" / "2.13.0" / "trace.otlp.json"
+CONTENTS = ("sessions", "events", "parts", "traced_calls", "traced_parts", "logged",
+            "outcomes", "fact_calls", "transcript_events")  # fmt: skip
+
+
+def _contents(db: Path) -> dict[str, int]:
+    """Rows per stored table: what a stopped-then-rerun ingest must equal."""
+    with api.open_store(db) as store:
+        return {t: store.run(f"SELECT count(*) FROM {t}")[0][0]  # noqa: S608 - our names
+                for t in CONTENTS}
+
+
+def _payloads(path: Path, n: int) -> Path:
+    """`n` LiteLLM payloads (the sample's first, with new ids), one per line."""
+    first = json.loads((SAMPLE / "opensearch" / "litellm.ndjson").read_text().splitlines()[0])
+    with path.open("w") as f:
+        for i in range(n):
+            first["id"] = f"chatcmpl-{i}"
+            minute, second = i // 6000 % 60, i // 100 % 60
+            first["startTime"] = f"2026-10-22 09:{minute:02d}:{second:02d}.{i % 100:06d}"
+            f.write(json.dumps(first) + "\n")
+    return path
+
+
+def _sqlite_store(path: Path, copies: int = 150) -> Path:
+    """The sample V1 SQLite database with its sessions copied `copies` times."""
+    import sqlite3
+
+    shutil.copy(SAMPLE / "adk_v1.db", path)
+    with sqlite3.connect(path) as conn:
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(sessions)")]
+        listed = ", ".join(columns)
+        renamed = ", ".join("id || :k" if c == "id" else c for c in columns)
+        for k in range(copies):
+            suffix = {"k": f"-copy{k}"}
+            conn.execute(f"INSERT INTO sessions ({listed}) SELECT {renamed} FROM sessions "  # noqa: S608
+                         "WHERE id NOT LIKE '%-copy%'", suffix)  # fmt: skip
+            conn.execute("INSERT INTO events SELECT id, app_name, user_id, session_id || :k, "
+                         "invocation_id, timestamp, event_data FROM events "
+                         "WHERE session_id NOT LIKE '%-copy%'", suffix)  # fmt: skip
+    return path
+
+
+def _traces(folder: Path, copies: int = 100) -> list[Path]:
+    """The 2.13.0 release trace, its trace and span ids changed in each of `copies` files."""
+    import re
+
+    folder.mkdir()
+    text = RELEASE_TRACE.read_text()
+    ids = sorted(set(re.findall(r'"(?:traceId|spanId|parentSpanId)":\s*"([0-9a-f]+)"', text)))
+    for k in range(copies):
+        copy = text
+        for old in ids:
+            copy = copy.replace(f'"{old}"', f'"{old[:-4]}{k:04x}"')
+        (folder / f"trace-{k:03d}.json").write_text(copy)
+    return sorted(folder.glob("*.json"))
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("stop-inputs")
+    sqlite_db = _sqlite_store(root / "adk.db")
+    exported = root / "exported.duckdb"
+    api.ingest_sqlite(exported, sqlite_db)
+    api.export_parquet(exported, root / "parquet")
+    _traces(root / "traces")
+    stored = api.sessions(exported)["session_id"].to_list()
+    with (root / "outcomes.csv").open("w") as f:  # each session's first row, then repeats
+        f.write("session_id,task_id,arm,success\n")
+        f.writelines(f"{stored[i % len(stored)]},task-{i % 97},arm-{i % 2},{i % 3 > 0}\n"
+                     for i in range(200_000))  # fmt: skip
+    return {"sqlite": sqlite_db, "parquet": root / "parquet", "outcomes": root / "outcomes.csv",
+            "exported": exported,
+            "payloads": _payloads(root / "payloads.ndjson", 40_000),
+            "traces": root / "traces"}  # fmt: skip
+
+
+def _stop_and_rerun(tmp_path: Path, how: signal.Signals, args: list[str],
+                    rerun: Callable[[Path], object],
+                    prepare: Callable[[Path], object] = lambda db: None) -> None:
+    """Run `forensics ARGS`, stop it with `how` at ever earlier points until one stop
+    lands mid-run; then: the exit code says so, the store opens, and the same ingest
+    again gives what one uninterrupted ingest gives."""
+    fresh = tmp_path / "fresh.duckdb"
+    prepare(fresh)
+    rerun(fresh)
+    whole = _contents(fresh)
+    for attempt, delay in enumerate((0.5, 0.2, 0.05, 0.0)):
+        db = tmp_path / f"stopped-{attempt}.duckdb"
+        prepare(db)
+        wal = db.with_name(db.name + ".wal")
+        proc = _started(db, args, ready=wal if db.exists() else None)
+        time.sleep(delay)
+        proc.send_signal(how)
+        _, err = proc.communicate(timeout=300)
+        assert "unexpected" not in err and "Traceback" not in err, err
+        if proc.returncode == 0:
+            continue  # it finished first: stop earlier
+        assert proc.returncode == 128 + how, (proc.returncode, err)
+        assert ("Interrupted" if how == signal.SIGINT else "Terminated") in err, err
+        if db.exists():
+            _contents(db)  # the store opens with what was committed
+            said = "terminated (SIGTERM)" if how == signal.SIGTERM else "interrupted (Ctrl-C)"
+            ledger = api.ingests(db).filter(api.ingests(db)["status"] == "interrupted")
+            assert all(e.startswith(said) for e in ledger["error"].to_list()), ledger
+        rerun(db)
+        assert _contents(db) == whole
+        return
+    pytest.fail(f"{args[:2]} finished before every stop")
+
+
+def _ingest(
+    kind: str, given: dict[str, Path], pg: str
+) -> tuple[list[str], Callable[[Path], object]]:
+    """(the command's arguments, the same ingest through the library) of one kind."""
+    traces = sorted(given["traces"].iterdir())
+    return {
+        "adk-sqlite": (["ingest", "adk-sqlite", str(given["sqlite"])],
+                       lambda db: api.ingest_sqlite(db, given["sqlite"])),
+        "adk-postgres": (["ingest", "adk-postgres", pg], lambda db: api.ingest_postgres(db, pg)),
+        "adk-trace": (["ingest", "adk-trace", *map(str, traces)],
+                      lambda db: api.ingest_traces(db, traces)),
+        "parquet": (["ingest", "parquet", str(given["parquet"])],
+                    lambda db: api.ingest_parquet(db, given["parquet"])),
+        "opensearch-file": (["ingest", "opensearch-file", str(given["payloads"])],
+                            lambda db: api.ingest_opensearch_files(db, [given["payloads"]])),
+        "outcomes": (["outcomes", "load", str(given["outcomes"])],
+                     lambda db: api.load_outcomes(db, [given["outcomes"]])),
+    }[kind]
+
+
+def _traced_sessions(db: Path) -> None:
+    api.ingest_sqlite(db, RELEASE_TRACE.with_name("sessions.db"))
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("kind", ["adk-sqlite", "adk-postgres", "adk-trace", "parquet",
+                                  "opensearch-file", "outcomes"])
+def test_each_ingest_kind_stopped_keeps_what_it_committed_and_a_rerun_completes_it(
+    tmp_path: Path, inputs: dict[str, Path], kind: str, how: signal.Signals,
+    request: pytest.FixtureRequest,
+) -> None:
+    pg = ""
+    if kind == "adk-postgres":
+        from tests.benchmarks.generate_pg_events import generate
+
+        pg = request.getfixturevalue("pg_db")
+        generate(pg, events=20_000, sessions=200, big_fraction=0.0, verbose=False)
+    args, rerun = _ingest(kind, inputs, pg)
+    prepare = {"adk-trace": _traced_sessions,  # beside the sessions they trace
+               "outcomes": lambda db: shutil.copy(inputs["exported"], db)}.get(
+        kind, lambda db: None)
+    _stop_and_rerun(tmp_path, how, args, rerun, prepare)
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stopped_live_opensearch_ingest_releases_its_cursor(
+    tmp_path: Path, inputs: dict[str, Path], how: signal.Signals
+) -> None:
+    """Loopback server (tests/opensearch_server.py): its pages are slowed so the stop
+    lands mid-scan, which a real node cannot be made to do on demand."""
+    from tests.opensearch_server import LoopbackOpenSearch
+
+    docs = [json.loads(line) for line in inputs["payloads"].read_text().splitlines()[:20_000]]
+    with LoopbackOpenSearch({"litellm-1": docs}, mappings={"@timestamp": "date"},
+                            delay=0.05) as server:  # fmt: skip
+        args = ["ingest", "opensearch", server.url, "--index", "litellm-1", "--time-field",
+                "startTime", "--page-size", "500"]  # fmt: skip
+
+        def rerun(db: Path) -> None:
+            with api.connect_opensearch(server.url) as cluster:
+                api.ingest_opensearch(db, cluster, "litellm-1", time_field="startTime",
+                                      page_size=500)  # fmt: skip
+
+        _stop_and_rerun(tmp_path, how, args, rerun)
+        assert server.open_pits() == [] and server.open_scrolls() == []

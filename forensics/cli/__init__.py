@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
+from ..errors import TERMINATED
 from .common import app, state
 
 # Each module registers its commands when imported; `--help` lists them in this order.
@@ -73,6 +74,7 @@ def _terminated(signum: int, frame: object) -> None:
     """SIGTERM (a supervisor, `kill`, a container stopping) stops a command as Ctrl-C
     does, so an ingest's run is undone the same way; the exit code is 143 (128 + 15)."""
     state["terminated"] = True
+    TERMINATED.set()
     raise KeyboardInterrupt
 
 

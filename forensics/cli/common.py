@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -168,6 +168,14 @@ def _stopped_code() -> int:
     return 143 if state.get("terminated") else 130
 
 
+def _said_stopped(stages: StageProgress) -> NoReturn:
+    """Ctrl-C or SIGTERM before anything was committed: said, with its exit code."""
+    stages.done()
+    how = "Terminated" if state.get("terminated") else "Interrupted"
+    typer.echo(f"{how}: nothing from this run was committed.", err=True)
+    raise typer.Exit(_stopped_code()) from None
+
+
 def boundary(command: F) -> F:
     """`Error: ...` and a hint on stderr, exit 1; traceback only with --debug. A command
     that prints a frame (it takes --format) takes --columns too."""
@@ -200,17 +208,17 @@ def boundary(command: F) -> F:
             raise typer.Exit(0) from None
         except FactsInterrupted as e:
             stages.done()
-            typer.echo(e.message, err=True)
+            how = "Terminated" if state.get("terminated") else "Interrupted"
+            typer.echo(f"{how}: {e.message}", err=True)
             raise typer.Exit(_stopped_code()) from None
         except KeyboardInterrupt:
-            stages.done()
-            how = "Terminated" if state.get("terminated") else "Interrupted"
-            typer.echo(f"{how}: nothing from this run was committed.", err=True)
-            raise typer.Exit(_stopped_code()) from None
+            _said_stopped(stages)
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except Exception as e:
             stages.done()
+            if api.is_interrupt(e):  # DuckDB's own, from inside a query
+                _said_stopped(stages)
             if state["debug"]:
                 raise
             if _NO_SPACE in str(e):  # DuckDB's or the system's: the disk is full

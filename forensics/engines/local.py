@@ -322,7 +322,7 @@ def _rebuild(
         batch.flush(store, built)
     except KeyboardInterrupt:
         raise FactsInterrupted(
-            f"Interrupted: the facts of {batch.written:,} of {len(todo):,} sessions were built"
+            f"the facts of {batch.written:,} of {len(todo):,} sessions were built"
             " and kept; `forensics analyze` builds the rest."
         ) from None
     return batch

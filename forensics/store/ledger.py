@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import duckdb
 
+from ..errors import TERMINATED
 from ..model import Skip
 from .handle import Store
 
@@ -137,11 +138,12 @@ def write(
 
 
 def is_interrupt(error: BaseException) -> bool:
-    """Ctrl-C, however it surfaced (Python's, DuckDB's InterruptException, or DuckDB's
-    bare RuntimeError from inside an Arrow scan)."""
+    """Ctrl-C, however it surfaced (Python's, DuckDB's InterruptException, DuckDB's bare
+    RuntimeError from inside an Arrow scan, or its InvalidInputException naming the
+    KeyboardInterrupt that stopped a Python object it was reading as Arrow data)."""
     return isinstance(error, KeyboardInterrupt | duckdb.InterruptException) or (
         isinstance(error, RuntimeError) and "Query interrupted" in str(error)
-    )
+    ) or (isinstance(error, duckdb.InvalidInputException) and "KeyboardInterrupt" in str(error))
 
 
 def write_stopped(
@@ -163,7 +165,8 @@ def write_stopped(
         if committed
         else "nothing committed"
     )
-    why = f"interrupted (Ctrl-C); {kept}" if stopped else f"{type(error).__name__}: {error}"
+    how = "terminated (SIGTERM)" if TERMINATED.is_set() else "interrupted (Ctrl-C)"
+    why = f"{how}; {kept}" if stopped else f"{type(error).__name__}: {error}"
     try:
         with store.transaction():
             write(store, result, started, finished, status, why, committed)

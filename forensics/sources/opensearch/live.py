@@ -74,6 +74,8 @@ API_KEY_ENV = "FORENSICS_OPENSEARCH_API_KEY"
 METHODS = ("auto", "pit", "scroll")
 RETRIED_STATUS = {429, 502, 503, 504}
 REASON_CHARS = 300  # of a server's error text quoted in a message
+NOT_OPENSEARCH = ("check that the URL is the cluster's own REST endpoint, not a proxy, a "
+                  "login page or another service")
 SHARD_DOC_SINCE = (3, 3)
 
 T = TypeVar("T")
@@ -215,7 +217,8 @@ class Cluster:
                 return self._said(request)
             except SerializationError as e:
                 raise SourceError(
-                    f"{self.url}: {what}: the answer is not JSON: {self._scrub(_truncate(str(e)))}"
+                    f"{self.url}: {what}: the answer is not JSON: {self._scrub(_truncate(str(e)))}",
+                    hint=NOT_OPENSEARCH,
                 ) from e
             except TransportError as e:
                 timed_out = _is_timeout(e)
@@ -377,6 +380,7 @@ class _Pages:
         self.progress = progress
         self.total = total
         self.read = 0
+        self.counted: int | None = None  # the exact total of the first page, when given
 
     def run(self, method: str) -> Iterator[Hit]:
         cluster = self.cluster
@@ -413,7 +417,9 @@ class _Pages:
             "search", lambda: self.cluster._client.search(index=self.index, body=body),
             index=self.index,
         )
-        return int((answer.get("_shards") or {}).get("total", 1)) == 0
+        shards = _object(self.cluster, _object(self.cluster, answer, "a search answer")
+                         .get("_shards") or {}, "a search answer's _shards")
+        return shards.get("total", 1) == 0
 
     def _create_pit(self) -> str:
         cluster = self.cluster
@@ -435,8 +441,13 @@ class _Pages:
             ):
                 raise _NoPointInTime() from e
             raise
-        pit_id = str(answer["pit_id"])
-        shards = answer.get("_shards") or {}
+        answer = _object(cluster, answer, "the point-in-time answer")
+        if not isinstance(answer.get("pit_id"), str) or not answer["pit_id"]:
+            raise SourceError(f"{cluster.url}: the point-in-time answer has no pit_id",
+                              hint=NOT_OPENSEARCH)
+        pit_id = answer["pit_id"]
+        shards = _object(cluster, answer.get("_shards") or {},
+                         "the point-in-time answer's _shards")
         if shards.get("failed"):
             self._release_pits({pit_id}, delete)
             raise TransientSourceError(
@@ -469,6 +480,7 @@ class _Pages:
                     "search", functools.partial(cluster._client.search, body=body),
                     index=self.index, page_size=self.page_size,
                 )
+                answer = _object(cluster, answer, "a search answer")
                 pit_id = str(answer.get("pit_id") or pit_id)  # the newest id is the one to use
                 opened.add(pit_id)
                 hits = self._page(answer, first=after is None)
@@ -476,9 +488,11 @@ class _Pages:
                 self._progress(len(hits))
                 if len(hits) < self.page_size:
                     return
-                after = hits[-1].get("sort")
-                if not after:
+                before, after = after, hits[-1].get("sort")
+                if not after or not isinstance(after, list):
                     raise SourceError(f"{cluster.url}: a page came back without sort values")
+                if after == before:
+                    raise self._not_moving(f"search_after stayed at {after}")
         finally:
             self._release_pits(opened, delete)
 
@@ -522,13 +536,18 @@ class _Pages:
         )
         opened: set[str] = set()
         first = True
+        last_keys: list[tuple[Any, Any]] = []
         try:
             while True:
-                scroll_id = answer.get("_scroll_id")
+                scroll_id = _object(cluster, answer, "a search answer").get("_scroll_id")
                 if scroll_id:
                     opened.add(str(scroll_id))
                 hits = self._page(answer, first=first)
                 first = False
+                keys = [(h.get("_index"), h.get("_id")) for h in hits]
+                if keys and keys == last_keys:
+                    raise self._not_moving("the scroll answered the same hits again")
+                last_keys = keys
                 yield from (_hit(h) for h in hits)
                 self._progress(len(hits))
                 if len(hits) < self.page_size or not scroll_id:
@@ -562,9 +581,12 @@ class _Pages:
     # --- pages ----------------------------------------------------------------------
 
     def _page(self, answer: Any, *, first: bool) -> list[dict[str, Any]]:
-        """The hits of one answer, after checking no shard failed and, on the first
-        page, reporting an exact total."""
-        shards = answer.get("_shards") or {}
+        """The hits of one answer, after checking its shape, that no shard failed and
+        that the scan has not read more than the cluster counted; on the first page, the
+        exact total is reported and kept."""
+        cluster = self.cluster
+        answer = _object(cluster, answer, "a search answer")
+        shards = _object(cluster, answer.get("_shards") or {}, "a search answer's _shards")
         if shards.get("failed"):
             failures = shards.get("failures") or []
             reason = ""
@@ -577,19 +599,46 @@ class _Pages:
                 + (f": {self.cluster._scrub(_truncate(str(reason)))}" if reason else ""),
                 hint="run again when the cluster is green",
             )
-        hits = answer.get("hits") or {}
-        if first and self.total is not None:
+        hits = _object(cluster, answer.get("hits") or {}, "a search answer's hits")
+        page = hits.get("hits") or []
+        if not isinstance(page, list) or not all(isinstance(h, dict) for h in page):
+            raise SourceError(f"{cluster.url}: a search answer's hits.hits is not a list of "
+                              "objects", hint=NOT_OPENSEARCH)
+        if first:
             counted = hits.get("total")
             if isinstance(counted, dict) and counted.get("relation") == "eq":
-                self.total(int(counted["value"]))
-            elif isinstance(counted, int):
-                self.total(counted)
-        return list(hits.get("hits") or [])
+                counted = counted.get("value")
+            if isinstance(counted, int) and not isinstance(counted, bool) and counted >= 0:
+                self.counted = counted
+                if self.total is not None:
+                    self.total(counted)
+        if self.counted is not None and self.read + len(page) > self.counted:
+            raise self._not_moving(f"more hits than the {self.counted:,} it counted")
+        return page
+
+    def _not_moving(self, how: str) -> SourceError:
+        """A cluster (or a proxy before it) whose pages do not move on: stopped, rather
+        than read for ever."""
+        return SourceError(
+            f"{self.cluster.url}: the pages of {self.index!r} do not move on ({how}) after "
+            f"{self.read:,} hits; stopped rather than read them again",
+            hint=f"the sort fields ({', '.join(self.sort)}) must be unique together; a proxy "
+            "that caches _search answers repeats pages",
+        )
 
     def _progress(self, n: int) -> None:
         self.read += n
         if self.progress is not None:
             self.progress(self.read)
+
+
+def _object(cluster: Cluster, value: Any, what: str) -> dict[str, Any]:
+    """`value`, which must be a JSON object: else the answer is not OpenSearch's."""
+    if not isinstance(value, dict):
+        kind = {list: "a list", str: "a string"}.get(type(value), type(value).__name__)
+        raise SourceError(f"{cluster.url}: {what} is {kind}, not a JSON object",
+                          hint=NOT_OPENSEARCH)
+    return value
 
 
 def _hit(raw: dict[str, Any]) -> Hit:
@@ -696,7 +745,12 @@ def _error_text(e: TransportError) -> tuple[str, str]:
             return "", str(info["Message"])
         if "message" in info:
             return "", str(info["message"])
-    return "", str(e.error or "")
+    text = str(e.error or "")
+    if re.match(r"\s*<(!doctype|html|head|body|\?xml)", text, re.IGNORECASE):
+        title = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
+        text = title.group(1) if title else re.sub(r"<[^>]*>", " ", text)
+        return "", f"(an HTML page) {text}"
+    return "", text
 
 
 def _error_field(e: TransportError, key: str) -> str | None:
