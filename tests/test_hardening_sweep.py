@@ -426,3 +426,128 @@ def test_an_app_name_too_long_for_a_folder_is_a_named_error(tmp_path, app_name):
     assert not (tmp_path / "export").exists()
     assert _invoke("export", "parquet", str(tmp_path / "none"), "--app", "other", "--db",
                    str(db))[0] == 0  # fmt: skip
+
+
+# --- opensearch-file: huge and malformed lines; LiteLLM payloads with hostile values ----
+
+
+def _payload(i: int, change: dict | None = None, path: str = "") -> str:
+    """The sample's first LiteLLM payload, id `v{i}`, with `change` merged in at `path`
+    (dotted, into nested objects)."""
+    doc = json.loads(LITELLM.read_text().splitlines()[0])
+    doc["id"] = f"v{i}"
+    inner = doc
+    for key in filter(None, path.split(".")):
+        inner = inner[key]
+    inner.update(change or {})
+    return json.dumps(doc)
+
+
+HOSTILE_VALUES = [  # (where, change, a skip's reason or None where the payload loads)
+    ("", {"prompt_tokens": "abc", "completion_tokens": [1]}, None),
+    ("", {"prompt_tokens": -5, "completion_tokens": 1.5}, None),
+    ("", {"prompt_tokens": 10**30, "completion_tokens": float("inf")}, None),
+    ("", {"prompt_tokens": True, "response_cost": "free"}, None),
+    ("", {"response_cost": float("nan"), "status": 7}, None),
+    ("", {"startTime": "garbage"}, "not a time: 'garbage'"),
+    ("", {"startTime": "99999-01-01 00:00:00"}, "not a time"),
+    ("", {"endTime": [1]}, "not a time: list"),
+    ("", {"id": {"x": 1}, "model": ["a"]}, None),
+    ("", {"metadata": [1, 2], "error_information": "text"}, None),
+    ("metadata", {"usage_object": "text"}, None),
+    ("metadata", {"usage_object": {"cache_read_input_tokens": "x",
+                                   "cache_creation_input_tokens": 10**40}}, None),
+    ("metadata.requester_metadata", {"session_id": {"a": 1}, "invocation_id": [1],
+                                     "agent_name": 5}, None),
+    ("metadata.requester_metadata", {"session_id": "x\u0000y" + RLO,
+                                     "agent_name": "=cmd|' /C calc'!A0"}, None),
+    ("", {"status": "failure", "error_str": "litellm.ContextWindowExceededError: prompt is "
+          "too long: 99999999999999999999999 tokens > 5 maximum"}, "beyond a 64-bit integer"),
+    ("", {"id": "\ud800lone"}, "not valid Unicode: a lone surrogate \\ud800"),
+    ("", {"messages": "m" * (16 << 20)}, None),  # a 16 MB line
+]
+
+
+def test_hostile_lines_and_payloads_are_skips_by_line_and_the_rest_loads(tmp_path: Path) -> None:
+    """Found by this sweep: a payload holding a lone surrogate, or a context error whose
+    token count is beyond a BIGINT, failed the whole ingest (UnicodeEncodeError,
+    OverflowError); each is one skip now, naming its line and field."""
+    lines = [_payload(i, change, where) for i, (where, change, _) in enumerate(HOSTILE_VALUES)]
+    n = len(lines)
+    others = {  # line number: what the line is, and its skip
+        n + 1: ('{"standard_logging_object": "text", "call_type": "x", "model": "m"}', None),
+        n + 2: ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),
+        n + 3: ('{"a": NaN, "b": Infinity, "c": 1e400}', "maps to nothing"),
+        n + 4: ("42", "not a JSON object (int)"),
+        n + 5: ('{"cut": ', "not valid JSON: Expecting value"),
+    }
+    lines += [line for line, _ in others.values()]
+    raw = ("\ufeff" + "\r\n".join(lines) + "\r\n").encode("utf-8", "surrogatepass")
+    raw += b'{"bad": "\xff\xfe"}\n' + b'{"nul": "a\x00b"}\n' + _payload(99).encode()  # no \n
+    path = tmp_path / "hostile.ndjson"
+    path.write_bytes(raw)
+    db = tmp_path / "h.duckdb"
+    result = api.ingest_opensearch_files(db, [path])
+    skips = {int(s.locator.split(":")[1].split()[0]): s.reason for s in result.skips}
+    expected = {i + 1: why for i, (_, _, why) in enumerate(HOSTILE_VALUES) if why}
+    expected |= {k: why for k, (_, why) in others.items() if why}
+    expected |= {n + 6: "not UTF-8 text", n + 7: "not valid JSON: Invalid control character"}
+    assert set(skips) - {n + 1} == set(expected), skips
+    for line, why in expected.items():
+        assert why in skips[line], (line, skips[line])
+    stored = duckdb.connect(str(db), read_only=True)
+    keys = {k for (k,) in stored.execute("SELECT record_key FROM logged").fetchall()}
+    stored.close()
+    assert any(k.startswith("litellm:v99:") for k in keys)  # the last line, after them all
+    # every line is loaded, a skip, or (the wrapped string) read as not about agents
+    assert len(keys) == result.rows_loaded
+    assert result.rows_loaded + len(result.skips) + result.rows_ignored == len(lines) + 3
+    for command in (["failures"], ["failures", "-f", "csv"], ["ingests"], ["cost", "--by", "day"]):
+        out = runner.invoke(app, [*command, "--db", str(db)])
+        assert out.exit_code == 0, (command, out.output)
+        assert "\ud800" not in out.output and ESC not in out.stdout
+
+
+def test_hostile_payloads_matched_to_adk_calls_leave_every_figure_finite(tmp_path: Path) -> None:
+    """LiteLLM payloads naming the sample's sessions, with counts at the BIGINT's limit,
+    negative or text counts, costs of 1e308 and NaN, markup and a formula for an agent:
+    every cost command and both reports run, and no figure is infinite or NaN."""
+    limit = 2**63 - 1
+    changes = [
+        ("", {"prompt_tokens": limit, "completion_tokens": limit}),
+        ("metadata", {"usage_object": {"prompt_tokens": limit, "cache_read_input_tokens": limit,
+                                       "cache_creation_input_tokens": limit}}),
+        ("metadata", {"usage_object": {"cache_creation_input_tokens": -5,
+                                       "prompt_tokens_details": {"cached_tokens": "lots"}}}),
+        ("", {"response_cost": 1e308}),
+        ("", {"response_cost": float("nan")}),
+        ("metadata.requester_metadata", {"agent_name": "<script>x</script>=cmd|x" + RLO}),
+    ]
+    docs = [json.loads(line) for line in LITELLM.read_text().splitlines()]
+    with (tmp_path / "p.ndjson").open("w") as f:
+        for i, doc in enumerate(docs):
+            where, change = changes[i % len(changes)]
+            inner = doc
+            for key in filter(None, where.split(".")):
+                inner = inner[key]
+            inner.update(change)
+            f.write(json.dumps(doc) + "\n")
+    db = tmp_path / "m.duckdb"
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    assert api.ingest_opensearch_files(db, [tmp_path / "p.ndjson"]).rows_loaded == len(docs)
+    args = ["--db", str(db), "--prices", str(SAMPLES / "prices.toml")]
+    for by in ("call", "session", "day", "agent"):
+        out = runner.invoke(app, ["cost", "--by", by, "-f", "json", *args])
+        assert out.exit_code == 0, out.output
+        for row in json.loads(out.stdout):
+            for key in ("cost_usd_low", "cost_usd_high"):
+                value = row.get(key)
+                assert value is None or float(value) < 1e6, (by, key, row)
+    for command in (["cost", "--share"], ["cost", "--by", "tool"], ["breakeven"],
+                    ["whatif", "--session", "incident", "--token-cap", "100"],
+                    ["report", "incident", "incident", "--out", str(tmp_path / "i.html")],
+                    ["report", "weekly", "--week", "2026-W43", "--out", str(tmp_path / "w.html")]):
+        out = runner.invoke(app, [*command, *args])
+        assert out.exit_code == 0, (command, out.output)
+    assert runner.invoke(app, ["failures", "--db", str(db)]).exit_code == 0
+    assert "<script>x" not in (tmp_path / "w.html").read_text()

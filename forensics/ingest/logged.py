@@ -13,14 +13,18 @@ agents, and not stored.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import pyarrow as pa
+
 from ..families.documents import read
 from ..families.mapping import Mapping
 from ..model import LoggedRecord, Skip, logged_table
+from ..sources.base import not_unicode
 from ..store import Store, ledger
 from ..store.ledger import IngestResult
 from ..store.writes import insert_logged
@@ -50,8 +54,19 @@ def ingest_documents(
     started, clock = ledger.now(), time.monotonic()
 
     def commit(batch: list[LoggedRecord]) -> None:
+        try:
+            table = logged_table(batch)
+        except (UnicodeEncodeError, OverflowError, pa.ArrowException):
+            kept = []
+            for record in batch:
+                why = unstorable(record)
+                if why is None:
+                    kept.append(record)
+                else:
+                    result.skips.append(Skip(record.locator, why))
+            table = logged_table(kept)
         with store.transaction():
-            result.rows_loaded += insert_logged(store, logged_table(batch), result.ingest_id)
+            result.rows_loaded += insert_logged(store, table, result.ingest_id)
 
     try:
         with store.memory_limit(LOGGED_MEMORY_LIMIT):
@@ -94,6 +109,21 @@ def ingest_documents(
         ledger.write_stopped(store, result, started, ledger.now(), e, committed=True)
         raise
     return result
+
+
+def unstorable(record: LoggedRecord) -> str | None:
+    """Why a record cannot be stored, naming the field: text that is not valid Unicode
+    (a lone surrogate, which Python's json reads from "\\ud800"), or a whole number
+    beyond the store's BIGINT (a count in an error text, say); else None."""
+    for field in dataclasses.fields(record):
+        value = getattr(record, field.name)
+        if isinstance(value, str) and (why := not_unicode(field.name, value)):
+            return why
+        if isinstance(value, int) and not isinstance(value, bool) and not (
+            -(2**63) <= value < 2**63
+        ):
+            return f"{field.name} is {str(value)[:30]}, beyond a 64-bit integer"
+    return None
 
 
 def explain(
