@@ -635,7 +635,8 @@ class _Pages:
 def _object(cluster: Cluster, value: Any, what: str) -> dict[str, Any]:
     """`value`, which must be a JSON object: else the answer is not OpenSearch's."""
     if not isinstance(value, dict):
-        kind = {list: "a list", str: "a string"}.get(type(value), type(value).__name__)
+        kind = {"list": "a list", "str": "a string"}.get(type(value).__name__,
+                                                         type(value).__name__)
         raise SourceError(f"{cluster.url}: {what} is {kind}, not a JSON object",
                           hint=NOT_OPENSEARCH)
     return value
