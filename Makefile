@@ -18,8 +18,11 @@ demo: $(BIN)/python
 	$(BIN)/python -m pip install --quiet .
 	$(BIN)/forensics demo
 
+# Two test processes, a test file to each (pytest-xdist), which keeps the suite within
+# CI's 15 minutes on two cores. TEST_WORKERS=0 runs it in one process (a debugger, -x).
+TEST_WORKERS ?= 2
 test: venv opensearch-node
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The real single-node OpenSearch the live-source tests start (tests/opensearch_node.py):
 # built once with Maven (its dependencies into build/m2), as .ci/run builds it; the 3.x
