@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class ForensicsError(Exception):
@@ -46,3 +49,29 @@ class FactsInterrupted(KeyboardInterrupt):
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
+
+
+@contextmanager
+def stop_deferred() -> Iterator[None]:
+    """Ctrl-C or SIGTERM during the block takes effect when it ends: for a request whose
+    answer must reach the caller for it to clean up after it (a point in time or a scroll
+    the server opens, whose id only its answer carries; the request has a timeout). Only
+    the main thread receives signals; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    before = {n: signal.getsignal(n) for n in (signal.SIGINT, signal.SIGTERM)}
+    for number in before:
+        signal.signal(number, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+        if caught:  # the stop wins over an error the block ended with
+            handler = before[caught[0]]
+            if callable(handler):
+                handler(caught[0], None)  # Ctrl-C's raises KeyboardInterrupt, SIGTERM's too
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(caught[0])

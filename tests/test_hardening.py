@@ -277,15 +277,26 @@ def test_ctrl_c_during_an_ingest_commits_nothing_and_a_rerun_loads_all(tmp_path)
     data = _big_ndjson(tmp_path / "big.ndjson")
     command = [sys.executable, "-c", "from forensics.cli import main; main()", "ingest",
                "adk-json", str(data), "--app", "a", "--user", "u"]
-    outcomes = []
-    for delay in (0.0, 0.4, 0.8, 1.2, 1.6):
-        db = tmp_path / f"at-{delay}.duckdb"
+
+    def started(db):
         proc = subprocess.Popen([*command, "--db", str(db)], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while not db.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
-        time.sleep(delay)
+        return proc
+
+    # the stops are placed through one uninterrupted run's time, from the store's creation
+    # to its end: a faster machine, or a busier one, moves every phase
+    proc = started(tmp_path / "whole.duckdb")
+    clock = time.monotonic()
+    assert proc.wait(timeout=120) == 0
+    whole = time.monotonic() - clock
+    outcomes = []
+    for fraction in (0.0, 0.15, 0.3, 0.45, 0.6):
+        db = tmp_path / f"at-{fraction}.duckdb"
+        proc = started(db)
+        time.sleep(fraction * whole)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
         if proc.returncode == 0:  # it finished first: a complete, committed run

@@ -348,3 +348,63 @@ def test_a_stopped_live_opensearch_ingest_releases_its_cursor(
 
         _stop_and_rerun(tmp_path, how, args, rerun)
         assert server.open_pits() == [] and server.open_scrolls() == []
+
+
+@pytest.mark.parametrize("method", ["pit", "scroll"])
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stop_while_the_cursor_opens_still_releases_it(
+    tmp_path: Path, how: signal.Signals, method: str
+) -> None:
+    """Loopback server: the request that opens the point in time (or the scroll) is held
+    until the stop has been sent, which a real node cannot be made to do on demand. The
+    server opens it all the same; the stop waits for its id and deletes it (without
+    waiting, the id was lost and the cursor stayed open until its keep_alive)."""
+    import threading
+
+    from tests.opensearch_server import LoopbackOpenSearch
+    from tests.test_opensearch_live import SPAN_MAPPING, spans
+
+    asked = threading.Event()
+    go = threading.Event()
+
+    def hold(number: int, verb: str, path: str) -> None:
+        if verb == "POST" and ("/_search/point_in_time" in path if method == "pit" else
+                               "/_search?" in path and "scroll=" in path):  # fmt: skip
+            asked.set()
+            go.wait(10)
+        return None
+
+    with LoopbackOpenSearch({"spans": spans()}, mappings={"spans": SPAN_MAPPING},
+                            fault=hold) as server:  # fmt: skip
+        db = tmp_path / "s.duckdb"
+        proc = subprocess.Popen(
+            [*COMMAND, "ingest", "opensearch", server.url, "--index", "spans", "--time-field",
+             "startTime", "--page-size", "5", "--method", method, "--db", str(db)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        assert asked.wait(60), proc.communicate(timeout=60)
+        proc.send_signal(how)
+        time.sleep(0.3)  # the signal is in before the answer
+        go.set()
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 128 + how, err
+        assert "unexpected" not in err and "Traceback" not in err, err
+        time.sleep(0.5)  # a client that did not wait is gone before the server opens it
+        assert server.open_pits() == [] and server.open_scrolls() == []
+        deleted = [r for r in server.requests if r[0] == "DELETE"]
+        assert deleted, server.requests  # released by the client, not by its keep_alive
+
+
+def test_a_stop_deferred_lands_when_the_block_ends() -> None:
+    from forensics.errors import stop_deferred
+
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with stop_deferred():
+            signal.raise_signal(signal.SIGINT)
+            steps.append("after the signal")  # the block runs to its end
+        steps.append("never")
+    assert steps == ["after the signal"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    with pytest.raises(KeyboardInterrupt), stop_deferred():  # a stop wins over an error
+        signal.raise_signal(signal.SIGINT)
+        raise ValueError("the request failed")

@@ -65,7 +65,7 @@ from opensearchpy.exceptions import (
     TransportError,
 )
 
-from ...errors import MissingRelationError, SourceError, TransientSourceError
+from ...errors import MissingRelationError, SourceError, TransientSourceError, stop_deferred
 
 USER_ENV = "FORENSICS_OPENSEARCH_USER"
 PASSWORD_ENV = "FORENSICS_OPENSEARCH_PASSWORD"
@@ -381,6 +381,7 @@ class _Pages:
         self.total = total
         self.read = 0
         self.counted: int | None = None  # the exact total of the first page, when given
+        self.opened: set[str] = set()  # the points in time to release at the end
 
     def run(self, method: str) -> Iterator[Hit]:
         cluster = self.cluster
@@ -389,6 +390,15 @@ class _Pages:
             return
         if _is_pattern(self.index) and self._matches_no_index():
             return  # nothing to read, and no PIT to open on nothing
+        try:
+            yield from self._pit_run(method)
+        finally:  # every PIT opened, however the scan ended (a stop while one opened too)
+            if self.opened:
+                self._release_pits(self.opened, cluster._pit_methods()[1])
+                self.opened.clear()
+
+    def _pit_run(self, method: str) -> Iterator[Hit]:
+        cluster = self.cluster
         try:
             pit_id = self._create_pit()
         except _NoPointInTime:
@@ -426,7 +436,14 @@ class _Pages:
         create, delete = cluster._pit_methods()
 
         def request() -> Any:
-            return create(index=self.index, params={"keep_alive": self.keep_alive})
+            # a stop waits for the answer (the request has a timeout; a retry's pause does
+            # not wait) and for its id to be kept in self.opened, which run() releases
+            with stop_deferred():
+                answer = create(index=self.index, params={"keep_alive": self.keep_alive})
+                found = answer.get("pit_id") if isinstance(answer, dict) else None
+                if isinstance(found, str) and found:
+                    self.opened.add(found)
+                return answer
 
         try:
             # a retried creation may leave the first PIT open: the server drops it after
@@ -450,6 +467,7 @@ class _Pages:
                          "the point-in-time answer's _shards")
         if shards.get("failed"):
             self._release_pits({pit_id}, delete)
+            self.opened.discard(pit_id)
             raise TransientSourceError(
                 f"{cluster.url}: the point in time on {self.index!r} misses "
                 f"{shards.get('failed')} of {shards.get('total')} shards",
@@ -458,43 +476,40 @@ class _Pages:
         return pit_id
 
     def _pit_pages(self, pit_id: str) -> Iterator[Hit]:
+        """The pages of the point in time; each id it is given is kept in self.opened,
+        which run() releases."""
         cluster = self.cluster
-        _, delete = cluster._pit_methods()
-        opened = {pit_id}
         sort = _sort_spec(self.sort, shard_doc=cluster.has_shard_doc)
         after: list[Any] | None = None
-        try:
-            while True:
-                body: dict[str, Any] = {
-                    "size": self.page_size,
-                    "query": self.query,
-                    "sort": sort,
-                    "pit": {"id": pit_id, "keep_alive": self.keep_alive},
-                }
-                if after is None:
-                    body["track_total_hits"] = True
-                else:
-                    body["search_after"] = after
+        while True:
+            body: dict[str, Any] = {
+                "size": self.page_size,
+                "query": self.query,
+                "sort": sort,
+                "pit": {"id": pit_id, "keep_alive": self.keep_alive},
+            }
+            if after is None:
+                body["track_total_hits"] = True
+            else:
+                body["search_after"] = after
 
-                answer = cluster._call(
-                    "search", functools.partial(cluster._client.search, body=body),
-                    index=self.index, page_size=self.page_size,
-                )
-                answer = _object(cluster, answer, "a search answer")
-                pit_id = str(answer.get("pit_id") or pit_id)  # the newest id is the one to use
-                opened.add(pit_id)
-                hits = self._page(answer, first=after is None)
-                yield from (_hit(h) for h in hits)
-                self._progress(len(hits))
-                if len(hits) < self.page_size:
-                    return
-                before, after = after, hits[-1].get("sort")
-                if not after or not isinstance(after, list):
-                    raise SourceError(f"{cluster.url}: a page came back without sort values")
-                if after == before:
-                    raise self._not_moving(f"search_after stayed at {after}")
-        finally:
-            self._release_pits(opened, delete)
+            answer = cluster._call(
+                "search", functools.partial(cluster._client.search, body=body),
+                index=self.index, page_size=self.page_size,
+            )
+            answer = _object(cluster, answer, "a search answer")
+            pit_id = str(answer.get("pit_id") or pit_id)  # the newest id is the one to use
+            self.opened.add(pit_id)
+            hits = self._page(answer, first=after is None)
+            yield from (_hit(h) for h in hits)
+            self._progress(len(hits))
+            if len(hits) < self.page_size:
+                return
+            before, after = after, hits[-1].get("sort")
+            if not after or not isinstance(after, list):
+                raise SourceError(f"{cluster.url}: a page came back without sort values")
+            if after == before:
+                raise self._not_moving(f"search_after stayed at {after}")
 
     def _release_pits(self, ids: set[str], delete: Callable[..., Any]) -> None:
         """Delete the PITs; a failure is said, never raised: it must not hide the error
@@ -529,15 +544,25 @@ class _Pages:
             "sort": _sort_spec(self.sort, shard_doc=False, scroll=True),  # _shard_doc: PIT only
             "track_total_hits": True,
         }
-        answer = cluster._call(
-            "search",
-            lambda: client.search(index=self.index, body=body, params={"scroll": self.keep_alive}),
-            index=self.index, page_size=self.page_size,
-        )
+
         opened: set[str] = set()
+
+        def request() -> Any:
+            # a stop waits for the answer (the request has a timeout; a retry's pause does
+            # not wait) and for its scroll id to be kept here, for the clearing below
+            with stop_deferred():
+                answer = client.search(index=self.index, body=body,
+                                       params={"scroll": self.keep_alive})  # fmt: skip
+                found = answer.get("_scroll_id") if isinstance(answer, dict) else None
+                if found:
+                    opened.add(str(found))
+                return answer
+
         first = True
         last_keys: list[tuple[Any, Any]] = []
         try:
+            answer = cluster._call("search", request, index=self.index,
+                                   page_size=self.page_size)  # fmt: skip
             while True:
                 scroll_id = _object(cluster, answer, "a search answer").get("_scroll_id")
                 if scroll_id:
