@@ -1342,6 +1342,55 @@ def cost_ccusage(
         return Scope(s, selection).ccusage(by, Path(ccusage) if ccusage else None)
 
 
+def cost_ccusage_transcripts(
+    paths: Sequence[str | Path] = (),
+    *,
+    by: str = "day",
+    ccusage: str | Path | None = None,
+    since: float | None = None,
+    until: float | None = None,
+) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """ccusage's question answered straight from Claude Code transcripts, without a store:
+    `cost_ccusage`'s totals (by day or session, its rules and prices) from the lines that
+    record a usage (sources/files/claude_code_usage.py). `paths` as `ingest_claude_code`
+    takes them (none: $CLAUDE_CONFIG_DIR, else ~/.config/claude and ~/.claude); `since`
+    and `until` in epoch seconds (UTC), as a Selection holds them. Also what was read:
+    roots, files, bytes, lines parsed, and the lines skipped (file:line, why)."""
+    from .columns import COST_CCUSAGE_DAY, COST_CCUSAGE_SESSION
+    from .cost import ccusage as rules
+    from .sources.files.claude_code import default_roots
+    from .sources.files.claude_code_usage import read_usage
+
+    if by not in ("day", "session"):
+        raise ForensicsError(
+            f"ccusage totals by day or by session, not by {by!r}",
+            hint="--by day|session with --ccusage-compatible",
+        )
+    given = [Path(p) for p in paths]
+    if not given:
+        given = [p for p in default_roots() if (p / "projects").is_dir()]
+        if not given:
+            tried = ", ".join(str(p) for p in default_roots())
+            raise ForensicsError(
+                f"no Claude Code transcripts found: none of {tried} has a projects folder",
+                hint="give the folder with --transcripts, or set CLAUDE_CONFIG_DIR",
+            )
+    read = read_usage(given)
+    found = rules.find_binary(Path(ccusage) if ccusage else None)
+    table = rules.read_table(found) if found is not None else None
+    usage = rules.TranscriptUsage(read.rows)
+    frame = rules.Reconciliation(usage, table, (since, until)).totals(by)
+    spec = COST_CCUSAGE_DAY if by == "day" else COST_CCUSAGE_SESSION
+    summary = {
+        "roots": [str(p) for p in given],
+        "files": read.files,
+        "bytes": read.bytes_read,
+        "lines_parsed": read.lines_parsed,
+        "skips": read.skips + read.passed_over,
+    }
+    return spec.from_query(frame), summary
+
+
 def cost_share(
     store: StoreLike, selection: SelectionLike = None, *, prices: PricesLike = None
 ) -> pl.DataFrame:

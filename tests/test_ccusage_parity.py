@@ -201,3 +201,21 @@ def test_the_cli_prints_the_same_totals(ccusage: Path, corpus) -> None:
     theirs = sum(Decimal(repr(d["totalCost"])) for d in _theirs(ccusage, folder, "daily"))
     assert abs(total - theirs) < CENT
     assert all(r["provenance"]["cost_usd"] == "priced (ccusage's rules)" for r in rows)
+
+
+@pytest.mark.parametrize("by", ["day", "session"])
+def test_straight_from_the_transcripts_the_totals_are_the_stores(
+    ccusage: Path, corpus, by: str
+) -> None:
+    """`cost --ccusage-compatible --transcripts`: the usage lines alone, no store; the
+    stored totals above equal ccusage's."""
+    folder, db = corpus
+    straight, read = api.cost_ccusage_transcripts([folder], by=by, ccusage=ccusage)
+    assert straight.equals(api.cost_ccusage(db, by=by, ccusage=ccusage))
+    assert read["skips"] == [] and read["files"] > 0
+    if by == "day":
+        theirs = {d["date"]: d for d in _theirs(ccusage, folder, "daily")}
+        assert sorted(theirs) == [d.isoformat() for d in straight["day"]]
+        for row in straight.iter_rows(named=True):
+            for mine, their in TOKENS:
+                assert row[mine] == theirs[row["day"].isoformat()][their]

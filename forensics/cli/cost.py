@@ -99,6 +99,17 @@ def cost(
             "else the ccusage on PATH, else genai-prices under ccusage's rules).",
         ),
     ] = None,
+    transcripts: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--transcripts",
+            help="With --ccusage-compatible: these Claude Code folders or .jsonl files read "
+            "straight, without a store or an ingest (only the lines that record a usage are "
+            "parsed; --db is not read). Repeatable. With no store at all, the folders "
+            "ccusage reads ($CLAUDE_CONFIG_DIR, else ~/.config/claude and ~/.claude) are "
+            "read so.",
+        ),
+    ] = None,
     source: SourceOption = None,
     since: SinceOption = None,
     until: UntilOption = None,
@@ -129,6 +140,7 @@ def cost(
     Example: forensics cost SESSION_ID --prices contract.toml -f json
     Example: forensics cost --share
     Example: forensics cost --by day --source claude-code --ccusage-compatible
+    Example: forensics cost --by day --ccusage-compatible --transcripts ~/.claude/projects
     """
     from .. import api
     from ..columns import (
@@ -148,6 +160,12 @@ def cost(
     if ccusage is not None and not ccusage_compatible:
         raise ForensicsError("--ccusage names the install --ccusage-compatible reads",
                              hint="add --ccusage-compatible")  # fmt: skip
+    if transcripts and not ccusage_compatible:
+        raise ForensicsError(
+            "--transcripts answers ccusage's question (--ccusage-compatible) without a store",
+            hint="add --ccusage-compatible, or `forensics ingest claude-code` them for the "
+            "provider's bill",
+        )
     if ccusage_compatible:
         if prices is not None:
             raise ForensicsError(
@@ -159,6 +177,14 @@ def cost(
                 "--ccusage-compatible totals by day or by session, as ccusage does",
                 hint="--by day or --by session",
             )
+        store_path = db if db is not None else api.default_db_path()
+        if transcripts or not store_path.exists():
+            # without a store at all, ccusage's question is answered from its own folders
+            # (--db is not a conflict: it may be FORENSICS_DB's; the footnote says no store)
+            given = (session_id, app_name, user, source)
+            _ccusage_straight(transcripts or [], chosen, ccusage, picked, fmt, given,
+                              None if transcripts else store_path)  # fmt: skip
+            return
         frame = api.cost_ccusage(db, picked, by=chosen, ccusage=ccusage)
         spec = COST_CCUSAGE_DAY if chosen == "day" else COST_CCUSAGE_SESSION
         shown = frame["price_source"][0] if frame.height else "no Claude Code usage selected"
@@ -179,6 +205,58 @@ def cost(
 
 
 BY_COST = ("session", "agent", "model", "app", "user")
+
+
+def _ccusage_straight(
+    paths: list[Path],
+    by: str,
+    ccusage: Path | None,
+    picked: Selection,
+    fmt: Format,
+    store_options: tuple[object, ...],
+    no_store: Path | None,
+) -> None:
+    """--ccusage-compatible from transcripts, without a store: --by (day or session, as
+    the caller checked), --since, --until and --ccusage apply; `store_options` select a
+    store's sessions. `no_store`: the store that is not there, when no --transcripts
+    were given."""
+    from .. import api
+    from ..columns import COST_CCUSAGE_DAY, COST_CCUSAGE_SESSION
+
+    if any(o is not None for o in store_options):
+        reads = ("--transcripts reads" if no_store is None
+                 else f"with no store at {no_store}, ccusage's totals read")  # fmt: skip
+        raise ForensicsError(
+            f"{reads} the files whole: a session, --app, --user and --source select a store's "
+            "sessions",
+            hint="use --since/--until, or ingest them (forensics ingest claude-code) and "
+            "select in the store",
+        )
+    try:
+        frame, read = api.cost_ccusage_transcripts(
+            paths, by=by, ccusage=ccusage, since=picked.since, until=picked.until
+        )
+    except ForensicsError as e:
+        if no_store is None:
+            raise
+        raise ForensicsError(
+            f"no store at {no_store}, and {e}",
+            hint="point --db / FORENSICS_DB at a store, or give the transcripts with "
+            "--transcripts",
+        ) from None
+    skips = read["skips"]
+    if skips:
+        where, why = skips[0]
+        echo(f"Skipped {counted(len(skips), 'line')} that could not be read (the first: "
+             f"{where}: {why})", err=True)  # fmt: skip
+    spec = COST_CCUSAGE_DAY if by == "day" else COST_CCUSAGE_SESSION
+    shown = frame["price_source"][0] if frame.height else "no Claude Code usage found"
+    missing = f"no store at {no_store}, so " if no_store is not None else ""
+    read_from = (f"{missing}read straight from {counted(read['files'], 'file')} "
+                 f"({read['bytes'] / 1e6:,.1f} MB) under {', '.join(read['roots'])}, no store: "
+                 f"{counted(read['lines_parsed'], 'line')} with a usage parsed")  # fmt: skip
+    emit(frame, fmt, spec, f"ccusage's rules, not the provider's bill; prices: {shown}; "
+         f"{read_from}")  # fmt: skip
 
 
 def _unpriced_hint(

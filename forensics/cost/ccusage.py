@@ -33,14 +33,18 @@ from datetime import date
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
 import pyarrow as pa
 
-from ..analysis.stored import Facts
+from .. import sql
 from ..errors import ForensicsError
+from ..store.arrow import rows_table
 from .prices import Unknown, genai_prices_version, list_price
+
+if TYPE_CHECKING:
+    import duckdb
 
 ENV = "FORENSICS_CCUSAGE"
 THRESHOLD = 200_000  # tokens of one field above which its excess pays the above-200k rate
@@ -461,13 +465,51 @@ def list_rates(model: str, day: date) -> Rates | None:
     )
 
 
+class Queries(Protocol):
+    """Where the ccusage queries run: the store's facts (analysis.stored.Facts), or
+    TranscriptUsage."""
+
+    def query(self, name: str, tables: dict[str, pa.Table] | None = None,
+              **params: Any) -> pl.DataFrame: ...  # fmt: skip
+
+
+class TranscriptUsage:
+    """Usage rows read straight from transcripts (sources/files/claude_code_usage.py,
+    `transcript_events`' columns that the ccusage queries read), queried as the store's
+    facts are: the same queries, over an in-memory DuckDB, every session in scope."""
+
+    def __init__(self, rows: pa.Table):
+        import duckdb
+
+        self.con: duckdb.DuckDBPyConnection = duckdb.connect()
+        self.con.register("transcript_events", rows)
+        self.con.execute(
+            "CREATE TEMP TABLE scope_sessions AS "
+            "SELECT DISTINCT app_name, user_id, session_id FROM transcript_events"
+        )
+
+    def query(self, name: str, tables: dict[str, pa.Table] | None = None,
+              **params: Any) -> pl.DataFrame:  # fmt: skip
+        query = sql.load(name)
+        for table_name, table in (tables or {}).items():
+            self.con.register(table_name, table)
+        try:
+            found = self.con.sql(query.sql, params={k: params.get(k) for k in query.params})
+            frame = pl.from_arrow(found.to_arrow_table())
+        finally:
+            for table_name in tables or {}:
+                self.con.unregister(table_name)
+        assert isinstance(frame, pl.DataFrame)
+        return frame
+
+
 class Reconciliation:
     """The selection's Claude Code usage totalled as ccusage totals it, priced with its
     table (`table`) or, without one, genai-prices' rates under its rules."""
 
     def __init__(
         self,
-        facts: Facts,
+        facts: Queries,
         table: PriceTable | None,
         window: tuple[float | None, float | None] = (None, None),
     ):
@@ -497,14 +539,14 @@ class Reconciliation:
                 found = list_rates(model, day)
                 if found is not None:
                     rows.append(_row(model, day, found))
-        return pa.Table.from_pylist(rows, schema=RATES_SCHEMA)
+        return rows_table(rows, RATES_SCHEMA)
 
     def totals(self, by: str) -> pl.DataFrame:
         """By `day` (UTC) or `session` (ccusage's: the project and session its path names)."""
         since, until = self.window
-        window = pa.Table.from_pylist(
+        window = rows_table(
             [{"since": since, "until": until}],
-            schema=pa.schema([("since", pa.float64()), ("until", pa.float64())]),
+            pa.schema([("since", pa.float64()), ("until", pa.float64())]),
         )
         frame = self.facts.query(
             "cost/ccusage", {"ccusage_rates": self._rates(), "cost_window": window}, by=by

@@ -17,9 +17,13 @@ import pyarrow as pa
 
 def rows_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """`rows` (a key missing from a row is null) as a table of `schema`, built by column."""
+    return columns_table({name: [row.get(name) for row in rows] for name in schema.names}, schema)
+
+
+def columns_table(columns: Mapping[str, Sequence[Any]], schema: pa.Schema) -> pa.Table:
+    """Columns of Python values (one per field of `schema`) as a table of `schema`."""
     types = {field.name: _polars(field.type) for field in schema}
-    columns = {name: [row.get(name) for row in rows] for name in schema.names}
-    return pl.DataFrame(columns, schema=types).to_arrow().cast(schema)
+    return pl.DataFrame(dict(columns), schema=types).to_arrow().cast(schema)
 
 
 _TYPES: dict[pa.DataType, pl.DataType] = {

@@ -241,7 +241,7 @@ _SPLIT_FIELDS = (
 )
 
 
-def _usage(usage: Any) -> tuple[dict[str, int | None] | None, str | None]:
+def usage_counts(usage: Any) -> tuple[dict[str, int | None] | None, str | None]:
     """A message's usage as counts: uncached input, output, cache reads, the cache
     writes as recorded (`cache_creation_input_tokens`) and their 5-minute and 1-hour
     split (from the `cache_creation` object, when the line has one); and why it is
@@ -282,7 +282,7 @@ def _writes_final(version: Any) -> bool:
         return False
 
 
-def _total(usage: dict[str, int | None] | None) -> int:
+def usage_total(usage: dict[str, int | None] | None) -> int:
     if usage is None:
         return -1
     return sum(
@@ -336,6 +336,100 @@ def _synthetic_error(line: dict[str, Any], text: str) -> tuple[str, str]:
                 code = inner["type"]
     status = line.get("apiErrorStatus")
     return code or (str(status) if status is not None else "api_error"), text[:MAX_MESSAGE_CHARS]
+
+
+def read_line(
+    text: str, locator: str, sink: Sink, kinds: Counter[str]
+) -> tuple[dict[str, Any], str, float] | None:
+    """One line as the conversation reads it: its JSON object, its type (`user`,
+    `assistant` or `system`) and its time; None for a line that is none of those (counted
+    by kind in `kinds`) or that cannot be read (a skip with its place, told to `sink`)."""
+    head = text[:1000]
+    if head.startswith('{"type":"file-history-snapshot"'):
+        kinds["file-history-snapshot"] += 1
+        return None
+    at = head.find('"type":"progress","data":')
+    if at >= 0 and head.find('"type":"') == at:  # the line's own type, not a nested one
+        kinds["progress"] += 1  # the largest lines of 2.1 files: not parsed
+        return None
+    try:
+        line = json.loads(text)
+    except json.JSONDecodeError as e:
+        sink.skip(locator, f"not valid JSON: {json_error(e)}")
+        return None
+    except (ValueError, RecursionError):
+        sink.skip(locator, "not valid JSON: nested too deeply to read")
+        return None
+    if not isinstance(line, dict):
+        sink.skip(locator, "not a JSON object")
+        return None
+    if "\\ud" in text or "\\uD" in text:  # an escaped surrogate, maybe a lone one
+        try:
+            line = _whole(line)
+        except RecursionError:
+            sink.skip(locator, "nested too deeply to read (with an escaped surrogate)")
+            return None
+    kind = line.get("type")
+    if kind in SKIPPED_TYPES or kind not in ("user", "assistant", "system"):
+        kinds[kind if isinstance(kind, str) and kind else "no type"] += 1
+        return None
+    stamp = line.get("timestamp")
+    try:
+        when = epoch(stamp)
+    except ValueError as e:
+        sink.skip(locator, f"timestamp: {e}")
+        return None
+    if when is None:
+        sink.skip(locator, "no timestamp")
+        return None
+    if not EARLIEST <= when <= AFTER:
+        sink.skip(locator, f"timestamp {str(stamp)[:40]!r}: not between 1970 and 3000")
+        return None
+    return line, kind, when
+
+
+def call_detail(
+    line: dict[str, Any], message: dict[str, Any], number: int, when: float
+) -> dict[str, Any]:
+    """What `transcript_events` keeps of a response's line beside its usage."""
+    stamp = line.get("timestamp")
+    usage = message.get("usage")
+    speed = usage.get("speed") if isinstance(usage, dict) else None
+    return {
+        "line": number,
+        "timestamp": stamp if isinstance(stamp, str) else None,
+        "epoch": when,
+        "message_id": _str(message.get("id")),
+        "request_id": _str(line.get("requestId")),
+        "model": _str(message.get("model")),
+        "is_sidechain": line.get("isSidechain") is True,
+        "speed": _str(speed),
+        "cost_usd": _amount(line.get("costUSD")),
+        "version": _str(line.get("version")),
+    }
+
+
+def failure_detail(
+    line: dict[str, Any], number: int, when: float
+) -> tuple[dict[str, Any], dict[str, int | None] | None, str | None]:
+    """What `transcript_events` keeps of a failed request's line, its usage (None: none
+    recorded) and why its usage is refused (None: it is not)."""
+    stamp = line.get("timestamp")
+    usage, refused = None, None
+    body = line.get("message")
+    if isinstance(body, dict):
+        usage, refused = usage_counts(body.get("usage"))
+    details: dict[str, Any] = {
+        "line": number,
+        "timestamp": stamp if isinstance(stamp, str) else None,
+        "epoch": when,
+        "is_sidechain": line.get("isSidechain") is True,
+        "version": _str(line.get("version")),
+    }
+    if isinstance(body, dict):
+        details["message_id"] = _str(body.get("id"))
+        details["model"] = _str(body.get("model"))
+    return details, usage, refused
 
 
 @dataclass
@@ -418,47 +512,11 @@ class SessionReader:
     def _line(self, number: int, text: str) -> None:
         self.number = number
         locator = f"{self.file.path or self.file.rel}:{number}"
-        head = text[:1000]
-        if head.startswith('{"type":"file-history-snapshot"'):
-            self.kinds["file-history-snapshot"] += 1
+        found = read_line(text, locator, self.sink, self.kinds)
+        if found is None:
             return
-        at = head.find('"type":"progress","data":')
-        if at >= 0 and head.find('"type":"') == at:  # the line's own type, not a nested one
-            self.kinds["progress"] += 1  # the largest lines of 2.1 files: not parsed
-            return
-        try:
-            line = json.loads(text)
-        except json.JSONDecodeError as e:
-            self.sink.skip(locator, f"not valid JSON: {json_error(e)}")
-            return
-        except (ValueError, RecursionError):
-            self.sink.skip(locator, "not valid JSON: nested too deeply to read")
-            return
-        if not isinstance(line, dict):
-            self.sink.skip(locator, "not a JSON object")
-            return
-        if "\\ud" in text or "\\uD" in text:  # an escaped surrogate, maybe a lone one
-            try:
-                line = _whole(line)
-            except RecursionError:
-                self.sink.skip(locator, "nested too deeply to read (with an escaped surrogate)")
-                return
-        kind = line.get("type")
-        if kind in SKIPPED_TYPES or kind not in ("user", "assistant", "system"):
-            self.kinds[kind if isinstance(kind, str) and kind else "no type"] += 1
-            return
+        line, kind, when = found
         stamp = line.get("timestamp")
-        try:
-            when = epoch(stamp)
-        except ValueError as e:
-            self.sink.skip(locator, f"timestamp: {e}")
-            return
-        if when is None:
-            self.sink.skip(locator, "no timestamp")
-            return
-        if not EARLIEST <= when <= AFTER:
-            self.sink.skip(locator, f"timestamp {str(stamp)[:40]!r}: not between 1970 and 3000")
-            return
         thread = self._thread(line)
         if kind == "assistant":
             self._assistant(line, thread, when, locator, number, stamp)
@@ -599,7 +657,7 @@ class SessionReader:
         request_id = line.get("requestId") if isinstance(line.get("requestId"), str) else None
         uuid = line.get("uuid") if isinstance(line.get("uuid"), str) else None
         key = (message_id or uuid or locator, request_id or "")
-        usage, refused = _usage(message.get("usage"))
+        usage, refused = usage_counts(message.get("usage"))
         if refused:
             self.sink.skip(locator, f"{refused}: the response is kept without this line's usage")
         current = thread.message
@@ -623,25 +681,12 @@ class SessionReader:
             part = self._block(block, thread)
             if part is not None:
                 current.parts.append(part)
-        total = _total(usage)
+        total = usage_total(usage)
         if usage is not None and _final(message["usage"]):
             current.final = True
         if usage is not None and total > current.total:
             current.usage, current.total = usage, total
-            current.detail = {
-                "line": number,
-                "timestamp": stamp if isinstance(stamp, str) else None,
-                "epoch": when,
-                "message_id": message_id,
-                "request_id": request_id,
-                "model": message.get("model") if isinstance(message.get("model"), str) else None,
-                "is_sidechain": line.get("isSidechain") is True,
-                "speed": message["usage"].get("speed")
-                if isinstance(message["usage"].get("speed"), str)
-                else None,
-                "cost_usd": _amount(line.get("costUSD")),
-                "version": line.get("version") if isinstance(line.get("version"), str) else None,
-            }
+            current.detail = call_detail(line, message, number, when)
 
     def _block(self, block: Any, thread: _Thread) -> dict[str, Any] | None:
         if not isinstance(block, dict):
@@ -849,22 +894,9 @@ class SessionReader:
             locator,
             {"author": self._author(thread, None), "error_code": code, "error_message": message},
         )
-        usage = None
-        body = line.get("message")
-        if isinstance(body, dict):
-            usage, refused = _usage(body.get("usage"))
-            if refused:
-                self.sink.skip(locator, f"{refused}: the failure is kept without it")
-        details: dict[str, Any] = {
-            "line": number,
-            "timestamp": stamp if isinstance(stamp, str) else None,
-            "epoch": when,
-            "is_sidechain": line.get("isSidechain") is True,
-            "version": line.get("version") if isinstance(line.get("version"), str) else None,
-        }
-        if isinstance(body, dict):
-            details["message_id"] = body.get("id") if isinstance(body.get("id"), str) else None
-            details["model"] = body.get("model") if isinstance(body.get("model"), str) else None
+        details, usage, refused = failure_detail(line, number, when)
+        if refused:
+            self.sink.skip(locator, f"{refused}: the failure is kept without it")
         self.sink.detail(self._detail(event.event_id, "failed", **details, **(usage or {})))
         self._emit(event)
 

@@ -1,0 +1,227 @@
+"""The usage lines of Claude Code transcripts, read straight from the files: what
+ccusage's question (usage and cost by day or session) needs, without an ingest.
+
+An ingest reads every line of a conversation (prompts, tool results, the windows they
+make). ccusage's totals need only the lines that record a model request's usage, so
+this reads each file's bytes, finds the lines holding a `"usage"` key by a byte search,
+and parses those alone; each is read by the ingest's own functions (transcript.py:
+`read_line`, `call_detail`, `failure_detail`), so a line it reads gives the row the
+ingest keeps of it in `transcript_events`. It differs from an ingest in what it does not
+read:
+
+- a response is one row per line that carries its usage (the ingest keeps the line of
+  its largest usage); queries/cost/ccusage.sql keeps one entry per message and request
+  id across all of them either way, by the same order, so the totals are the same. A
+  response without both ids is one entry per file, thread side and id;
+- a line without a `"usage"` key is not parsed, so a malformed one is not a skip here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from operator import itemgetter
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pyarrow as pa
+
+from ...families.claude_code.transcript import (
+    call_detail,
+    failure_detail,
+    read_line,
+    usage_counts,
+    usage_total,
+)
+from ...store.arrow import columns_table
+from .claude_code import DEFAULT_USER, DETAIL_SCHEMA, discover
+
+MARKER = b'"usage"'
+_MARKER = re.compile(re.escape(MARKER))  # a compiled search scans faster than bytes.find
+# the columns of transcript_events that queries/cost/ccusage.sql reads; `line` is the
+# line's byte offset in its file here, which orders the lines as their numbers do
+USAGE_SCHEMA = pa.schema(
+    [DETAIL_SCHEMA.field(n) if n != "line" else pa.field("line", pa.int64()) for n in (
+        "app_name", "user_id", "session_id", "event_id", "kind", "file", "line", "epoch",
+        "message_id", "request_id", "model", "is_sidechain", "speed", "cost_usd",
+        "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
+        "cache_write_5m_tokens", "cache_write_1h_tokens")]
+)  # fmt: skip
+
+
+@dataclass
+class UsageRead:
+    """What was read: the rows (USAGE_SCHEMA), and the counts an output says."""
+
+    rows: pa.Table
+    files: int = 0
+    bytes_read: int = 0
+    lines_parsed: int = 0
+    skips: list[tuple[str, str]] = field(default_factory=list)  # (file:line, why)
+    kinds: Counter[str] = field(default_factory=Counter)
+    passed_over: list[tuple[str, str]] = field(default_factory=list)
+
+
+_TEMPLATE = dict.fromkeys(USAGE_SCHEMA.names)
+_VALUES = itemgetter(*USAGE_SCHEMA.names)
+PIECE = 16 << 20  # bytes read at a time: a file's memory is a piece, not the file
+
+
+class _Skips:
+    """Skips by place; a line's number is counted only when it is skipped, by reading the
+    file again up to it (counting every line as it is read would be another pass over
+    every byte, for the few lines that are skipped)."""
+
+    def __init__(self, into: list[tuple[str, str]]):
+        self.into = into
+        self.path: Path | None = None
+        self.name = ""
+        self.start = 0  # the offset of the line being read
+        self.counted = (0, 1)  # (an offset in the file, the number of its line)
+
+    def file(self, path: Path, name: str) -> None:
+        self.path, self.name, self.counted = path, name, (0, 1)
+
+    def skip(self, locator: str, reason: str) -> None:  # noqa: ARG002 - counted here
+        offset, number = self.counted
+        if self.path is not None and self.start > offset:
+            with self.path.open("rb") as handle:
+                handle.seek(offset)
+                left = self.start - offset
+                while left > 0:
+                    block = handle.read(min(PIECE, left))
+                    if not block:
+                        break
+                    number += block.count(b"\n")
+                    left -= len(block)
+        self.counted = (self.start, number)
+        self.into.append((f"{self.name}:{number}", reason))
+
+    def event(self, row: dict[str, Any]) -> None:  # the Sink protocol; never called here
+        raise AssertionError("the usage reader emits no events")
+
+    def detail(self, row: dict[str, Any]) -> None:
+        raise AssertionError("the usage reader emits no details")
+
+
+def _usage_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """(offset, bytes) of each line of a file holding MARKER, read a piece at a time."""
+    base, rest = 0, b""
+    while True:
+        block = handle.read(PIECE)
+        data = rest + block if rest else block
+        # whole lines only, but at the end; a line longer than a piece is read whole
+        cut = len(data) if not block else data.rfind(b"\n") + 1
+        at = 0
+        while at < cut:
+            hit = _MARKER.search(data, at, cut)
+            if hit is None:
+                break
+            start = data.rfind(b"\n", 0, hit.start()) + 1
+            end = data.find(b"\n", hit.end(), cut)
+            end = cut if end < 0 else end
+            yield base + start, data[start:end]
+            at = end + 1
+        if not block:
+            return
+        base, rest = base + cut, data[cut:]
+
+
+def read_usage(paths: list[Path], user: str = DEFAULT_USER) -> UsageRead:
+    """The usage rows of every transcript under `paths` (as `ingest claude-code` finds
+    them), each as `transcript_events` would hold it."""
+    layout = discover(paths)
+    read = UsageRead(columns_table(dict.fromkeys(USAGE_SCHEMA.names, ()), USAGE_SCHEMA))
+    read.passed_over = layout.passed_over
+    sink = _Skips(read.skips)
+    rows: list[dict[str, Any]] = []
+    # a response without both ids: one entry per (file, side, key), its largest usage
+    unkeyed: dict[tuple[str, bool, str, str], dict[str, Any]] = {}
+    for entry in layout.sessions:
+        ids = {"app_name": entry.app, "user_id": user, "session_id": entry.session_id}
+        for path, file in entry.files:
+            name = file.path or file.rel
+            sink.file(path, name)
+            try:
+                with path.open("rb") as handle:
+                    for offset, raw in _usage_lines(handle):
+                        sink.start = offset
+                        row = _parsed(raw, offset, name, sink, read)
+                        if row is None:
+                            continue
+                        row.update(ids, file=file.rel, event_id=f"{file.rel}@{offset}")
+                        if row["kind"] == "failed" or (row["message_id"] and row["request_id"]):
+                            rows.append(row)
+                            continue
+                        side = (file.rel, row["is_sidechain"], row.pop("key"), entry.session_id)
+                        held = unkeyed.get(side)
+                        if held is None or row["total"] > held["total"]:
+                            unkeyed[side] = row
+                    read.bytes_read += handle.tell()
+            except OSError as e:
+                read.skips.append((str(path), f"cannot read the file: {e}"))
+                continue
+            read.files += 1
+    rows += unkeyed.values()
+    # by column, each row's values taken at once (a row lacks no key: _TEMPLATE)
+    values = list(zip(*map(_VALUES, rows), strict=True)) or [()] * len(USAGE_SCHEMA)
+    read.rows = columns_table(dict(zip(USAGE_SCHEMA.names, values, strict=True)), USAGE_SCHEMA)
+    return read
+
+
+def _parsed(
+    raw: bytes, offset: int, name: str, sink: _Skips, read: UsageRead
+) -> dict[str, Any] | None:
+    """The row of one line holding MARKER, as read_lines and SessionReader read it."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        sink.skip(name, f"not UTF-8 text (byte {e.start + 1} of the line)")
+        return None
+    if offset == 0:
+        text = text.removeprefix("\ufeff")
+    text = text.rstrip("\r\n")
+    read.lines_parsed += 1
+    found = read_line(text, name, sink, read.kinds)
+    if found is None:
+        return None
+    line, kind, when = found
+    return _row(line, kind, when, offset, f"{name}@{offset}", sink)
+
+
+def _row(
+    line: dict[str, Any], kind: str, when: float, offset: int, locator: str, sink: _Skips
+) -> dict[str, Any] | None:
+    """The row an ingest keeps of a line with usage (SessionReader._assistant, _failed),
+    its `line` the line's offset; None for a line that records none. `locator` stands for
+    the line where it has no id."""
+    if kind == "system":
+        if line.get("subtype") != "api_error":
+            return None
+        details, usage, refused = failure_detail(line, offset, when)
+        if refused:
+            sink.skip(locator, f"{refused}: the failure is kept without it")
+        return {**_TEMPLATE, **details, **usage, "kind": "failed"} if usage else None
+    if kind != "assistant":
+        return None
+    message = line.get("message")
+    if not isinstance(message, dict):
+        sink.skip(locator, "an assistant line without a message object")
+        return None
+    if line.get("isApiErrorMessage") is True:
+        details, usage, refused = failure_detail(line, offset, when)
+        if refused:
+            sink.skip(locator, f"{refused}: the failure is kept without it")
+        return {**_TEMPLATE, **details, **usage, "kind": "failed"} if usage else None
+    usage, refused = usage_counts(message.get("usage"))
+    if refused:
+        sink.skip(locator, f"{refused}: the response is kept without this line's usage")
+    if usage is None:
+        return None
+    detail = call_detail(line, message, offset, when)
+    uuid = line.get("uuid") if isinstance(line.get("uuid"), str) else None
+    key = f"{detail['message_id'] or uuid or locator}\x1f{detail['request_id'] or ''}"
+    return {**_TEMPLATE, **detail, **usage, "kind": "call", "key": key,
+            "total": usage_total(usage)}  # fmt: skip

@@ -1,0 +1,206 @@
+"""ccusage's question answered straight from the transcripts (`cost --ccusage-compatible
+--transcripts`), without a store: the same totals as the store gives after an ingest,
+on transcripts at their worst. The parity with ccusage itself, on the sample, the real
+transcripts and the rules corpus, is in tests/test_ccusage_parity.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from forensics import api
+from forensics.cli import app
+from tests.test_claude_code import Transcript, tool_result, tool_use, usage
+
+runner = CliRunner()
+MODEL = "claude-sonnet-4-5-20250929"
+
+
+def hostile(root: Path) -> Path:
+    """Transcripts holding what a byte search for usage lines could get wrong."""
+    one = Transcript("h-1")
+    one.prompt("go")
+    # a response over three lines with streaming placeholders, split by its tool results
+    one.response("msg_a", [{"type": "text", "text": "a"}, tool_use("t1", "Read")],
+                 usage(3, 100, 200, 10))  # fmt: skip
+    one.results([tool_result("t1", 'a result that says "usage": {"input_tokens": 999}')])
+    # ids of the wrong type, empty ids, none: one response each, no two merged
+    for n, (mid, rid) in enumerate([(12345, 678), ({"a": 1}, ["r"]), ("", ""), (None, None)]):
+        body = {"id": mid, "model": MODEL, "content": "x", "usage": usage(1, 0, 100 * n, 1)}
+        one.add(one._line("assistant", requestId=rid, message=body))
+    # counts that are no counts, a negative one, a costUSD, a fast request
+    one.add(one._line("assistant", requestId="r-huge", message={
+        "id": "m-huge", "model": MODEL, "content": "x",
+        "usage": {"input_tokens": 1e30, "output_tokens": 5}}))  # fmt: skip
+    one.add(one._line("assistant", requestId="r-neg", message={
+        "id": "m-neg", "model": MODEL, "content": "x",
+        "usage": {"input_tokens": -5, "output_tokens": 3}}))  # fmt: skip
+    one.add(one._line("assistant", requestId="r-usd", costUSD=0.25, message={
+        "id": "m-usd", "model": MODEL, "content": "x", "usage": usage(5, 0, 50, 5)}))  # fmt: skip
+    one.add(one._line("assistant", requestId="r-fast", message={
+        "id": "m-fast", "model": "claude-opus-4-6", "content": "x",
+        "usage": {**usage(5, 0, 50, 5), "speed": "fast"}}))  # fmt: skip
+    # failures with and without usage, a system api_error with one
+    one.add(one._line("assistant", isApiErrorMessage=True, message={
+        "id": "m-err", "model": "<synthetic>", "content": [{"type": "text", "text": "API Error"}],
+        "usage": usage(0, 0, 0, 0)}))  # fmt: skip
+    one.add(one._line("system", subtype="api_error", error="Overloaded",
+                      message={"usage": usage(7, 0, 0, 0)}))  # fmt: skip
+    one.add(one._line("system", subtype="api_error", error="Overloaded"))
+    # lines that hold "usage" and are not read: progress, a snapshot, bad JSON, not UTF-8,
+    # a time out of range, an assistant line without a message object
+    one.raw('{"type":"progress","data":{"message":{"usage":{"input_tokens":50}}}}')
+    one.raw('{"type":"file-history-snapshot","usage":{"input_tokens":50}}')
+    one.raw('{"type":"assistant","message":{"usage":')
+    late = {"id": "m-late", "model": MODEL, "usage": usage(1, 0, 0, 1)}
+    late = one._line("assistant", requestId="r-late", message=late)
+    one.add({**late, "timestamp": "9999-12-31T00:00:00Z"})
+    one.add(one._line("assistant", requestId="r-str", message="usage"))
+    # a lone surrogate in a model name
+    one.raw(json.dumps(one._line("assistant", requestId="r-sur", message={
+        "id": "m-sur", "model": "claude-\ud800", "content": "x", "usage": usage(1, 0, 9, 1)}),
+        ensure_ascii=True))  # fmt: skip
+    # an inline sidechain's copy of a main-thread response (1.0): the main copy counts
+    one.add(one._line("assistant", isSidechain=True, requestId="r-side", message={
+        "id": "m-side", "model": MODEL, "content": "x", "usage": usage(9, 0, 900, 9)}))  # fmt: skip
+    one.add(one._line("assistant", requestId="r-side", message={
+        "id": "m-side", "model": MODEL, "content": "x", "usage": usage(9, 0, 90, 9)}))  # fmt: skip
+    one.write(root)
+    path = root / "projects" / "-home-dev-p" / "h-1.jsonl"
+    with path.open("ab") as handle:  # not UTF-8, with a usage key
+        handle.write(b'{"type":"assistant","usage":"\xff"}\n')
+    # a resumed session copying h-1's first response, and a day of its own
+    two = Transcript("h-2", start=86_400)
+    two.prompt("again")
+    two.response("msg_a", [{"type": "text", "text": "a"}], usage(3, 100, 200, 10))
+    two.response("msg_b", [{"type": "text", "text": "b"}], usage(1, 0, 10, 2))
+    two.write(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = hostile(tmp_path_factory.mktemp("hostile"))
+    db = root / "s.duckdb"
+    api.ingest_claude_code(db, [root])
+    return root, db
+
+
+@pytest.mark.parametrize("by", ["day", "session"])
+def test_the_totals_straight_from_the_files_are_the_stores(stored, by: str) -> None:
+    root, db = stored
+    straight, read = api.cost_ccusage_transcripts([root], by=by)
+    kept = api.cost_ccusage(db, by=by)
+    assert kept.height >= 2 and kept["entries"].sum() > 10
+    assert straight.equals(kept), (straight, kept)
+    assert read["files"] == 2
+
+
+def test_a_line_it_cannot_read_is_a_skip_the_ingest_makes_too(stored) -> None:
+    root, db = stored
+    _, read = api.cost_ccusage_transcripts([root], by="day")
+    ingest = dict(api.ingest_skips(db, 1).select("locator", "reason").iter_rows())
+    skips = dict(read["skips"])
+    assert len(skips) >= 4
+    assert any(why.startswith("not valid JSON") for why in skips.values())
+    assert any(why.startswith("not UTF-8") for why in skips.values())
+    assert any("not between 1970 and 3000" in why for why in skips.values())
+    assert any(why == "an assistant line without a message object" for why in skips.values())
+    assert set(skips.items()) <= set(ingest.items())
+
+
+def test_the_cli_prints_what_the_store_prints(stored) -> None:
+    root, db = stored
+    for by in ("day", "session"):
+        straight = runner.invoke(app, ["cost", "--by", by, "--ccusage-compatible",
+                                       "--transcripts", str(root), "-f", "json"])  # fmt: skip
+        kept = runner.invoke(app, ["cost", "--by", by, "--ccusage-compatible",
+                                   "--db", str(db), "-f", "json"])  # fmt: skip
+        assert straight.exit_code == 0, straight.output
+        assert straight.stdout == kept.stdout
+        assert json.loads(straight.stdout)
+    table = runner.invoke(app, ["cost", "--by", "day", "--ccusage-compatible",
+                                "--transcripts", str(root)])  # fmt: skip
+    assert table.exit_code == 0, table.output
+    assert "read straight from 2 files" in table.output and "no store" in table.output
+    assert "Skipped " in table.stderr and ".jsonl:" in table.stderr
+
+
+def test_without_a_store_the_folders_ccusage_reads_are_read(stored, tmp_path, monkeypatch):
+    root, db = stored
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root))
+    monkeypatch.setenv("FORENSICS_DB", str(tmp_path / "none.duckdb"))
+    out = runner.invoke(app, ["cost", "--by", "day", "--ccusage-compatible", "-f", "json"])
+    assert out.exit_code == 0, out.output
+    kept = runner.invoke(app, ["cost", "--by", "day", "--ccusage-compatible",
+                               "--db", str(db), "-f", "json"])  # fmt: skip
+    assert out.stdout == kept.stdout
+    assert not (tmp_path / "none.duckdb").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--transcripts", "X"], "answers ccusage's question"),
+        (["--ccusage-compatible", "--by", "day", "--transcripts", "X", "SESSION"],
+         "reads the files whole"),
+        (["--ccusage-compatible", "--transcripts", "X", "--by", "model"], "by day or by session"),
+        (["--ccusage-compatible", "--transcripts", "X", "--user", "Y"], "reads the files whole"),
+        (["--ccusage-compatible", "--transcripts", "/no/such/folder"], "no such file or folder"),
+    ],
+)
+def test_what_does_not_go_with_transcripts_is_named(stored, args: list[str], said: str) -> None:
+    root, _ = stored
+    given = [str(root) if a == "X" else a for a in args]
+    out = runner.invoke(app, ["cost", *given])
+    assert out.exit_code == 1, out.output
+    assert said in out.output
+    assert "Traceback" not in out.output
+
+
+def test_a_since_and_until_window_is_the_stores(stored) -> None:
+    root, db = stored
+    since = api.cost_ccusage(db, by="day")["day"].max()
+    window = api.Selection.parse(since=str(since))
+    straight, _ = api.cost_ccusage_transcripts([root], by="day", since=window.since)
+    kept = api.cost_ccusage(db, window, by="day")
+    assert straight.height == 1 and straight.equals(kept)
+    assert isinstance(straight, pl.DataFrame)
+
+
+@pytest.mark.parametrize("piece", [1, 7, 4096])
+def test_pieces_of_any_size_read_the_same_lines(
+    stored, tmp_path: Path, monkeypatch, piece: int
+) -> None:
+    """A file is read a piece at a time: lines across pieces, lines longer than a piece
+    and a last line without its newline read as whole lines, skips named by line."""
+    import shutil
+
+    from forensics.sources.files import claude_code_usage
+
+    root = tmp_path / "copy"
+    shutil.copytree(stored[0], root, ignore=shutil.ignore_patterns("*.duckdb*"))
+    path = root / "projects" / "-home-dev-p" / "h-2.jsonl"
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))  # no newline after the last line
+    whole = claude_code_usage.read_usage([root])
+    monkeypatch.setattr(claude_code_usage, "PIECE", piece)
+    pieces = claude_code_usage.read_usage([root])
+    assert pieces.rows.equals(whole.rows) and whole.rows.num_rows > 10
+    assert pieces.skips == whole.skips and len(whole.skips) == 6
+    assert pieces.bytes_read == whole.bytes_read == sum(
+        p.stat().st_size for p in root.rglob("*.jsonl"))
+
+
+def test_no_store_and_no_transcripts_says_both(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "empty"))
+    out = runner.invoke(app, ["cost", "--by", "day", "--ccusage-compatible",
+                              "--db", str(tmp_path / "typo.duckdb")])  # fmt: skip
+    assert out.exit_code == 1
+    assert f"no store at {tmp_path / 'typo.duckdb'}, and no Claude Code transcripts" in out.output
+    out = runner.invoke(app, ["cost", "SESSION", "--by", "day", "--ccusage-compatible",
+                              "--db", str(tmp_path / "typo.duckdb")])  # fmt: skip
+    assert out.exit_code == 1 and "with no store at" in out.output
