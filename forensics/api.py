@@ -1358,7 +1358,7 @@ def cost_ccusage_transcripts(
     roots, files, bytes, lines parsed, and the lines skipped (file:line, why)."""
     from .columns import COST_CCUSAGE_DAY, COST_CCUSAGE_SESSION
     from .cost import ccusage as rules
-    from .sources.files.claude_code import default_roots
+    from .sources.files.claude_code import found_roots
     from .sources.files.claude_code_usage import read_usage
 
     if by not in ("day", "session"):
@@ -1366,15 +1366,9 @@ def cost_ccusage_transcripts(
             f"ccusage totals by day or by session, not by {by!r}",
             hint="--by day|session with --ccusage-compatible",
         )
-    given = [Path(p) for p in paths]
-    if not given:
-        given = [p for p in default_roots() if (p / "projects").is_dir()]
-        if not given:
-            tried = ", ".join(str(p) for p in default_roots())
-            raise ForensicsError(
-                f"no Claude Code transcripts found: none of {tried} has a projects folder",
-                hint="give the folder with --transcripts, or set CLAUDE_CONFIG_DIR",
-            )
+    given = [Path(p) for p in paths] or found_roots(
+        "give the folder with --transcripts, or set CLAUDE_CONFIG_DIR"
+    )
     read = read_usage(given)
     found = rules.find_binary(Path(ccusage) if ccusage else None)
     table = rules.read_table(found) if found is not None else None

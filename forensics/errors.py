@@ -60,10 +60,10 @@ def stop_deferred() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    caught: list[int] = []
+    caught: list[signal.Signals] = []
     before = {n: signal.getsignal(n) for n in (signal.SIGINT, signal.SIGTERM)}
     for number in before:
-        signal.signal(number, lambda signum, frame: caught.append(signum))
+        signal.signal(number, lambda signum, frame: caught.append(signal.Signals(signum)))
     try:
         yield
     finally:

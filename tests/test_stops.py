@@ -397,14 +397,19 @@ def test_a_stop_while_the_cursor_opens_still_releases_it(
 def test_a_stop_deferred_lands_when_the_block_ends() -> None:
     from forensics.errors import stop_deferred
 
-    steps = []
-    with pytest.raises(KeyboardInterrupt):
-        with stop_deferred():
+    # Python's own Ctrl-C handler: another test of this process may have set its own
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        steps = []
+        with pytest.raises(KeyboardInterrupt):
+            with stop_deferred():
+                signal.raise_signal(signal.SIGINT)
+                steps.append("after the signal")  # the block runs to its end
+            steps.append("never")
+        assert steps == ["after the signal"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+        with pytest.raises(KeyboardInterrupt), stop_deferred():  # a stop wins over an error
             signal.raise_signal(signal.SIGINT)
-            steps.append("after the signal")  # the block runs to its end
-        steps.append("never")
-    assert steps == ["after the signal"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
-    with pytest.raises(KeyboardInterrupt), stop_deferred():  # a stop wins over an error
-        signal.raise_signal(signal.SIGINT)
-        raise ValueError("the request failed")
+            raise ValueError("the request failed")
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -100,6 +100,18 @@ def default_roots(environ: dict[str, str] | None = None) -> list[Path]:
     return [config / "claude", home / ".claude"]
 
 
+def found_roots(hint: str) -> list[Path]:
+    """The default roots that hold a projects folder; a named error (with `hint`, how to
+    give them) when none does."""
+    found = [p for p in default_roots() if (p / "projects").is_dir()]
+    if not found:
+        tried = ", ".join(str(p) for p in default_roots())
+        raise ForensicsError(
+            f"no Claude Code transcripts found: none of {tried} has a projects folder", hint=hint
+        )
+    return found
+
+
 @dataclass
 class SessionFiles:
     """One session's files, its own first."""
@@ -288,14 +300,8 @@ class ClaudeCodeSource:
         given = list(paths or [])
         self.defaulted = not given
         if not given:
-            given = [p for p in default_roots() if (p / "projects").is_dir()]
-            if not given:
-                tried = ", ".join(str(p) for p in default_roots())
-                raise ForensicsError(
-                    f"no Claude Code transcripts found: none of {tried} has a projects folder",
-                    hint="give the folder: forensics ingest claude-code ~/.claude/projects, or "
-                    "set CLAUDE_CONFIG_DIR",
-                )
+            given = found_roots("give the folder: forensics ingest claude-code "
+                                "~/.claude/projects, or set CLAUDE_CONFIG_DIR")  # fmt: skip
         self.layout = discover(given)
         if not self.layout.sessions:
             raise ForensicsError(
