@@ -800,3 +800,44 @@ def test_a_logged_record_goes_to_its_nearest_call_whatever_the_selection(tmp_pat
     monkeypatch.setattr(stored, "current", lambda store, book: False)  # priced by the query
     for sid in ("s", "t"):
         assert api.cost(db, sid, by="call").row(0, named=True) == whole[sid]
+
+
+def test_the_tools_sums_are_their_calls_sums(sample, tmp_path):
+    """`cost --by tool` is summed in DuckDB (queries/cost/tool_costs.sql): per tool, its
+    tool calls' figures summed as polars sums them, a money sum unknown when one of its
+    parts is, each price source named once; with and without the kept prices, the
+    scripted model unpriced (unknown sums) and priced by a file (known ones)."""
+    import polars as pl
+
+    def oracle(calls: pl.DataFrame) -> pl.DataFrame:
+        def known(column: str) -> pl.Expr:
+            return pl.when(pl.col(column).is_not_null().all()).then(pl.col(column).sum())
+
+        return (
+            calls.with_columns(
+                pl.when(pl.col(f"first_send_usd_{b}").is_not_null()
+                        & pl.col(f"resend_usd_{b}").is_not_null())
+                .then(pl.col(f"first_send_usd_{b}") + pl.col(f"resend_usd_{b}"))
+                .alias(f"cost_usd_{b}") for b in ("low", "high"))  # fmt: skip
+            .group_by("app_name", "tool_name")
+            .agg(
+                pl.len().cast(pl.Int64).alias("results"),
+                pl.col("result_tokens_estimated").sum(),
+                pl.col("sends").sum(),
+                *(known(c).alias(c) for c in (
+                    "first_send_usd_low", "first_send_usd_high", "resend_usd_low",
+                    "resend_usd_high", "cost_usd_low", "cost_usd_high")),  # fmt: skip
+                pl.col("unpriced_sends").sum(),
+                pl.col("price_source").str.split("; ").explode().drop_nulls().unique().sort()
+                .str.join("; "),
+            )
+            .sort(["cost_usd_high", "app_name", "tool_name"], descending=[True, False, False],
+                  nulls_last=True)  # fmt: skip
+        )
+
+    for prices in (None, PRICES):
+        tools = api.cost(sample, by="tool", prices=prices)
+        calls = api.cost(sample, by="tool-call", prices=prices)
+        assert tools.height >= 2
+        expected = oracle(calls).select(tools.columns).cast(dict(tools.schema))
+        assert tools.equals(expected), (tools, expected)
