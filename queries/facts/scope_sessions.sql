@@ -12,8 +12,11 @@ WHERE f.error IS NULL
         SELECT 1 FROM sessions AS s
         WHERE s.app_name = f.app_name AND s.user_id = f.user_id AND s.session_id = f.session_id
           AND s.family = $family))
-  AND (($since IS NULL AND $until IS NULL) OR EXISTS (
-        SELECT 1 FROM events AS t
-        WHERE t.app_name = f.app_name AND t.user_id = f.user_id AND t.session_id = f.session_id
+  -- an IN over events, not a correlated EXISTS: without a time, the filter on the scan
+  -- leaves it no rows to read (the EXISTS read every event: 0.07 s and 140 MB of every
+  -- command at 1,000,000 events)
+  AND (($since IS NULL AND $until IS NULL) OR (f.app_name, f.user_id, f.session_id) IN (
+        SELECT (t.app_name, t.user_id, t.session_id) FROM events AS t
+        WHERE ($since IS NOT NULL OR $until IS NOT NULL)
           AND ($since IS NULL OR t.epoch >= $since) AND ($until IS NULL OR t.epoch < $until)))
 ORDER BY ordinal;
