@@ -213,6 +213,12 @@ class Costing:
         return share(self._query("cost/share").row(0, named=True))
 
 
+# What DuckDB may hold while every call is priced (it spills the rest to disk). Uncapped,
+# pricing 493,692 calls peaked at 1.46-1.51 GB in 4.3-4.7 s; at 768 MB, 0.99 GB in
+# 5.3-5.5 s; at 512 MB, 0.73 GB but in 9.3-9.9 s.
+PRICING_MEMORY_LIMIT = "768MB"
+
+
 def price_store(store: Store, book: PriceBook) -> bool:
     """Price every call of the store with `book` and keep them (cost/stored.py), where
     the facts are brought up to date; False when the store keeps no current ratio fit
@@ -224,13 +230,14 @@ def price_store(store: Store, book: PriceBook) -> bool:
     tables = {**costing.rates(), "cost_window": costing.tables["cost_window"]}
     tool_calls = sql.load("cost/tool_calls").sql.strip().rstrip(";")
     stored.unmark(store)  # until both are written: a stop between leaves them unused
-    facts.execute(f"CREATE OR REPLACE TABLE {stored.TABLE} AS FROM cost_calls",  # noqa: S608
-                  tables, stored.VIEWS)  # fmt: skip
-    # each tool result's first send, and what it cost in all, from the calls just kept
-    facts.execute(f"CREATE OR REPLACE TABLE {stored.FIRST_SENDS} AS FROM cost_first_sends",  # noqa: S608
-                  tables, _STORED_VIEWS)  # fmt: skip
-    facts.execute(f"CREATE OR REPLACE TABLE {stored.TOOL_TABLE} AS {tool_calls}",
-                  tables, _STORED_ALL_VIEWS)  # fmt: skip
+    with store.memory_limit(PRICING_MEMORY_LIMIT):
+        facts.execute(f"CREATE OR REPLACE TABLE {stored.TABLE} AS FROM cost_calls",  # noqa: S608
+                      tables, stored.VIEWS)  # fmt: skip
+        # each tool result's first send, and what it cost in all, from the calls just kept
+        facts.execute(f"CREATE OR REPLACE TABLE {stored.FIRST_SENDS} AS FROM cost_first_sends",  # noqa: S608
+                      tables, _STORED_VIEWS)  # fmt: skip
+        facts.execute(f"CREATE OR REPLACE TABLE {stored.TOOL_TABLE} AS {tool_calls}",
+                      tables, _STORED_ALL_VIEWS)  # fmt: skip
     stored.mark(store, book)
     return True
 
