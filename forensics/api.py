@@ -1373,7 +1373,10 @@ def cost_ccusage_transcripts(
     found = rules.find_binary(Path(ccusage) if ccusage else None)
     table = rules.read_table(found) if found is not None else None
     usage = rules.TranscriptUsage(read.rows)
-    frame = rules.Reconciliation(usage, table, (since, until)).totals(by)
+    try:
+        frame = rules.Reconciliation(usage, table, (since, until)).totals(by)
+    finally:
+        usage.close()
     spec = COST_CCUSAGE_DAY if by == "day" else COST_CCUSAGE_SESSION
     summary = {
         "roots": [str(p) for p in given],

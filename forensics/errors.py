@@ -55,23 +55,49 @@ class FactsInterrupted(KeyboardInterrupt):
 def stop_deferred() -> Iterator[None]:
     """Ctrl-C or SIGTERM during the block takes effect when it ends: for a request whose
     answer must reach the caller for it to clean up after it (a point in time or a scroll
-    the server opens, whose id only its answer carries; the request has a timeout). Only
-    the main thread receives signals; elsewhere the block runs as it is."""
-    if threading.current_thread() is not threading.main_thread():
+    the server opens, whose id only its answer carries; the request has a timeout). A
+    second one does not wait. Only the main thread receives signals; elsewhere, or where
+    a handler was set outside Python, the block runs as it is."""
+    numbers = (signal.SIGINT, signal.SIGTERM)
+    before = {n: signal.getsignal(n) for n in numbers}
+    if threading.current_thread() is not threading.main_thread() or None in before.values():
         yield
         return
     caught: list[signal.Signals] = []
-    before = {n: signal.getsignal(n) for n in (signal.SIGINT, signal.SIGTERM)}
-    for number in before:
-        signal.signal(number, lambda signum, frame: caught.append(signal.Signals(signum)))
+
+    def deliver(number: signal.Signals) -> None:
+        handler = before[number]
+        if callable(handler):
+            handler(number, None)  # Ctrl-C's raises KeyboardInterrupt, SIGTERM's too
+        elif handler == signal.SIG_DFL:
+            signal.raise_signal(number)
+
+    def held(signum: int, frame: object) -> None:
+        if caught:  # asked twice: now
+            deliver(signal.Signals(signum))
+        caught.append(signal.Signals(signum))
+
+    with _signals_blocked(numbers):  # no signal between the two swaps
+        for number in numbers:
+            signal.signal(number, held)
     try:
         yield
     finally:
-        for number, handler in before.items():
-            signal.signal(number, handler)
+        with _signals_blocked(numbers):
+            for number, handler in before.items():
+                signal.signal(number, handler)
         if caught:  # the stop wins over an error the block ended with
-            handler = before[caught[0]]
-            if callable(handler):
-                handler(caught[0], None)  # Ctrl-C's raises KeyboardInterrupt, SIGTERM's too
-            elif handler == signal.SIG_DFL:
-                signal.raise_signal(caught[0])
+            deliver(caught[0])
+
+
+@contextmanager
+def _signals_blocked(numbers: tuple[signal.Signals, ...]) -> Iterator[None]:
+    """`numbers` held pending by the system for the block (where it can), then delivered."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, numbers)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

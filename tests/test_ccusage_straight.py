@@ -69,6 +69,19 @@ def hostile(root: Path) -> Path:
         "id": "m-side", "model": MODEL, "content": "x", "usage": usage(9, 0, 900, 9)}))  # fmt: skip
     one.add(one._line("assistant", requestId="r-side", message={
         "id": "m-side", "model": MODEL, "content": "x", "usage": usage(9, 0, 90, 9)}))  # fmt: skip
+    # a response's lines whose totals tie but whose costUSD differs: the first counts;
+    # and whose recorded writes and their split rank the lines apart: the recorded, as
+    # the ingest keeps a response's largest usage
+    for cost in (0.01, 9.0):
+        one.add(one._line("assistant", requestId="r-tie", costUSD=cost, message={
+            "id": "m-tie", "model": MODEL, "content": "x",
+            "usage": usage(1, 0, 0, 5)}))  # fmt: skip
+    for written, split in ((1000, 0), (0, 500)):
+        one.add(one._line("assistant", requestId="r-split", message={
+            "id": "m-split", "model": MODEL, "content": "x", "usage": {
+                "input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": written,
+                "cache_creation": {"ephemeral_5m_input_tokens": split,
+                                   "ephemeral_1h_input_tokens": 0}}}))  # fmt: skip
     one.write(root)
     path = root / "projects" / "-home-dev-p" / "h-1.jsonl"
     with path.open("ab") as handle:  # not UTF-8, with a usage key
@@ -133,13 +146,15 @@ def test_the_cli_prints_what_the_store_prints(stored) -> None:
 def test_without_a_store_the_folders_ccusage_reads_are_read(stored, tmp_path, monkeypatch):
     root, db = stored
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root))
-    monkeypatch.setenv("FORENSICS_DB", str(tmp_path / "none.duckdb"))
+    monkeypatch.delenv("FORENSICS_DB", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ./forensics.duckdb
     out = runner.invoke(app, ["cost", "--by", "day", "--ccusage-compatible", "-f", "json"])
     assert out.exit_code == 0, out.output
+    assert "No store at forensics.duckdb: ccusage's totals are read straight" in out.stderr
     kept = runner.invoke(app, ["cost", "--by", "day", "--ccusage-compatible",
                                "--db", str(db), "-f", "json"])  # fmt: skip
     assert out.stdout == kept.stdout
-    assert not (tmp_path / "none.duckdb").exists()
+    assert not (tmp_path / "forensics.duckdb").exists()
 
 
 @pytest.mark.parametrize(
@@ -195,12 +210,22 @@ def test_pieces_of_any_size_read_the_same_lines(
         p.stat().st_size for p in root.rglob("*.jsonl"))
 
 
-def test_no_store_and_no_transcripts_says_both(tmp_path: Path, monkeypatch) -> None:
+def test_a_store_named_that_is_not_there_is_an_error_not_the_transcripts(
+    stored, tmp_path: Path, monkeypatch
+) -> None:
+    root, _ = stored
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root))  # there, and not read
+    for how in (["--db", str(tmp_path / "typo.duckdb")], []):
+        if not how:
+            monkeypatch.setenv("FORENSICS_DB", str(tmp_path / "typo.duckdb"))
+        out = runner.invoke(app, ["cost", "--by", "day", "--ccusage-compatible", *how])
+        assert out.exit_code == 1, out.output
+        assert f"no store at {tmp_path / 'typo.duckdb'}" in out.output
+        assert not (tmp_path / "typo.duckdb").exists()
+    monkeypatch.delenv("FORENSICS_DB")
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "empty"))
-    out = runner.invoke(app, ["cost", "--by", "day", "--ccusage-compatible",
-                              "--db", str(tmp_path / "typo.duckdb")])  # fmt: skip
-    assert out.exit_code == 1
-    assert f"no store at {tmp_path / 'typo.duckdb'}, and no Claude Code transcripts" in out.output
-    out = runner.invoke(app, ["cost", "SESSION", "--by", "day", "--ccusage-compatible",
-                              "--db", str(tmp_path / "typo.duckdb")])  # fmt: skip
+    out = runner.invoke(app, ["cost", "--by", "day", "--ccusage-compatible"])
+    assert out.exit_code == 1 and "no Claude Code transcripts found" in out.output
+    out = runner.invoke(app, ["cost", "SESSION", "--by", "day", "--ccusage-compatible"])
     assert out.exit_code == 1 and "with no store at" in out.output

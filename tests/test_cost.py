@@ -841,3 +841,19 @@ def test_the_tools_sums_are_their_calls_sums(sample, tmp_path):
         assert tools.height >= 2
         expected = oracle(calls).select(tools.columns).cast(dict(tools.schema))
         assert tools.equals(expected), (tools, expected)
+
+
+def test_pricing_that_needs_more_than_its_cap_still_prices(sample, tmp_path, monkeypatch):
+    """Every call is priced under a DuckDB memory cap (PRICING_MEMORY_LIMIT); what DuckDB
+    cannot spill under it is priced without it, not left unpriced."""
+    import duckdb
+
+    from forensics.cost import billed, stored
+
+    monkeypatch.setattr(billed, "PRICING_MEMORY_LIMIT", "1MB")
+    db = tmp_path / "capped.duckdb"
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute(f"SELECT count(*) FROM {stored.TABLE}").fetchall()[0][0] > 0
+    for by in ("day", "tool"):
+        assert api.cost(db, by=by).equals(api.cost(sample, by=by))

@@ -411,5 +411,13 @@ def test_a_stop_deferred_lands_when_the_block_ends() -> None:
         with pytest.raises(KeyboardInterrupt), stop_deferred():  # a stop wins over an error
             signal.raise_signal(signal.SIGINT)
             raise ValueError("the request failed")
+        steps.clear()
+        with pytest.raises(KeyboardInterrupt), stop_deferred():  # asked twice: at once
+            signal.raise_signal(signal.SIGINT)
+            steps.append("after the first")
+            signal.raise_signal(signal.SIGINT)
+            steps.append("never")
+        assert steps == ["after the first"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, previous)

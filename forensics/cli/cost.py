@@ -105,9 +105,9 @@ def cost(
             "--transcripts",
             help="With --ccusage-compatible: these Claude Code folders or .jsonl files read "
             "straight, without a store or an ingest (only the lines that record a usage are "
-            "parsed; --db is not read). Repeatable. With no store at all, the folders "
-            "ccusage reads ($CLAUDE_CONFIG_DIR, else ~/.config/claude and ~/.claude) are "
-            "read so.",
+            "parsed; --db is not read). Repeatable. With no store named (--db, "
+            "FORENSICS_DB) and none here, the folders ccusage reads ($CLAUDE_CONFIG_DIR, "
+            "else ~/.config/claude and ~/.claude) are read so.",
         ),
     ] = None,
     source: SourceOption = None,
@@ -177,13 +177,14 @@ def cost(
                 "--ccusage-compatible totals by day or by session, as ccusage does",
                 hint="--by day or --by session",
             )
-        store_path = db if db is not None else api.default_db_path()
-        if transcripts or not store_path.exists():
-            # without a store at all, ccusage's question is answered from its own folders
-            # (--db is not a conflict: it may be FORENSICS_DB's; the footnote says no store)
+        # with no store named (no --db, no FORENSICS_DB) and none here, ccusage's question
+        # is answered from its own folders; a store named that is not there is an error
+        no_store = db is None and not api.default_db_path().exists()
+        if transcripts or no_store:
+            # --db is not a conflict with --transcripts: it may be FORENSICS_DB's
             given = (session_id, app_name, user, source)
             _ccusage_straight(transcripts or [], chosen, ccusage, picked, fmt, given,
-                              None if transcripts else store_path)  # fmt: skip
+                              None if transcripts else api.default_db_path())  # fmt: skip
             return
         frame = api.cost_ccusage(db, picked, by=chosen, ccusage=ccusage)
         spec = COST_CCUSAGE_DAY if chosen == "day" else COST_CCUSAGE_SESSION
@@ -232,18 +233,12 @@ def _ccusage_straight(
             hint="use --since/--until, or ingest them (forensics ingest claude-code) and "
             "select in the store",
         )
-    try:
-        frame, read = api.cost_ccusage_transcripts(
-            paths, by=by, ccusage=ccusage, since=picked.since, until=picked.until
-        )
-    except ForensicsError as e:
-        if no_store is None:
-            raise
-        raise ForensicsError(
-            f"no store at {no_store}, and {e}",
-            hint="point --db / FORENSICS_DB at a store, or give the transcripts with "
-            "--transcripts",
-        ) from None
+    if no_store is not None:
+        echo(f"No store at {no_store}: ccusage's totals are read straight from the "
+             "transcripts ccusage reads (--transcripts names others).", err=True)  # fmt: skip
+    frame, read = api.cost_ccusage_transcripts(
+        paths, by=by, ccusage=ccusage, since=picked.since, until=picked.until
+    )
     skips = read["skips"]
     if skips:
         where, why = skips[0]

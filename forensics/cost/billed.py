@@ -14,6 +14,7 @@ from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
+import duckdb
 import polars as pl
 import pyarrow as pa
 
@@ -230,7 +231,8 @@ def price_store(store: Store, book: PriceBook) -> bool:
     tables = {**costing.rates(), "cost_window": costing.tables["cost_window"]}
     tool_calls = sql.load("cost/tool_calls").sql.strip().rstrip(";")
     stored.unmark(store)  # until both are written: a stop between leaves them unused
-    with store.memory_limit(PRICING_MEMORY_LIMIT):
+
+    def write() -> None:
         facts.execute(f"CREATE OR REPLACE TABLE {stored.TABLE} AS FROM cost_calls",  # noqa: S608
                       tables, stored.VIEWS)  # fmt: skip
         # each tool result's first send, and what it cost in all, from the calls just kept
@@ -238,6 +240,12 @@ def price_store(store: Store, book: PriceBook) -> bool:
                       tables, _STORED_VIEWS)  # fmt: skip
         facts.execute(f"CREATE OR REPLACE TABLE {stored.TOOL_TABLE} AS {tool_calls}",
                       tables, _STORED_ALL_VIEWS)  # fmt: skip
+
+    try:
+        with store.memory_limit(PRICING_MEMORY_LIMIT):
+            write()
+    except duckdb.OutOfMemoryException:
+        write()  # what DuckDB cannot spill gets the memory it needs, as before the cap
     stored.mark(store, book)
     return True
 

@@ -488,6 +488,9 @@ class TranscriptUsage:
             "SELECT DISTINCT app_name, user_id, session_id FROM transcript_events"
         )
 
+    def close(self) -> None:
+        self.con.close()
+
     def query(self, name: str, tables: dict[str, pa.Table] | None = None,
               **params: Any) -> pl.DataFrame:  # fmt: skip
         query = sql.load(name)

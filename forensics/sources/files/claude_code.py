@@ -229,6 +229,18 @@ def discover(paths: list[Path]) -> Layout:
     return Layout(sessions, roots, passed_over)
 
 
+def sessions_under(paths: list[Path]) -> Layout:
+    """discover(paths), or a named error when they hold no session's transcript."""
+    layout = discover(paths)
+    if not layout.sessions:
+        raise ForensicsError(
+            f"no Claude Code transcripts (.jsonl files of a project) under "
+            f"{', '.join(str(p) for p in paths)}",
+            hint="Claude Code writes them to <config>/projects/<project>/<session>.jsonl",
+        )
+    return layout
+
+
 def read_lines(path: Path, skip: Any) -> Iterator[tuple[int, str]]:
     """(line number, text) of a file, one line in memory at a time; a line that is not
     UTF-8 is skipped with its place."""
@@ -302,13 +314,7 @@ class ClaudeCodeSource:
         if not given:
             given = found_roots("give the folder: forensics ingest claude-code "
                                 "~/.claude/projects, or set CLAUDE_CONFIG_DIR")  # fmt: skip
-        self.layout = discover(given)
-        if not self.layout.sessions:
-            raise ForensicsError(
-                f"no Claude Code transcripts (.jsonl files of a project) under "
-                f"{', '.join(str(p) for p in given)}",
-                hint="Claude Code writes them to <config>/projects/<project>/<session>.jsonl",
-            )
+        self.layout = sessions_under(given)
         self.user = user
         self.location = ", ".join(self.layout.roots)
         self.notes: dict[str, object] = {}

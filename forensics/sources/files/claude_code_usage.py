@@ -9,10 +9,11 @@ and parses those alone; each is read by the ingest's own functions (transcript.p
 ingest keeps of it in `transcript_events`. It differs from an ingest in what it does not
 read:
 
-- a response is one row per line that carries its usage (the ingest keeps the line of
-  its largest usage); queries/cost/ccusage.sql keeps one entry per message and request
-  id across all of them either way, by the same order, so the totals are the same. A
-  response without both ids is one entry per file, thread side and id;
+- a response is its lines of one file, thread side (main or sidechain) and id, where
+  the ingest's reader tells its responses apart by what comes between their lines: a
+  response whose id comes again after another response, a prompt or a compaction is
+  one entry here (its largest usage) and two there, of which the ingest keeps the
+  first and drops the repeat;
 - a line without a `"usage"` key is not parsed, so a malformed one is not a skip here.
 """
 
@@ -36,7 +37,7 @@ from ...families.claude_code.transcript import (
     usage_total,
 )
 from ...store.arrow import columns_table
-from .claude_code import DEFAULT_USER, DETAIL_SCHEMA, discover
+from .claude_code import DEFAULT_USER, DETAIL_SCHEMA, sessions_under
 
 MARKER = b'"usage"'
 _MARKER = re.compile(re.escape(MARKER))  # a compiled search scans faster than bytes.find
@@ -132,13 +133,14 @@ def _usage_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
 def read_usage(paths: list[Path], user: str = DEFAULT_USER) -> UsageRead:
     """The usage rows of every transcript under `paths` (as `ingest claude-code` finds
     them), each as `transcript_events` would hold it."""
-    layout = discover(paths)
+    layout = sessions_under(paths)
     read = UsageRead(columns_table(dict.fromkeys(USAGE_SCHEMA.names, ()), USAGE_SCHEMA))
     read.passed_over = layout.passed_over
     sink = _Skips(read.skips)
-    rows: list[dict[str, Any]] = []
-    # a response without both ids: one entry per (file, side, key), its largest usage
-    unkeyed: dict[tuple[str, bool, str, str], dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []  # failed requests: a row each
+    # a response: one row per (session, file, side, key), the first of its largest usage,
+    # as SessionReader keeps a response's usage
+    responses: dict[tuple[str, str, bool, str], dict[str, Any]] = {}
     for entry in layout.sessions:
         ids = {"app_name": entry.app, "user_id": user, "session_id": entry.session_id}
         for path, file in entry.files:
@@ -152,19 +154,19 @@ def read_usage(paths: list[Path], user: str = DEFAULT_USER) -> UsageRead:
                         if row is None:
                             continue
                         row.update(ids, file=file.rel, event_id=f"{file.rel}@{offset}")
-                        if row["kind"] == "failed" or (row["message_id"] and row["request_id"]):
+                        if row["kind"] == "failed":
                             rows.append(row)
                             continue
-                        side = (file.rel, row["is_sidechain"], row.pop("key"), entry.session_id)
-                        held = unkeyed.get(side)
+                        side = (entry.session_id, file.rel, row["is_sidechain"], row["key"])
+                        held = responses.get(side)
                         if held is None or row["total"] > held["total"]:
-                            unkeyed[side] = row
+                            responses[side] = row
                     read.bytes_read += handle.tell()
             except OSError as e:
                 read.skips.append((str(path), f"cannot read the file: {e}"))
                 continue
             read.files += 1
-    rows += unkeyed.values()
+    rows += responses.values()
     # by column, each row's values taken at once (a row lacks no key: _TEMPLATE)
     values = list(zip(*map(_VALUES, rows), strict=True)) or [()] * len(USAGE_SCHEMA)
     read.rows = columns_table(dict(zip(USAGE_SCHEMA.names, values, strict=True)), USAGE_SCHEMA)
@@ -197,24 +199,19 @@ def _row(
     """The row an ingest keeps of a line with usage (SessionReader._assistant, _failed),
     its `line` the line's offset; None for a line that records none. `locator` stands for
     the line where it has no id."""
-    if kind == "system":
-        if line.get("subtype") != "api_error":
-            return None
+    if kind == "assistant" and not isinstance(line.get("message"), dict):
+        sink.skip(locator, "an assistant line without a message object")
+        return None
+    failed = (kind == "system" and line.get("subtype") == "api_error") or (
+        kind == "assistant" and line.get("isApiErrorMessage") is True)  # fmt: skip
+    if failed:
         details, usage, refused = failure_detail(line, offset, when)
         if refused:
             sink.skip(locator, f"{refused}: the failure is kept without it")
         return {**_TEMPLATE, **details, **usage, "kind": "failed"} if usage else None
     if kind != "assistant":
         return None
-    message = line.get("message")
-    if not isinstance(message, dict):
-        sink.skip(locator, "an assistant line without a message object")
-        return None
-    if line.get("isApiErrorMessage") is True:
-        details, usage, refused = failure_detail(line, offset, when)
-        if refused:
-            sink.skip(locator, f"{refused}: the failure is kept without it")
-        return {**_TEMPLATE, **details, **usage, "kind": "failed"} if usage else None
+    message = line["message"]
     usage, refused = usage_counts(message.get("usage"))
     if refused:
         sink.skip(locator, f"{refused}: the response is kept without this line's usage")
