@@ -791,3 +791,37 @@ def test_a_run_that_fails_after_committing_batches_is_undone(tmp_path):
     ledger = api.ingests(db).sort("ingest_id")
     assert ledger["status"].to_list() == ["ok", "failed"]
     assert ledger["rows_loaded"].to_list() == [1, 0]
+
+
+def test_a_stop_just_after_the_run_was_committed_says_it_was(tmp_path, monkeypatch):
+    """Ctrl-C after the ingest's last commit, while its memory cap is set back (found by
+    the test above at a stop 45% through the run): the run is kept and said to be, not
+    "nothing from this run was committed". The interrupt is raised at that point here."""
+    from contextlib import contextmanager
+
+    from forensics.errors import FactsInterrupted
+    from forensics.store import Store
+
+    data = _big_ndjson(tmp_path / "small.ndjson", events=400)
+    capped = Store.memory_limit
+
+    from forensics.ingest.pipeline import INGEST_MEMORY_LIMIT
+
+    stops = [KeyboardInterrupt]  # the first cap set back: the ingest's (the facts' after)
+
+    @contextmanager
+    def stopped_on_the_way_out(self, limit):
+        with capped(self, limit):
+            yield
+        if limit == INGEST_MEMORY_LIMIT and stops:
+            raise stops.pop()
+
+    monkeypatch.setattr(Store, "memory_limit", stopped_on_the_way_out)
+    db = tmp_path / "s.duckdb"
+    with pytest.raises(KeyboardInterrupt) as stopped:  # (a bare one would end pytest)
+        api.ingest_json(db, [data], app="a", user="u")
+    assert isinstance(stopped.value, FactsInterrupted), repr(stopped.value)
+    assert "the ingest was committed (400 events loaded)" in str(stopped.value)
+    monkeypatch.undo()
+    assert api.ingests(db)["status"].to_list() == ["ok"]
+    assert api.sessions(db)["events"].to_list() == [400]

@@ -13,6 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from .. import sql
+from ..errors import FactsInterrupted
 from ..families.adk.normalize import Normalized, Normalizer
 from ..families.adk.releases import from_pickled_actions
 from ..model import Release
@@ -80,22 +81,35 @@ def ingest(
         incremental=incremental,
     )
     run = _Run(store, source, result, release, progress)
-    with store.memory_limit(INGEST_MEMORY_LIMIT):
-        try:
-            for batch in prefetch(_normalized(source, since)):
+    finished = False
+    try:
+        with store.memory_limit(INGEST_MEMORY_LIMIT):
+            try:
+                for batch in prefetch(_normalized(source, since)):
+                    with store.transaction():
+                        run.insert(batch)
                 with store.transaction():
-                    run.insert(batch)
-            with store.transaction():
-                run.finish()
-        except BaseException as e:
-            result.seconds = time.monotonic() - run.clock
-            result.notes = dict(getattr(source, "notes", {}))
-            if not commit_each_batch:
-                _undo(store, result.ingest_id)
-            ledger.write_stopped(store, result, run.started, ledger.now(), e, commit_each_batch)
-            if ledger.is_interrupt(e) and not isinstance(e, KeyboardInterrupt):
-                raise KeyboardInterrupt from None
-            raise
+                    run.finish()
+                finished = True
+            except BaseException as e:
+                result.seconds = time.monotonic() - run.clock
+                result.notes = dict(getattr(source, "notes", {}))
+                if not commit_each_batch:
+                    _undo(store, result.ingest_id)
+                ledger.write_stopped(store, result, run.started, ledger.now(), e,
+                                     commit_each_batch)  # fmt: skip
+                if ledger.is_interrupt(e) and not isinstance(e, KeyboardInterrupt):
+                    raise KeyboardInterrupt from None
+                raise
+    except BaseException as e:
+        # stopped after the run was committed (while the memory cap was set back): the
+        # run stays, and is said to (not "nothing was committed")
+        if finished and ledger.is_interrupt(e):
+            raise FactsInterrupted(
+                f"the ingest was committed ({result.rows_loaded:,} events loaded); the facts"
+                " are built by `forensics analyze` or the next command."
+            ) from None
+        raise
     return result
 
 
