@@ -284,10 +284,7 @@ def _refreshed(store: Store, result: IngestResult) -> IngestResult:
     try:
         done = refresh(store, PROGRESS.get())
     except KeyboardInterrupt:
-        raise FactsInterrupted(
-            f"the ingest was committed ({result.rows_loaded:,} events loaded);"
-            " the facts not built yet are built by `forensics analyze` or the next command."
-        ) from None
+        raise FactsInterrupted.after_commit(result.rows_loaded) from None
     if done.failed:
         n = len(done.failed)
         result.notes["facts_failed"] = (
@@ -1164,10 +1161,8 @@ class Scope:
                 f"users' ({shown})",
                 hint="--user USER with --ccusage-compatible",
             )
-        found = ccusage.find_binary(binary)
-        table = ccusage.read_table(found) if found is not None else None
         window = (self.selection.since, self.selection.until)
-        frame = ccusage.Reconciliation(self.facts, table, window).totals(by)
+        frame = ccusage.reconciled(self.facts, by, binary, window)
         spec = COST_CCUSAGE_DAY if by == "day" else COST_CCUSAGE_SESSION
         return spec.from_query(frame)
 
@@ -1370,11 +1365,9 @@ def cost_ccusage_transcripts(
         "give the folder with --transcripts, or set CLAUDE_CONFIG_DIR"
     )
     read = read_usage(given)
-    found = rules.find_binary(Path(ccusage) if ccusage else None)
-    table = rules.read_table(found) if found is not None else None
     usage = rules.TranscriptUsage(read.rows)
     try:
-        frame = rules.Reconciliation(usage, table, (since, until)).totals(by)
+        frame = rules.reconciled(usage, by, Path(ccusage) if ccusage else None, (since, until))
     finally:
         usage.close()
     spec = COST_CCUSAGE_DAY if by == "day" else COST_CCUSAGE_SESSION

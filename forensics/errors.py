@@ -50,6 +50,14 @@ class FactsInterrupted(KeyboardInterrupt):
         super().__init__(message)
         self.message = message
 
+    @classmethod
+    def after_commit(cls, events: int) -> FactsInterrupted:
+        """The stop of a run whose ingest was committed and whose facts are not built."""
+        return cls(
+            f"the ingest was committed ({events:,} events loaded); the facts not built yet"
+            " are built by `forensics analyze` or the next command."
+        )
+
 
 @contextmanager
 def stop_deferred() -> Iterator[None]:

@@ -246,8 +246,7 @@ def _ccusage_straight(
              f"{where}: {why})", err=True)  # fmt: skip
     spec = COST_CCUSAGE_DAY if by == "day" else COST_CCUSAGE_SESSION
     shown = frame["price_source"][0] if frame.height else "no Claude Code usage found"
-    missing = f"no store at {no_store}, so " if no_store is not None else ""
-    read_from = (f"{missing}read straight from {counted(read['files'], 'file')} "
+    read_from = (f"read straight from {counted(read['files'], 'file')} "
                  f"({read['bytes'] / 1e6:,.1f} MB) under {', '.join(read['roots'])}, no store: "
                  f"{counted(read['lines_parsed'], 'line')} with a usage parsed")  # fmt: skip
     emit(frame, fmt, spec, f"ccusage's rules, not the provider's bill; prices: {shown}; "

@@ -33,18 +33,17 @@ from datetime import date
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+import duckdb
 import polars as pl
 import pyarrow as pa
 
 from .. import sql
 from ..errors import ForensicsError
 from ..store.arrow import rows_table
+from ..store.handle import connect, raise_if_interrupted
 from .prices import Unknown, genai_prices_version, list_price
-
-if TYPE_CHECKING:
-    import duckdb
 
 ENV = "FORENSICS_CCUSAGE"
 THRESHOLD = 200_000  # tokens of one field above which its excess pays the above-200k rate
@@ -479,9 +478,7 @@ class TranscriptUsage:
     facts are: the same queries, over an in-memory DuckDB, every session in scope."""
 
     def __init__(self, rows: pa.Table):
-        import duckdb
-
-        self.con: duckdb.DuckDBPyConnection = duckdb.connect()
+        self.con: duckdb.DuckDBPyConnection = connect()  # offline, as every connection
         self.con.register("transcript_events", rows)
         self.con.execute(
             "CREATE TEMP TABLE scope_sessions AS "
@@ -499,11 +496,25 @@ class TranscriptUsage:
         try:
             found = self.con.sql(query.sql, params={k: params.get(k) for k in query.params})
             frame = pl.from_arrow(found.to_arrow_table())
+        except (duckdb.InterruptException, RuntimeError) as e:
+            raise_if_interrupted(e)
+            raise
         finally:
             for table_name in tables or {}:
                 self.con.unregister(table_name)
         assert isinstance(frame, pl.DataFrame)
         return frame
+
+
+def reconciled(
+    queries: Queries, by: str, binary: Path | None, window: tuple[float | None, float | None]
+) -> pl.DataFrame:
+    """The totals of `queries`' usage by `by` (day or session) as ccusage gives them,
+    priced with the table of its install (`binary`, else one found; else genai-prices
+    under its rules), in [since, until) of `window` (epoch seconds)."""
+    found = find_binary(binary)
+    table = read_table(found) if found is not None else None
+    return Reconciliation(queries, table, window).totals(by)
 
 
 class Reconciliation:

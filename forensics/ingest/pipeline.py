@@ -105,10 +105,7 @@ def ingest(
         # stopped after the run was committed (while the memory cap was set back): the
         # run stays, and is said to (not "nothing was committed")
         if finished and ledger.is_interrupt(e):
-            raise FactsInterrupted(
-                f"the ingest was committed ({result.rows_loaded:,} events loaded); the facts"
-                " are built by `forensics analyze` or the next command."
-            ) from None
+            raise FactsInterrupted.after_commit(result.rows_loaded) from None
         raise
     return result
 

@@ -357,6 +357,18 @@ class Cluster:
         return client.create_point_in_time, client.delete_point_in_time
 
 
+def _opening(request: Callable[[], Any], key: str, opened: set[str]) -> Any:
+    """The answer of `request`, which opens a cursor (a point in time, a scroll) whose id
+    only that answer carries: a stop waits for it (the request has a timeout; a retry's
+    pause does not wait), and the id (its `key`) is kept in `opened`, to be released."""
+    with stop_deferred():
+        answer = request()
+        found = answer.get(key) if isinstance(answer, dict) else None
+        if isinstance(found, str) and found:
+            opened.add(found)
+        return answer
+
+
 class _Pages:
     """One scan: its query, sort and cursors; `run` is the generator the caller iterates."""
 
@@ -435,15 +447,10 @@ class _Pages:
         cluster = self.cluster
         create, delete = cluster._pit_methods()
 
-        def request() -> Any:
-            # a stop waits for the answer (the request has a timeout; a retry's pause does
-            # not wait) and for its id to be kept in self.opened, which run() releases
-            with stop_deferred():
-                answer = create(index=self.index, params={"keep_alive": self.keep_alive})
-                found = answer.get("pit_id") if isinstance(answer, dict) else None
-                if isinstance(found, str) and found:
-                    self.opened.add(found)
-                return answer
+        def request() -> Any:  # its id kept in self.opened, which run() releases
+            return _opening(lambda: create(index=self.index,
+                                           params={"keep_alive": self.keep_alive}),
+                            "pit_id", self.opened)  # fmt: skip
 
         try:
             # a retried creation may leave the first PIT open: the server drops it after
@@ -544,19 +551,12 @@ class _Pages:
             "sort": _sort_spec(self.sort, shard_doc=False, scroll=True),  # _shard_doc: PIT only
             "track_total_hits": True,
         }
-
         opened: set[str] = set()
 
-        def request() -> Any:
-            # a stop waits for the answer (the request has a timeout; a retry's pause does
-            # not wait) and for its scroll id to be kept here, for the clearing below
-            with stop_deferred():
-                answer = client.search(index=self.index, body=body,
-                                       params={"scroll": self.keep_alive})  # fmt: skip
-                found = answer.get("_scroll_id") if isinstance(answer, dict) else None
-                if found:
-                    opened.add(str(found))
-                return answer
+        def request() -> Any:  # its scroll id kept in `opened`, for the clearing below
+            return _opening(lambda: client.search(index=self.index, body=body,
+                                                  params={"scroll": self.keep_alive}),
+                            "_scroll_id", opened)  # fmt: skip
 
         first = True
         last_keys: list[tuple[Any, Any]] = []
