@@ -7,12 +7,15 @@ framework, partial and empty events), under the rules of each ADK release bounda
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from forensics.analysis.facts import _compactions, _kind, _stored, session_calls
 from forensics.families.adk.windows import calls, sent, window, windows
+from forensics.families.windows import rules_of
 from forensics.model import ROLES, CompactionRange, Event, Part, Release, Session
 
 RELEASES = (None, "1.5.0", "1.10.0", "1.14.0", "1.16.0", "1.22.0", "1.25.0", "2.7.0",
@@ -38,10 +41,14 @@ def parts(draw, author: str | None) -> list[Part]:
 
 
 @st.composite
-def sessions(draw) -> Session:
+def sessions(draw, repeat_ids: bool = False) -> Session:
+    """A session of up to 40 events; with `repeat_ids`, some events share an id."""
     events: list[Event] = []
     clock = 1_000.0
     for n in range(draw(st.integers(1, 40))):
+        name = f"e{n}"
+        if repeat_ids and n and draw(st.integers(0, 4)) == 0:
+            name = f"e{draw(st.integers(0, n - 1))}"
         clock += draw(st.sampled_from([0.0, 1.0, 2.5, -3.0]))  # ties and going back in time
         if events and draw(st.integers(0, 7)) == 0:
             epochs = sorted(e.epoch for e in events)
@@ -49,7 +56,7 @@ def sessions(draw) -> Session:
             end = draw(st.sampled_from([e for e in epochs if e >= start] or [start]))
             summary = [Part("compaction", 0, draw(st.sampled_from(["text", "thought"])), None,
                             None, False, draw(st.integers(0, 300)), 0, None)]  # fmt: skip
-            events.append(Event(f"e{n}", f"cmp{n}", "user", None, None, clock, False, None,
+            events.append(Event(name, f"cmp{n}", "user", None, None, clock, False, None,
                                 None, True, CompactionRange(start, end),
                                 draw(st.none() | st.integers(1, 50)), None, None,
                                 frozenset(), None, [],
@@ -59,7 +66,7 @@ def sessions(draw) -> Session:
         error = draw(st.sampled_from([None, None, None, "MAX_TOKENS", "ToolCrash"]))
         events.append(
             Event(
-                f"e{n}", f"inv{n // 5}", author,
+                name, f"inv{n // 5}", author,
                 draw(st.sampled_from([None, None, "a", "a.b", "c"])),
                 draw(st.sampled_from([None, None, "s1"])),
                 clock, draw(st.integers(0, 15)) == 0, error, None, False, None,
@@ -105,13 +112,73 @@ def test_windows_in_one_pass_are_window_of_each_index(session):
 @settings(max_examples=300, deadline=None)
 @given(session=sessions())
 def test_what_a_window_sent_is_what_window_holds(session):
-    ids = {e.event_id for e in session.events}
-    asked = {i: ids for i in range(len(session.events))}
-    found = sent(session, asked)
-    for i in asked:
+    found = sent(session, range(len(session.events)))
+    for i in range(len(session.events)):
         parts = window(session, i)
         assert found[i] == ({p.event_id for p in parts if p.role != "summary"},
                             {p.event_id for p in parts if p.role == "summary"}), i  # fmt: skip
+
+
+def _compaction_rows_by_definition(session: Session) -> list[dict]:
+    """Each compaction's figures as their definition reads: a walk over every event
+    stored before it (what facts._compactions computes from sorted arrays)."""
+    rules = rules_of(session)
+    turn_of = rules.turns(session)
+    found = session_calls(session)
+
+    def covered(index: int, lo: float, hi: float) -> list[Event]:
+        return [e for e in session.events[:index]
+                if _stored(e, rules) and not math.isnan(e.epoch) and lo <= e.epoch <= hi]
+
+    rows, previous = [], None
+    for index, event in enumerate(session.events):
+        if not event.is_compaction or event.compaction is None:
+            continue
+        start, end = event.compaction.start, event.compaction.end
+        inside = covered(index, start, end)
+        kinds = [_kind(e, rules) for e in inside]
+        results = [p.chars for e in inside for p in e.parts if p.kind == "function_response"]
+        overlap = 0
+        if previous is not None and max(start, previous.start) <= min(end, previous.end):
+            overlap = len(covered(index, max(start, previous.start), min(end, previous.end)))
+        retained = [e for e in covered(index, end, math.inf) if e.epoch > end]
+        following = next((c for c in found if c.kind != "summarizer" and c.index > index), None)
+        in_next = sent_raw = None
+        if following is not None:
+            parts = window(session, following.index)
+            in_next = any(p.role == "summary" and p.event_id == event.event_id for p in parts)
+            sent_raw = len({p.event_id for p in parts if p.role != "summary"}
+                           & {e.event_id for e in inside})  # fmt: skip
+        rows.append({
+            "invocations_in_range": len({e.invocation_id for e in inside}),
+            "turns_in_range": sorted({turn_of[e.invocation_id] for e in inside
+                                      if e.invocation_id in turn_of}),
+            "raw_events_in_range": len(inside),
+            **{f"raw_{k}_events": kinds.count(k) for k in ("user", "model", "tool_result",
+                                                            "other")},
+            "raw_chars_in_range": sum(p.chars for e in inside for p in e.parts),
+            "tool_results_in_range": len(results),
+            "tool_chars_in_range": sum(results),
+            "overlap_with_previous": overlap,
+            "retained_events_after": len(retained),
+            "retained_chars_after": sum(p.chars for e in retained for p in e.parts),
+            "summary_in_next_request": in_next,
+            "raw_in_range_sent_next": sent_raw,
+        })  # fmt: skip
+        previous = event.compaction
+    return rows
+
+
+@settings(max_examples=400, deadline=None)
+@given(session=sessions(repeat_ids=True))
+def test_each_compactions_row_is_its_definition(session):
+    """The compaction facts (ranges of sorted arrays, windows asked once per next call)
+    against a walk over every earlier event, on sessions whose events go back in time,
+    tie, repeat an id, and whose ranges overlap, supersede and cover nothing."""
+    found = _compactions({}, session, session_calls(session))
+    expected = _compaction_rows_by_definition(session)
+    assert [{k: list(v) if k == "turns_in_range" else v for k, v in row.items()
+             if k in (expected or [{}])[0]} for row in found] == expected  # fmt: skip
 
 
 def test_claude_code_calls_are_their_windows(tmp_path):

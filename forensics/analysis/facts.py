@@ -18,10 +18,12 @@ from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from .. import model as _model
@@ -105,43 +107,123 @@ def _stored(event: Event, rules: ModuleType) -> bool:
     return not event.is_compaction and (bool(event.parts) or rules.is_call(event) == "failed")
 
 
+_KINDS = ("user", "model", "tool_result", "other")
+
+
+class _Range:
+    """The stored raw events of one thread that a time range covers, stored before an
+    index: positions a..b of the thread's time order, less those stored later (`keep`,
+    None when none are)."""
+
+    def __init__(self, thread: _Thread | None, a: int = 0, b: int = 0, before: int = 0):
+        self.thread, self.a, self.b, self.before = thread, a, b, before
+        self.keep = None
+        if thread is not None and b > a:
+            keep = thread.at[a:b] < before
+            self.keep = None if keep.all() else keep
+
+    def column(self, name: str) -> np.ndarray:
+        if self.thread is None or self.b <= self.a:
+            return np.zeros(0, dtype=np.int64)
+        values = getattr(self.thread, name)[self.a : self.b]
+        return values if self.keep is None else values[self.keep]
+
+    def __len__(self) -> int:
+        if self.keep is not None:
+            return int(np.count_nonzero(self.keep))
+        return max(self.b - self.a, 0) if self.thread is not None else 0
+
+    def total(self, name: str) -> int:
+        return int(self.column(name).sum())
+
+    def distinct(self, name: str) -> np.ndarray:
+        """The distinct codes of column `name` (small non-negative ints), ascending."""
+        values = self.column(name)
+        return np.flatnonzero(np.bincount(values)) if len(values) else values
+
+    def holds(self, index: int) -> bool:
+        """Whether the event stored at `index` is one of the range's."""
+        if self.thread is None:
+            return False
+        p = self.thread.position.get(index, -1)
+        return self.a <= p < self.b and int(self.thread.at[p]) < self.before
+
+
+class _Thread:
+    """One thread's stored raw events in time order (ties in stored order), with what a
+    compaction's row sums over them, as arrays: a range is two bisections and a slice,
+    so a compaction covering the session from its start costs a pass in compiled code,
+    not a walk in Python (2,000 such compactions over 100,000 events took minutes)."""
+
+    def __init__(self, events: list[Event], stored: list[int], rules: ModuleType,
+                 turn_of: Mapping[str, int], invocations: dict[str | None, int]):  # fmt: skip
+        order = sorted(stored, key=lambda i: (events[i].epoch, i))
+        self.position = {i: p for p, i in enumerate(order)}
+        self.at = np.array(order, dtype=np.int64)
+        self.epoch = np.array([events[i].epoch for i in order], dtype=np.float64)
+        self.stored_at = stored  # in stored order, and the latest time stored up to each
+        self.latest = list(accumulate((events[i].epoch for i in stored), max))
+        kinds, chars, results, result_chars, invocation, turn = [], [], [], [], [], []
+        for i in order:
+            e = events[i]
+            kinds.append(_KINDS.index(_kind(e, rules)))
+            chars.append(sum(p.chars for p in e.parts))
+            responses = [p.chars for p in e.parts if p.kind == "function_response"]
+            results.append(len(responses))
+            result_chars.append(sum(responses))
+            invocation.append(invocations.setdefault(e.invocation_id, len(invocations)))
+            turn.append(turn_of.get(e.invocation_id or "", 0))
+        self.kind = np.array(kinds, dtype=np.int64)
+        self.chars = np.array(chars, dtype=np.int64)
+        self.results = np.array(results, dtype=np.int64)
+        self.result_chars = np.array(result_chars, dtype=np.int64)
+        self.invocation = np.array(invocation, dtype=np.int64)
+        self.turn = np.array(turn, dtype=np.int64)  # turns count from 1; 0: none
+
+    def between(self, lo: float, hi: float, before: int, *, above: bool = False) -> _Range:
+        """The events with lo <= epoch <= hi (lo < epoch with `above`) stored before
+        `before`."""
+        k = bisect_left(self.stored_at, before) - 1
+        if k < 0 or not lo <= hi:  # (a time that is no number is in no range)
+            return _Range(None)
+        hi = min(hi, self.latest[k])  # nothing stored before is later than this
+        a = int(np.searchsorted(self.epoch, lo, side="right" if above else "left"))
+        b = int(np.searchsorted(self.epoch, hi, side="right"))
+        return _Range(self, a, b, before)
+
+
 class _Stored:
     """The session's stored raw events (see `_stored`) per thread (a Claude Code
-    session's branch; one thread in ADK's), sorted by time, so a compaction finds the
-    events of a time range stored before it without walking the session: a range of
-    the sorted times, bounded by the latest time stored before it."""
+    session's branch; one thread in ADK's), so a compaction finds the events of a time
+    range stored before it without walking the session."""
 
-    def __init__(self, session: Session, rules: ModuleType):
+    def __init__(self, session: Session, rules: ModuleType, turn_of: Mapping[str, int]):
         self.threaded = rules.THREADED
-        self.events = session.events
-        found: dict[object, list[tuple[float, int]]] = defaultdict(list)
-        stored_at: dict[object, list[int]] = defaultdict(list)
-        latest: dict[object, list[float]] = defaultdict(list)  # running max, in stored order
+        stored: dict[object, list[int]] = defaultdict(list)
         for i, e in enumerate(session.events):
             if _stored(e, rules) and not math.isnan(e.epoch):
-                thread = e.branch if self.threaded else None
-                found[thread].append((e.epoch, i))
-                stored_at[thread].append(i)
-                runs = latest[thread]
-                runs.append(max(runs[-1], e.epoch) if runs else e.epoch)
-        self.sorted = {t: sorted(v) for t, v in found.items()}
-        self.epochs = {t: [epoch for epoch, _ in v] for t, v in self.sorted.items()}
-        self.stored_at, self.latest = stored_at, latest
+                stored[e.branch if self.threaded else None].append(i)
+        self.ids: dict[str, list[int]] = defaultdict(list)  # event id -> where it is stored
+        for indices in stored.values():
+            for i in indices:
+                self.ids[session.events[i].event_id].append(i)
+        invocations: dict[str | None, int] = {}
+        self.threads = {
+            thread: _Thread(session.events, indices, rules, turn_of, invocations)
+            for thread, indices in stored.items()
+        }
 
     def between(
-        self, lo: float, hi: float, before: int, thread: object = None
-    ) -> list[tuple[int, Event]]:
-        """Stored raw events, lo <= epoch <= hi, stored before `before`, in stored order;
-        in a Claude Code session, of the compaction's own thread (`thread`: its branch)."""
-        thread = thread if self.threaded else None
-        k = bisect_left(self.stored_at.get(thread, []), before) - 1
-        if k < 0 or not lo <= hi:  # (a time that is no number is in no range)
-            return []
-        hi = min(hi, self.latest[thread][k])  # nothing stored before is later than this
-        epochs, pairs = self.epochs[thread], self.sorted[thread]
-        found = [i for _, i in pairs[bisect_left(epochs, lo) : bisect_right(epochs, hi)]
-                 if i < before]  # fmt: skip
-        return [(i, self.events[i]) for i in sorted(found)]
+        self, lo: float, hi: float, before: int, thread: object = None, *, above: bool = False
+    ) -> _Range:
+        """Stored raw events, lo <= epoch <= hi, stored before `before`; in a Claude Code
+        session, of the compaction's own thread (`thread`: its branch)."""
+        found = self.threads.get(thread if self.threaded else None)
+        return found.between(lo, hi, before, above=above) if found else _Range(None)
+
+    def holding(self, ids: set[str], inside: _Range) -> int:
+        """How many of the event ids `ids` name an event of the range `inside`."""
+        return sum(any(inside.holds(i) for i in self.ids.get(x, ())) for x in ids)
 
 
 def _rules_digest() -> str:
@@ -400,10 +482,17 @@ def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
     Two facts are kept apart, as the founding investigation insists: stored
     (compaction never deletes; the raw events inside a range stay in the session
     table) and sent (what the next model call's request held, from its window)."""
+    compacted = [
+        (index, event)
+        for index, event in enumerate(session.events)
+        if event.is_compaction and event.compaction is not None
+    ]
+    if not compacted:
+        return []
     rules = rules_of(session)
     threaded = rules.THREADED  # a compaction is its own thread's (Claude Code)
     turn_of = rules.turns(session)
-    stored = _Stored(session, rules)
+    stored = _Stored(session, rules, turn_of)
     # the agent calls of each thread (all of them, in ADK's), and the summarizers, by index
     agent_calls: dict[object, list[Call]] = defaultdict(list)
     for c in found:
@@ -412,28 +501,14 @@ def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
     call_at = {t: [c.index for c in cs] for t, cs in agent_calls.items()}
     summarizers = [c for c in found if c.kind == "summarizer"]
     summarizer_at = [c.index for c in summarizers]
-    compacted = [
-        (index, event)
-        for index, event in enumerate(session.events)
-        if event.is_compaction and event.compaction is not None
-    ]
     followers: dict[int, Call] = {}  # compaction index -> the next call of its thread
     for index, event in compacted:
         thread = event.branch if threaded else None
         k = bisect_right(call_at.get(thread, []), index)
         if k < len(call_at.get(thread, [])):
             followers[index] = agent_calls[thread][k]
-    inside_of = {  # the stored raw events each range covers
-        index: stored.between(event.compaction.start, event.compaction.end, index, event.branch)
-        for index, event in compacted
-        if event.compaction is not None
-    }
-    asked: dict[int, set[str]] = defaultdict(set)  # what each next call's window may hold
-    for index, event in compacted:
-        if index in followers:
-            ids = {event.event_id, *(e.event_id for _, e in inside_of[index])}
-            asked[followers[index].index] |= ids
-    sent = rules.sent(session, asked)
+    # what each next call's window held: (raw event ids, summary ids)
+    sent = rules.sent(session, sorted({c.index for c in followers.values()}))
     # the last raw event stored before each compaction
     last_plain: dict[int, Event | None] = {i: None for i, _ in compacted}
     plain: Event | None = None
@@ -449,9 +524,9 @@ def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
         assert event.compaction is not None
         thread = event.branch if threaded else None
         start, end = event.compaction.start, event.compaction.end
-        inside = inside_of[index]
-        by_kind = Counter(_kind(e, rules) for _, e in inside)
-        results = [p for _, e in inside for p in e.parts if p.kind == "function_response"]
+        inside = stored.between(start, end, index, thread)  # the stored raw events it covers
+        by_kind = np.bincount(inside.column("kind"), minlength=len(_KINDS))
+        turns = inside.distinct("turn")
         earlier = last_plain[index]
         after_turn = turn_of.get(earlier.invocation_id or "") if earlier else None
         overlap_events, overlap_s = 0, 0.0
@@ -461,7 +536,7 @@ def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
             if lo <= hi:
                 overlap_s = hi - lo
                 overlap_events = len(stored.between(lo, hi, index, thread))
-        retained = [e for _, e in stored.between(end, float("inf"), index, thread) if e.epoch > end]
+        retained = stored.between(end, float("inf"), index, thread, above=True)
         following = followers.get(index)
         # ADK keeps the summarizer's usage on the compaction event; Claude Code writes the
         # summarizer's response in its own thread, just before the boundary
@@ -474,7 +549,7 @@ def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
         if following is not None:
             raw_sent, summaries_sent = sent[following.index]
             in_next = event.event_id in summaries_sent
-            sent_raw = len(raw_sent.intersection(e.event_id for _, e in inside))
+            sent_raw = stored.holding(raw_sent, inside)
         rows.append(
             {
                 **key,
@@ -485,25 +560,20 @@ def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
                 "appended_after_turn": after_turn,
                 "start_timestamp": start,
                 "end_timestamp": end,
-                "invocations_in_range": len({e.invocation_id for _, e in inside}),
-                "turns_in_range": sorted(
-                    {turn_of[e.invocation_id] for _, e in inside if e.invocation_id in turn_of}
-                ),
+                "invocations_in_range": len(inside.distinct("invocation")),
+                "turns_in_range": turns[turns > 0].astype(np.int32),  # (an array: compact)
                 "raw_events_in_range": len(inside),
-                **{
-                    f"raw_{k}_events": by_kind.get(k, 0)
-                    for k in ("user", "model", "tool_result", "other")
-                },  # fmt: skip
-                "raw_chars_in_range": sum(p.chars for _, e in inside for p in e.parts),
-                "tool_results_in_range": len(results),
-                "tool_chars_in_range": sum(p.chars for p in results),
+                **{f"raw_{k}_events": int(n) for k, n in zip(_KINDS, by_kind, strict=True)},
+                "raw_chars_in_range": inside.total("chars"),
+                "tool_results_in_range": inside.total("results"),
+                "tool_chars_in_range": inside.total("result_chars"),
                 "summary_chars": sum(p.chars for p in event.summary),
                 "summarizer_prompt_tokens": summarizer.prompt_tokens if summarizer else None,
                 "summarizer_output_tokens": summarizer.candidates_tokens if summarizer else None,
                 "overlap_with_previous": overlap_events,
                 "overlap_seconds": round(overlap_s, 3),
                 "retained_events_after": len(retained),
-                "retained_chars_after": sum(p.chars for e in retained for p in e.parts),
+                "retained_chars_after": retained.total("chars"),
                 "next_call_id": following.event.event_id if following else None,
                 "summary_in_next_request": in_next,
                 "raw_in_range_sent_next": sent_raw,

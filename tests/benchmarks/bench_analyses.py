@@ -19,7 +19,9 @@ fresh process: seconds and peak RSS per size, and the seconds per 1,000 events, 
 stay flat when the rebuild is linear in the session's length. Shapes: `plain`
 (alternating user messages and model answers of 200 characters), `tools` (each turn a
 prompt, a tool call, its 500-character result and an answer; a compaction every 5
-turns covering the last 30 events, its range overlapping the one before).
+turns covering the last 30 events, its range overlapping the one before), `covering`
+(the turns of `tools`, and after every 49 turns four compactions each covering the
+session from its first event: every compaction's range grows with the session).
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def huge_session(n: int, shape: str) -> list[dict]:
         invocation = f"inv{turn}"
         turn += 1
         add("user", invocation, {"text": text})
-        if shape == "tools":
+        if shape in ("tools", "covering"):
             call = f"call{turn}"
             add("root", invocation, {"function_call": {"id": call, "name": "lookup",
                                                        "args": {"q": "a"}}}, **usage)
@@ -96,6 +98,17 @@ def huge_session(n: int, shape: str) -> list[dict]:
                     "start_timestamp": start, "end_timestamp": end,
                     "compacted_content": {"role": "model", "parts": [{"text": "s" * 300}]}}},
             })  # fmt: skip
+        if shape == "covering" and turn % 49 == 0:
+            start, end = events[0]["timestamp"], events[-1]["timestamp"]
+            for k in range(4):
+                clock += 1.0
+                events.append({
+                    "id": f"e{len(events):07d}", "invocation_id": f"cmp{turn}.{k}",
+                    "author": "user", "timestamp": clock,
+                    "actions": {"compaction": {
+                        "start_timestamp": start, "end_timestamp": end,
+                        "compacted_content": {"role": "model", "parts": [{"text": "s" * 300}]}}},
+                })  # fmt: skip
     return events[:n]
 
 
@@ -136,7 +149,7 @@ def main() -> None:
     parser.add_argument("--db", type=Path)
     parser.add_argument("--huge-session", type=int, metavar="N",
                         help="rebuild one session of N, 4N and 16N events")
-    parser.add_argument("--shape", choices=("plain", "tools"), default="plain")
+    parser.add_argument("--shape", choices=("plain", "tools", "covering"), default="plain")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--rebuild", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from ...model import ROLES, Call, CompactionRange, Event, Part, Release, Session, WindowPart
@@ -656,12 +656,11 @@ class _Viewer:
         items.sort(key=lambda item: item[0])
         return _assemble(items, self.agent, self.rules)
 
-    def sent(self, asked: Collection[str]) -> tuple[set[str], set[str]]:
-        """Which of the `asked` event ids the window holds a part of: (raw events,
-        summaries). The raw parts need only the raw events (a summary changes none of
-        them), so this costs the live raw events, not every kept summary."""
+    def sent(self) -> tuple[set[str], set[str]]:
+        """The event ids the window holds a part of: (raw events, summaries). The raw
+        parts need only the raw events (a summary changes none of them)."""
         raw = {p.event_id for p in _assemble(self.raw, self.agent, self.rules)}
-        return raw.intersection(asked), {i for i in asked if self.summary_ids.get(i)}
+        return raw, {i for i, kept in self.summary_ids.items() if kept}
 
 
 def _assembled(
@@ -720,10 +719,8 @@ def windows(session: Session, indices: Collection[int]) -> dict[int, list[Window
     return {index: viewer.parts() for index, _, viewer in _assembled(session, indices) if viewer}
 
 
-def sent(
-    session: Session, asked: Mapping[int, Collection[str]]
-) -> dict[int, tuple[set[str], set[str]]]:
-    """For each event index in `asked`, which of its asked event ids the window of that
-    index holds a part of: (raw events, compaction summaries); one pass."""
-    found = _assembled(session, asked) if asked else iter(())
-    return {index: viewer.sent(asked[index]) for index, _, viewer in found if viewer}
+def sent(session: Session, indices: Collection[int]) -> dict[int, tuple[set[str], set[str]]]:
+    """For each event index in `indices`, the event ids the window of that index holds a
+    part of: (raw events, compaction summaries); one pass."""
+    found = _assembled(session, indices) if indices else iter(())
+    return {index: viewer.sent() for index, _, viewer in found if viewer}

@@ -21,7 +21,7 @@ summarizer's response (`summarizer`: the `compact` agent's thread).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
 from ...model import ROLES, Call, Event, Session, WindowPart
@@ -168,14 +168,11 @@ def windows(session: Session, indices: Collection[int]) -> dict[int, list[Window
     }
 
 
-def sent(
-    session: Session, asked: Mapping[int, Collection[str]]
-) -> dict[int, tuple[set[str], set[str]]]:
-    """For each event index in `asked`, which of its asked event ids the window of that
-    index holds a part of: (raw events, compaction summaries)."""
-    found: dict[int, tuple[set[str], set[str]]] = {}
-    for index, parts in windows(session, asked).items():
-        ids = set(asked[index])
-        raw = {p.event_id for p in parts if p.role != "summary"} & ids
-        found[index] = (raw, {p.event_id for p in parts if p.role == "summary"} & ids)
-    return found
+def sent(session: Session, indices: Collection[int]) -> dict[int, tuple[set[str], set[str]]]:
+    """For each event index in `indices`, the event ids the window of that index holds a
+    part of: (raw events, compaction summaries)."""
+    return {
+        index: ({p.event_id for p in parts if p.role != "summary"},
+                {p.event_id for p in parts if p.role == "summary"})
+        for index, parts in windows(session, indices).items()
+    }  # fmt: skip
