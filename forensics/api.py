@@ -761,7 +761,7 @@ def guards(
         raise ForensicsError(f"--budget {budget} is not a count of 1 or more")
     Guard(token_cap=budget, row_cap=row_cap, chars_per_token=chars_per_token)  # checks them
     with using(store) as s:
-        return Scope(s, selection).guards(price_book(None, s), budget, row_cap, chars_per_token)
+        return Scope(s, selection).guards(budget, row_cap, chars_per_token)
 
 
 # ---------------------------------------------------------------------------
@@ -1173,12 +1173,12 @@ class Scope:
 
         return replay(self.costing(book), self.calls(), self.failures(), guard, context_limit)
 
-    def guards(self, book: PriceBook, budget: int, row_cap: int = 200,
+    def guards(self, budget: int, row_cap: int = 200,
                chars_per_token: float = 3.0) -> pl.DataFrame:  # fmt: skip
         """Per tool: results over `budget`, the row guard's blind spots, rows' sizes."""
         from .whatif.audit import guards
 
-        return guards(self.costing(book), budget, row_cap, chars_per_token)
+        return guards(self.facts, budget, row_cap, chars_per_token)
 
 
 def calls(

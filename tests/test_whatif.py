@@ -493,6 +493,29 @@ def test_the_fit_from_lists_is_the_unnested_definition(tmp_path, founding_db, mo
                 )  # fmt: skip
                 assert found.schema == expected.schema, guard.describe()
                 assert found.equals(expected), guard.describe()
+            # the guards audit reduces the lists in SQL (whatif/guard_sizes.sql): the same
+            # figures as the replay's for a guard of that token cap, row for row
+            if guard.token_cap is not None and guard.tool is None:
+                audited = costing.facts.query("whatif/guard_sizes", budget=guard.token_cap,
+                                              chars_per_token=float(guard.chars_per_token))
+                assert audited.height == found.height
+                assert audited.equals(found.select(audited.columns)), guard.describe()
+
+
+def test_the_guards_audit_refuses_row_sizes_the_fit_refuses(tmp_path, founding_db):
+    """A result whose two lists differ in length, or hold an unknown size, is an error in
+    the audit as in the replay's fit: never a figure summed over what is there."""
+    for change, words in (
+        ("row_extra = list_resize(row_chars, len(row_chars) + 1, 0)", "differ in length"),
+        ("row_chars = list_prepend(NULL::INTEGER, list_slice(row_chars, 2, len(row_chars)))",
+         "null"),
+    ):
+        db = tmp_path / f"{len(words)}.duckdb"
+        db.write_bytes(Path(founding_db).read_bytes())
+        with duckdb.connect(str(db)) as con:
+            con.execute(f"UPDATE parts SET {change} WHERE len(row_chars) > 1")  # noqa: S608
+        with pytest.raises(duckdb.Error, match=words):
+            api.guards(db)
 
 
 def test_the_fit_reads_a_null_list_as_no_rows_whatever_arrow_holds_behind_it():

@@ -2,7 +2,9 @@
 budget and by how much, which of them a row guard lets through, the dict payloads a row
 guard reads as empty, the rows over budget on their own, tokens per row, and for flat
 rows the size of a markdown table against JSON (the founding document measured about
-2.5x fewer tokens per row on one tool): all on the guard's own estimate."""
+2.5x fewer tokens per row on one tool): all on the guard's own estimate, each figure as
+the replay (replay.py `results`) gives it, from queries/whatif/guard_sizes.sql: the
+audit needs no rows kept, so the rows' sizes are reduced inside DuckDB."""
 
 from __future__ import annotations
 
@@ -10,19 +12,19 @@ import math
 
 import polars as pl
 
+from ..analysis.stored import Facts
 from ..columns import GUARDS
-from ..cost.billed import Costing
 from .guard import Guard
-from .replay import results
 
 ROW_CAP = 200  # the founding row guard
 
 
-def guards(costing: Costing, budget: int, row_cap: int = ROW_CAP,
+def guards(facts: Facts, budget: int, row_cap: int = ROW_CAP,
            chars_per_token: float = 3.0) -> pl.DataFrame:  # fmt: skip
     """GUARDS: one row per (app, tool) of the selection, the most over-budget first."""
-    Guard(row_cap=row_cap)  # checks the count
-    found = results(costing, Guard(token_cap=budget, chars_per_token=chars_per_token))
+    Guard(row_cap=row_cap, token_cap=budget, chars_per_token=chars_per_token)  # checks them
+    found = facts.query("whatif/guard_sizes", budget=budget,
+                        chars_per_token=float(chars_per_token))  # fmt: skip
     rows = []
     for (app, tool), group in found.group_by(["app_name", "tool_name"], maintain_order=True):
         sized = group.filter(pl.col("payload") != "unsized")
