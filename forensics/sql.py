@@ -20,6 +20,9 @@ PARAM = re.compile(r"(?<![\w$:])\$([a-z_][a-z0-9_]*)")
 # `:name` as Spark binds it; not `::type`
 SPARK_PARAM = re.compile(r"(?<![\w:]):([a-z_][a-z0-9_]*)")
 _COMMENT = re.compile(r"--[^\n]*")
+# what `unordered` reads: strings and comments whole (a parenthesis in one is no nesting)
+_TOKENS = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"|--[^\n]*|[()]|\b(?:ORDER\s+BY|LIMIT|OFFSET)\b",
+                     re.IGNORECASE)  # fmt: skip
 
 
 def queries_dir() -> Path:
@@ -32,6 +35,25 @@ class Query:
     doc: str
     params: tuple[str, ...]  # declared in the header
     sql: str
+
+    @property
+    def unordered(self) -> str:
+        """The statement without its final ORDER BY (none when a LIMIT or OFFSET follows
+        it), for a view another query reads: that query orders what it returns, and
+        DuckDB would otherwise sort the view's rows wherever it is read (for an
+        aggregate, every priced call sorted for nothing)."""
+        depth, last = 0, None
+        for token in _TOKENS.finditer(self.sql):
+            word = token.group().upper()
+            if word == "(":
+                depth += 1
+            elif word == ")":
+                depth -= 1
+            elif depth == 0 and word.startswith("ORDER"):
+                last = token.start()
+            elif depth == 0 and word in ("LIMIT", "OFFSET"):
+                last = None
+        return (self.sql[:last] if last is not None else self.sql).strip().rstrip(";")
 
     def used_params(self) -> set[str]:
         marker = SPARK_PARAM if self.name.startswith("spark/") else PARAM

@@ -11,6 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from forensics import api
@@ -63,6 +64,29 @@ def test_every_query_declares_exactly_the_parameters_it_uses():
     assert len(all_queries) >= 10
     for query in all_queries:
         assert set(query.params) == query.used_params(), query.name
+
+
+def test_a_view_leaves_out_only_its_own_final_order():
+    """Query.unordered: the last ORDER BY of the statement itself goes; one in a window,
+    a subquery, an aggregate, a string or a comment stays, and so does one a LIMIT
+    or OFFSET follows (it chooses rows); every query still parses without it."""
+    from forensics.sql import Query
+
+    def unordered(text: str) -> str:
+        return Query("t", "", (), text).unordered
+
+    assert unordered("SELECT a FROM t ORDER BY a;\n") == "SELECT a FROM t"
+    kept = ("SELECT string_agg(a, ',' ORDER BY a), row_number() OVER (ORDER BY b)"
+            " FROM (SELECT * FROM t ORDER BY c) -- ORDER BY d\n WHERE x = ') ORDER BY'")
+    assert unordered(kept + " ORDER BY e") == kept
+    assert unordered(kept) == kept
+    for chooses in ("SELECT a FROM t ORDER BY a LIMIT 3", "SELECT a FROM t ORDER BY a OFFSET 1"):
+        assert unordered(chooses) == chooses
+    con = duckdb.connect()
+    for query in queries.all_queries():
+        if not query.name.startswith("spark/"):
+            statements = len(con.extract_statements(query.sql))
+            assert len(con.extract_statements(query.unordered)) == statements, query.name
 
 
 def test_second_run_loads_nothing_and_third_reads_only_new_rows(tmp_path):

@@ -276,7 +276,7 @@ class Facts:
         views: dict[str, str] | None = None,
     ) -> None:
         """Run `statement` (code's, not data's) with what `query` registers beside it."""
-        with self._beside(statement, tables, views, None, frozenset()):
+        with self._beside(statement, tables, views, None, frozenset(), unordered=False):
             self.store.run(statement)
 
     @contextmanager
@@ -287,7 +287,11 @@ class Facts:
         views: dict[str, str] | None,
         sessions: pa.Table | None,
         scans: frozenset[str],
+        unordered: bool = True,
     ) -> Iterator[None]:
+        """`tables` registered and `views` made for `text` to read; a view's own ORDER
+        BY is left out (Query.unordered) unless `unordered` is False: a statement that
+        keeps a view's rows as they come (a stored table whose order clusters it)."""
         ratios, constants = self.ratio_tables
         registered = {
             "scope_sessions": self.sessions if sessions is None else sessions,
@@ -309,8 +313,8 @@ class Facts:
                 # would refuse CREATE OR REPLACE (view names come from code, not data)
                 other = "VIEW" if kind == "TABLE" else "TABLE"
                 self.store.quietly(f"DROP {other} IF EXISTS {view}")
-                self.store.run(f"CREATE OR REPLACE TEMP {kind} {view} AS "  # noqa: S608
-                               + query.sql.strip().rstrip(";"))  # fmt: skip
+                statement = query.unordered if unordered else query.sql.strip().rstrip(";")
+                self.store.run(f"CREATE OR REPLACE TEMP {kind} {view} AS {statement}")  # noqa: S608
             yield
         finally:
             for view in reversed(made):
