@@ -1125,6 +1125,11 @@ class Scope:
         """Every model call of the selection, its usage priced at its day's rates."""
         return self.costing(book).calls()
 
+    def call_minutes(self, book: PriceBook, seconds: int = 60) -> pl.DataFrame:
+        """The calls summed by the `seconds` they started in (`bucket`, an epoch) and agent:
+        calls, unpriced calls, cost_usd_low/high (queries/cost/minutes.sql)."""
+        return self.costing(book).query("cost/minutes", seconds=seconds)
+
     def cost(self, book: PriceBook, by: str = "session") -> pl.DataFrame:
         """The calls' billed cost summed by session, day, agent, model, turn or app."""
         return self.costing(book).grouped(by)

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
 from forensics import api
 from forensics.cli import app
 from forensics.errors import ForensicsError
+from forensics.reports import weekly as weekly_module
 from forensics.reports.render import render_weekly
-from forensics.reports.weekly import build_weekly, week, week_of
+from forensics.reports.weekly import Week, build_weekly, week, week_of
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 PRICES = SAMPLE / "prices.toml"
@@ -65,6 +67,36 @@ def test_the_review_adds_up_to_the_commands(store: Path) -> None:
     empty = build_weekly(store, week_label="2026-W44", prices=PRICES)
     assert empty.headline[0] == "The week cost $0 over 0 model calls in 0 sessions."
     assert empty.headline[1].startswith(f"The week before cost ${total:,.4f}")
+
+
+@pytest.mark.parametrize(("tz", "seconds"), [("UTC", 60), ("Asia/Kolkata", 60),
+                         ("America/St_Johns", 60), ("Pacific/Chatham", 60), ("UTC", 1)])
+def test_the_days_of_a_review_are_each_calls_local_day(
+    store: Path, tz: str, seconds: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The review sums calls by the minute they started (queries/cost/minutes.sql), then
+    dates each minute in the zone: the same days and counts as dating each call, in
+    zones of half and three-quarter hours, and in buckets of a second (what a zone whose
+    offset has seconds gets: Monrovia's -0:44:30 until 1972)."""
+    monkeypatch.setattr(weekly_module, "_bucket_seconds", lambda period: seconds)
+    calls = api.cost(store, by="call", prices=PRICES)
+    first = calls["started_at"].min()
+    assert isinstance(first, datetime)
+    since, until = first - timedelta(days=2), first + timedelta(days=5)
+    context = build_weekly(store, since=since, until=until, tz=tz, prices=PRICES)
+    days = calls.with_columns(pl.col("started_at").dt.convert_time_zone(tz).dt.date())
+    expected = days.group_by("started_at").len().sort("started_at")
+    assert [(r[0].text, r[1].text) for r in context.days.rows] == [
+        (d.isoformat(), str(k)) for d, k in expected.iter_rows()]
+
+
+def test_a_zone_whose_offset_has_seconds_is_bucketed_by_the_second() -> None:
+    def seconds(tz: str, start: datetime) -> int:
+        return weekly_module._bucket_seconds(Week("custom", tz, start, start + timedelta(7)))
+
+    assert seconds("Africa/Monrovia", datetime(1971, 3, 1, tzinfo=UTC)) == 1
+    assert seconds("Africa/Monrovia", datetime(2026, 3, 1, tzinfo=UTC)) == 60
+    assert seconds("Asia/Kathmandu", datetime(2026, 3, 1, tzinfo=UTC)) == 60
 
 
 def test_outcomes_make_the_tasks_section(store: Path, tmp_path: Path) -> None:

@@ -140,9 +140,14 @@ def _total(frame: pl.DataFrame, column: str) -> Decimal:
     return total
 
 
-def _unpriced(frame: pl.DataFrame) -> int:
+def _count(minutes: pl.DataFrame) -> int:
+    """The calls of a frame of _minutes."""
+    return int(minutes["calls"].sum())
+
+
+def _unpriced(minutes: pl.DataFrame) -> int:
     """Calls with no price (a failed request has no cost either, but is not billed)."""
-    return frame.filter(pl.col("cost_source") == "unknown").height
+    return int(minutes["unpriced"].sum())
 
 
 def _apps(frame: pl.DataFrame) -> bool:
@@ -237,15 +242,38 @@ def _scope(store: api.Store, period: Week, app: str | None) -> api.Scope:
     )
 
 
+def _bucket_seconds(period: Week) -> int:
+    """60, unless the zone's offset over the period (and a day either side) is not whole
+    minutes (local mean times before 1900): then a second, so no bucket of calls
+    straddles a local midnight."""
+    zone, moment = ZoneInfo(period.tz), period.start - timedelta(days=1)
+    while moment <= period.end + timedelta(days=1):
+        offset = moment.astimezone(zone).utcoffset()
+        if offset is not None and offset.total_seconds() % 60:
+            return 1
+        moment += timedelta(hours=1)
+    return 60
+
+
+def _minutes(scope: api.Scope, book: api.PriceBook, period: Week) -> pl.DataFrame:
+    """The period's calls summed by minute and agent, each minute's local day beside it
+    (`local_day`: null for a call with no start time)."""
+    buckets = scope.call_minutes(book, _bucket_seconds(period))
+    return buckets.with_columns(
+        pl.from_epoch(pl.col("bucket"), time_unit="s").dt.replace_time_zone("UTC")
+        .dt.convert_time_zone(period.tz).dt.date().alias("local_day")
+    )  # fmt: skip
+
+
 def _build(store: api.Store, period: Week, app: str | None, budget: int,
            book: api.PriceBook, arms: tuple[str, str] | None) -> WeeklyContext:  # fmt: skip
     scope = _scope(store, period, app)
-    calls = scope.call_costs(book)
+    calls = _minutes(scope, book, period)  # the calls, summed by minute and agent
     zone = ZoneInfo(period.tz)
     total_low, total_high = _total(calls, "cost_usd_low"), _total(calls, "cost_usd_high")
     before = None
     if period.label != "custom":
-        before = _scope(store, period.previous, app).call_costs(book)
+        before = _minutes(_scope(store, period.previous, app), book, period.previous)
     by_session = scope.cost(book, "session")
     agents, models = scope.cost(book, "agent"), scope.cost(book, "model")
     tools = scope.tool_costs(book)
@@ -253,11 +281,9 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
     failures = scope.failures()
     growth = scope.growth()
 
-    local_day = calls.with_columns(
-        pl.col("started_at").dt.convert_time_zone(period.tz).dt.date().alias("local_day")
-    )
+    local_day = calls
     days = (
-        sorted(set(local_day["local_day"].to_list())) if period.label == "custom"
+        sorted(set(local_day["local_day"].drop_nulls().to_list())) if period.label == "custom"
         else period.days()
     )
     agents_seen = sorted({a for a in local_day["agent"].to_list() if a})
@@ -270,17 +296,17 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
     for day in days:
         mine = local_day.filter(pl.col("local_day") == day)
         day_rows.append([
-            Cell(day.isoformat()), Cell(n(mine.height)),
+            Cell(day.isoformat()), Cell(n(_count(mine))),
             Cell(usd(_total(mine, "cost_usd_low"), _total(mine, "cost_usd_high")), PRICED),
         ])  # fmt: skip
 
     headline = [
         f"The week cost {usd(total_low, total_high)}{_priced_note(calls)} over "
-        f"{counted(calls.height, 'model call')} in {counted(by_session.height, 'session')}."
+        f"{counted(_count(calls), 'model call')} in {counted(by_session.height, 'session')}."
     ]
     if before is not None:
         previous = _total(before, "cost_usd_low")
-        if not before.height:
+        if not _count(before):
             change = "no calls in the week before"
         elif previous:
             change = f"{(total_low - previous) / previous * 100:+.1f}%, low bounds"
