@@ -33,6 +33,7 @@ from .cost import billed
 from .cost.prices import PriceBook, read_overrides
 from .cost.stored import book_of
 from .engines.local import WORKERS, Refresh, refresh
+from .engines.local import workers as _local_workers
 from .errors import FactsInterrupted, ForensicsError, SourceError, StoreError
 from .families import context_limit as _context_limit
 from .families.adk.releases import given as given_release
@@ -1369,7 +1370,7 @@ def cost_ccusage_transcripts(
     given = [Path(p) for p in paths] or found_roots(
         "give the folder with --transcripts, or set CLAUDE_CONFIG_DIR"
     )
-    read = read_usage(given)
+    read = read_usage(given, workers=_local_workers())
     usage = rules.TranscriptUsage(read.rows)
     try:
         frame = rules.reconciled(usage, by, Path(ccusage) if ccusage else None, (since, until))

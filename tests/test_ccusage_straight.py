@@ -210,6 +210,35 @@ def test_pieces_of_any_size_read_the_same_lines(
         p.stat().st_size for p in root.rglob("*.jsonl"))
 
 
+@pytest.mark.parametrize("batch", [1, 1 << 30])
+def test_workers_read_what_one_process_reads(
+    stored, tmp_path: Path, monkeypatch, batch: int
+) -> None:
+    """Read by two forked workers a file or all files at a time: the same rows in the
+    same order, skips, counts, and one response of two roots' files of the same name."""
+    import shutil
+
+    from forensics.sources.files import claude_code_usage
+
+    roots = [tmp_path / "one", tmp_path / "two"]
+    for root in roots:
+        shutil.copytree(stored[0], root, ignore=shutil.ignore_patterns("*.duckdb*"))
+    (roots[1] / "projects" / "-home-dev-p" / "h-2.jsonl").write_bytes(b"not json\n")
+    alone = claude_code_usage.read_usage(roots)
+    monkeypatch.setattr(claude_code_usage, "WORKER_BYTES", 0)
+    monkeypatch.setattr(claude_code_usage, "BATCH_BYTES", batch)
+    forked = claude_code_usage.read_usage(roots, workers=2)
+    assert forked.rows.equals(alone.rows) and alone.rows.num_rows > 10
+    assert (forked.skips, forked.kinds, forked.files, forked.bytes_read, forked.lines_parsed) == (
+        alone.skips, alone.kinds, alone.files, alone.bytes_read, alone.lines_parsed)
+    assert alone.files == 2 * len(list(roots[0].rglob("*.jsonl")))
+    def calls(read: claude_code_usage.UsageRead) -> int:
+        return read.rows.column("kind").to_pylist().count("call")
+
+    # the copies' responses are one (a failed request is a row per line read)
+    assert calls(claude_code_usage.read_usage(roots[:1])) == calls(alone) > 5
+
+
 def test_a_store_named_that_is_not_there_is_an_error_not_the_transcripts(
     stored, tmp_path: Path, monkeypatch
 ) -> None:

@@ -185,16 +185,17 @@ def discover(paths: list[Path]) -> Layout:
     found: dict[tuple[str, str], SessionFiles] = {}
     passed_over: list[tuple[str, str]] = []
     roots: list[str] = []
-    files_seen: set[Path] = set()
+    files_seen: set[object] = set()  # each file's (device, inode): one file, however reached
 
     def add(path: Path, projects_dir: Path) -> None:
         placed = _classify(path, projects_dir)
         if placed is None:
             passed_over.append((str(path), "not where Claude Code writes transcripts"))
             return
-        try:
-            real = path.resolve()
-        except (OSError, RuntimeError):  # a link loop: reading it says why
+        try:  # (one stat: Path.resolve walked every folder of every path, in Python)
+            stat = os.stat(path)
+            real: object = (stat.st_dev, stat.st_ino)
+        except OSError:  # a link loop: reading it says why
             real = path
         if real in files_seen:
             return

@@ -19,9 +19,13 @@ read:
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
+import signal
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
@@ -130,51 +134,142 @@ def _usage_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
         base, rest = base + cut, data[cut:]
 
 
-def read_usage(paths: list[Path], user: str = DEFAULT_USER) -> UsageRead:
+@dataclass
+class _FileRead:
+    """One file's part of a UsageRead: its rows as tuples (USAGE_SCHEMA's order), each
+    failed request's and each response's (the first of its largest usage in the file,
+    with its side and key, and that usage), and what was counted on the way."""
+
+    failed: list[tuple[Any, ...]] = field(default_factory=list)
+    responses: list[tuple[tuple[bool, str], int, tuple[Any, ...]]] = field(default_factory=list)
+    skips: list[tuple[str, str]] = field(default_factory=list)
+    kinds: Counter[str] = field(default_factory=Counter)
+    lines_parsed: int = 0
+    bytes_read: int = 0
+    read: bool = True  # False: the file could not be read (its skip says why)
+
+
+# (app, session id, user, path, the file's name in the session, the name skips give)
+_Task = tuple[str, str, str, Path, str, str]
+
+WORKER_BYTES = 64 << 20  # below this much in all, the files are read in this process
+BATCH_BYTES = 32 << 20  # files handed to a worker at once
+
+
+def _read_file(task: _Task) -> _FileRead:
+    """The usage rows of one transcript file."""
+    app, session_id, user, path, rel, name = task
+    found = _FileRead()
+    sink = _Skips(found.skips)
+    sink.file(path, name)
+    ids = {"app_name": app, "user_id": user, "session_id": session_id}
+    # a response: one row per (side, key) of the file, the first of its largest usage,
+    # as SessionReader keeps a response's usage
+    responses: dict[tuple[bool, str], dict[str, Any]] = {}
+    try:
+        with path.open("rb") as handle:
+            for offset, raw in _usage_lines(handle):
+                sink.start = offset
+                row = _parsed(raw, offset, name, sink, found)
+                if row is None:
+                    continue
+                row.update(ids, file=rel, event_id=f"{rel}@{offset}")
+                if row["kind"] == "failed":
+                    found.failed.append(_VALUES(row))
+                    continue
+                side = (row["is_sidechain"], row["key"])
+                held = responses.get(side)
+                if held is None or row["total"] > held["total"]:
+                    responses[side] = row
+            found.bytes_read = handle.tell()
+    except OSError as e:
+        found.skips.append((str(path), f"cannot read the file: {e}"))
+        found.read = False
+    found.responses = [(side, row["total"], _VALUES(row)) for side, row in responses.items()]
+    return found
+
+
+def _read_batch(tasks: list[_Task]) -> list[_FileRead]:
+    return [_read_file(task) for task in tasks]
+
+
+def _ignore_interrupts() -> None:
+    """A worker leaves Ctrl-C to the process that started it, which stops the pool."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _batches(tasks: list[_Task]) -> list[list[_Task]]:
+    """The files in order, in runs of about BATCH_BYTES."""
+    found: list[list[_Task]] = [[]]
+    size = 0
+    for task in tasks:
+        if size >= BATCH_BYTES:
+            found.append([])
+            size = 0
+        found[-1].append(task)
+        size += _size(task[3])
+    return found
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_all(tasks: list[_Task], workers: int) -> Iterator[_FileRead]:
+    """Each file's read, in the files' order: in this process, or by `workers` forked
+    processes a batch at a time when there is enough to read (each file is read whole
+    by one of them, so the rows are those one process reads)."""
+    if workers < 2 or sum(_size(t[3]) for t in tasks) < WORKER_BYTES:
+        yield from map(_read_file, tasks)
+        return
+    # fork: a worker runs Python's json and re only (never polars or DuckDB, whose
+    # threads the parent holds); a spawned one would run the caller's __main__ again
+    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts) as pool:
+        for batch in pool.map(_read_batch, _batches(tasks)):
+            yield from batch
+
+
+def read_usage(paths: list[Path], user: str = DEFAULT_USER, workers: int = 1) -> UsageRead:
     """The usage rows of every transcript under `paths` (as `ingest claude-code` finds
-    them), each as `transcript_events` would hold it."""
+    them), each as `transcript_events` would hold it; read by `workers` processes."""
     layout = sessions_under(paths)
     read = UsageRead(columns_table(dict.fromkeys(USAGE_SCHEMA.names, ()), USAGE_SCHEMA))
     read.passed_over = layout.passed_over
-    sink = _Skips(read.skips)
-    rows: list[dict[str, Any]] = []  # failed requests: a row each
+    tasks = [
+        (entry.app, entry.session_id, user, path, file.rel, file.path or file.rel)
+        for entry in layout.sessions
+        for path, file in entry.files
+    ]
+    failed: list[tuple[Any, ...]] = []
     # a response: one row per (session, file, side, key), the first of its largest usage,
-    # as SessionReader keeps a response's usage
-    responses: dict[tuple[str, str, bool, str], dict[str, Any]] = {}
-    for entry in layout.sessions:
-        ids = {"app_name": entry.app, "user_id": user, "session_id": entry.session_id}
-        for path, file in entry.files:
-            name = file.path or file.rel
-            sink.file(path, name)
-            try:
-                with path.open("rb") as handle:
-                    for offset, raw in _usage_lines(handle):
-                        sink.start = offset
-                        row = _parsed(raw, offset, name, sink, read)
-                        if row is None:
-                            continue
-                        row.update(ids, file=file.rel, event_id=f"{file.rel}@{offset}")
-                        if row["kind"] == "failed":
-                            rows.append(row)
-                            continue
-                        side = (entry.session_id, file.rel, row["is_sidechain"], row["key"])
-                        held = responses.get(side)
-                        if held is None or row["total"] > held["total"]:
-                            responses[side] = row
-                    read.bytes_read += handle.tell()
-            except OSError as e:
-                read.skips.append((str(path), f"cannot read the file: {e}"))
-                continue
-            read.files += 1
-    rows += responses.values()
+    # as SessionReader keeps a response's usage (two files of one name, from two roots,
+    # are one file here as there)
+    responses: dict[tuple[str, str, bool, str], tuple[int, tuple[Any, ...]]] = {}
+    for task, found in zip(tasks, _read_all(tasks, workers), strict=True):
+        failed += found.failed
+        for side, total, row in found.responses:
+            key = (task[1], task[4], *side)
+            held = responses.get(key)
+            if held is None or total > held[0]:
+                responses[key] = (total, row)
+        read.skips += found.skips
+        read.kinds.update(found.kinds)
+        read.lines_parsed += found.lines_parsed
+        read.bytes_read += found.bytes_read
+        read.files += found.read
+    rows = failed + [row for _, row in responses.values()]
     # by column, each row's values taken at once (a row lacks no key: _TEMPLATE)
-    values = list(zip(*map(_VALUES, rows), strict=True)) or [()] * len(USAGE_SCHEMA)
+    values = list(zip(*rows, strict=True)) or [()] * len(USAGE_SCHEMA)
     read.rows = columns_table(dict(zip(USAGE_SCHEMA.names, values, strict=True)), USAGE_SCHEMA)
     return read
 
 
 def _parsed(
-    raw: bytes, offset: int, name: str, sink: _Skips, read: UsageRead
+    raw: bytes, offset: int, name: str, sink: _Skips, read: _FileRead
 ) -> dict[str, Any] | None:
     """The row of one line holding MARKER, as read_lines and SessionReader read it."""
     try:
