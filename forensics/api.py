@@ -447,7 +447,8 @@ def ingest_claude_code(
         # per user: the same files read for another user are another user's sessions
         rows = [] if full else target.query("store/transcript_files", user_id=owner)
         known = {p: (size, mtime) for p, size, mtime in rows}
-        source = ClaudeCodeSource([Path(p) for p in paths], user=owner, known=known)
+        source = ClaudeCodeSource([Path(p) for p in paths], user=owner, known=known,
+                                  workers=_local_workers())  # fmt: skip
         # incremental by file, not by watermark: a session is read again when one of its
         # files changed
         result = ingest(

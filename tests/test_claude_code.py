@@ -579,6 +579,59 @@ def test_bad_lines_are_skipped_by_place_and_the_rest_loads(tmp_path: Path) -> No
     assert api.calls(db, "s-1")["occupancy_measured"].to_list() == [501]
 
 
+@pytest.mark.parametrize("batch_chars", [8_000_000, 20_000])
+def test_sessions_read_by_workers_store_what_one_process_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_chars: int
+) -> None:
+    """Sessions read by forked workers, their reader's calls replayed here, against one
+    process reading every line: the same tables, the same skips in the same order, on
+    the bundled sample with bad lines added, some sessions too large for a worker (read
+    here between the others) and batches cut every few events."""
+    import shutil
+
+    from forensics.sources.files import claude_code
+
+    root = tmp_path / "claude"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "sample_data" / "claude_code", root)
+    files = sorted(root.rglob("*.jsonl"))
+    with files[0].open("ab") as f:
+        f.write(b'{"type":"user","message":{"content":"caf\xe9"}}\n[1, 2]\n{"type":"assist')
+    sizes = sorted(p.stat().st_size for p in files)
+    monkeypatch.setattr(claude_code, "BATCH_CHARS", batch_chars)
+    monkeypatch.setattr(claude_code, "WORKER_MIN_BYTES", 0)
+    monkeypatch.setattr(claude_code, "SESSION_WORKER_BYTES", sizes[len(sizes) // 2])
+    stores, skips = [], []
+    for workers in ("1", "2"):
+        monkeypatch.setenv("FORENSICS_WORKERS", workers)
+        db = tmp_path / f"w{workers}.duckdb"
+        result = api.ingest_claude_code(db, [root])
+        stores.append(db)
+        skips.append([(s.locator, s.reason) for s in result.skips])
+    assert skips[0] == skips[1] and len(skips[0]) == 3
+    # and the batches are cut where one process cuts them (a batch holds BATCH_CHARS)
+    cuts = [[(b.events.num_rows, b.side["transcript_events"].num_rows, len(b.replaces))
+             for b in claude_code.ClaudeCodeSource([root], workers=w).batches(None)]
+            for w in (1, 2)]  # fmt: skip
+    assert cuts[0] == cuts[1] and len(cuts[0]) > (2 if batch_chars < 100_000 else 0)
+    with duckdb.connect() as con:
+        for i, db in enumerate(stores):
+            con.execute(f"ATTACH '{db}' AS s{i} (READ_ONLY)")
+        tables = [r[0] for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_catalog = 's0'"
+            " AND table_schema = 'main' AND table_name NOT IN ('ingests', 'store_meta')"
+            " ORDER BY 1").fetchall()]  # fmt: skip
+        assert {"events", "parts", "transcript_events", "fact_calls"} <= set(tables)
+        for table in tables:
+            columns = ", ".join(
+                f'"{c}"' for (c,) in con.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_catalog"
+                    " = 's0' AND table_name = ? AND column_name <> 'ingest_id'", [table]
+                ).fetchall())  # fmt: skip
+            one, two = (con.execute(f"SELECT {columns} FROM s{i}.{table} ORDER BY ALL")  # noqa: S608
+                        .fetchall() for i in (0, 1))  # fmt: skip
+            assert one == two, table
+
+
 def test_failed_requests_and_a_context_failure(tmp_path: Path) -> None:
     t = Transcript()
     t.prompt("go")

@@ -19,9 +19,12 @@ that is not UTF-8 or not JSON is skipped with its file and line, the rest is rea
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
-from collections import Counter
+import signal
+from collections import Counter, deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -295,6 +298,72 @@ class _Sink:
         return batch
 
 
+# A session up to this many bytes is read by a worker process (when there are workers);
+# a larger one here, a line at a time, so its memory is a batch, not the session
+SESSION_WORKER_BYTES = 16 << 20
+WORKER_MIN_BYTES = 32 << 20  # less than this to read in all: no workers (their start costs)
+
+
+class _Recorder:
+    """A reader's sink in a worker: what the reader told it, in order, for the ingest's
+    process to tell its own sink (`_replay`); `tick` marks where that process would
+    have looked whether its batch is full: after a line, where anything was told since
+    the last look (a file's first line always: what came before it is another list's)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+        self.told = True  # anything told since the last tick
+
+    def event(self, row: dict[str, Any]) -> None:
+        self.calls.append(("event", row))
+        self.told = True
+
+    def detail(self, row: dict[str, Any]) -> None:
+        self.calls.append(("detail", row))
+        self.told = True
+
+    def skip(self, locator: str, reason: str) -> None:
+        self.calls.append(("skip", locator, reason))
+        self.told = True
+
+    def tick(self) -> None:
+        if self.told:
+            self.calls.append(("tick",))
+            self.told = False
+
+
+# a session to read: app, user, session id, its files in order
+_Task = tuple[str, str, str, list[tuple[Path, TranscriptFile]]]
+# what a worker read of each file: the reader's calls, the lines read, why it stopped
+_FileCalls = tuple[list[tuple[Any, ...]], int, str | None]
+
+
+def _read_session(task: _Task) -> tuple[list[_FileCalls], Counter[str]]:
+    """One session read in a worker as the ingest's process reads it (batches()),
+    its sink's calls recorded per file."""
+    app, user, session_id, files = task
+    recorder = _Recorder()
+    reader = SessionReader(app, user, session_id, recorder)
+    found: list[_FileCalls] = []
+    for path, file in files:
+        count = 0
+        error = None
+        try:
+            for _ in reader.read(file, read_lines(path, recorder.skip)):
+                count += 1
+                recorder.tick()
+        except OSError as e:
+            error = f"cannot read the file: {e}"
+        found.append((recorder.calls, count, error))
+        recorder.calls, recorder.told = [], True
+    return found, reader.kinds
+
+
+def _ignore_interrupts() -> None:
+    """A worker leaves Ctrl-C to the process that started it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class ClaudeCodeSource:
     """Claude Code transcripts under some folders, as batches of the store's events."""
 
@@ -306,10 +375,13 @@ class ClaudeCodeSource:
         paths: list[Path] | None = None,
         user: str = DEFAULT_USER,
         known: dict[str, tuple[int, int]] | None = None,
+        workers: int = 1,
     ):
         """`known`: path -> (size, mtime_ns) of the files an earlier ingest read; a session
-        none of whose files changed since is not read again (None: read everything)."""
+        none of whose files changed since is not read again (None: read everything).
+        `workers`: processes that read sessions (of up to SESSION_WORKER_BYTES) ahead."""
         self.known = known or {}
+        self.workers = workers
         given = list(paths or [])
         self.defaulted = not given
         if not given:
@@ -334,11 +406,14 @@ class ClaudeCodeSource:
         kinds: Counter[str] = Counter()
         lines = files = unchanged = 0
         read: list[dict[str, object]] = []
+        todo: list[tuple[SessionFiles, dict[str, tuple[int, int]]]] = []
         for entry in self.layout.sessions:
             stats = {str(p): _stat(p) for p, _ in entry.files}
             if self.known and all(self.known.get(p) == st for p, st in stats.items()):
                 unchanged += 1
                 continue
+            todo.append((entry, stats))
+        for entry, stats, recorded in self._read_ahead(todo):
             reader = SessionReader(entry.app, self.user, entry.session_id, sink)
             # read whole, it replaces what an earlier ingest stored of it (which may have
             # been read while Claude Code was still writing: a response's first lines, a
@@ -346,22 +421,29 @@ class ClaudeCodeSource:
             sink.replaces.append((entry.app, self.user, entry.session_id))
             own = next((p for p, f in entry.files if f.role == "main"), entry.files[0][0])
             self._sources[(entry.app, self.user, entry.session_id)] = f"{self.kind}:{own}"
-            for path, file in entry.files:
+            for i, (path, file) in enumerate(entry.files):
                 files += 1
                 count = 0
+                error = None
+                if recorded is not None:  # read by a worker: its sink's calls told to ours
+                    calls, count, error = recorded[0][i]
+                    yield from _replay(calls, sink)
+                else:
 
-                def counted(path: Path = path) -> Iterator[tuple[int, str]]:
-                    nonlocal count
-                    for item in read_lines(path, sink.skip):
-                        count += 1
-                        yield item
+                    def counted(path: Path = path) -> Iterator[tuple[int, str]]:
+                        nonlocal count
+                        for item in read_lines(path, sink.skip):
+                            count += 1
+                            yield item
 
-                try:
-                    for _ in reader.read(file, counted()):
-                        if sink.batcher.full():
-                            yield sink.take()
-                except OSError as e:
-                    sink.skip(str(path), f"cannot read the file: {e}")
+                    try:
+                        for _ in reader.read(file, counted()):
+                            if sink.batcher.full():
+                                yield sink.take()
+                    except OSError as e:
+                        error = f"cannot read the file: {e}"
+                if error is not None:
+                    sink.skip(str(path), error)
                     continue
                 lines += count
                 size, mtime = stats[str(path)]
@@ -374,7 +456,7 @@ class ClaudeCodeSource:
                         "lines": count,
                     }
                 )
-            kinds.update(reader.kinds)
+            kinds.update(reader.kinds if recorded is None else recorded[1])
         self.notes["files"] = files
         self.notes["lines"] = lines
         if unchanged:
@@ -384,6 +466,56 @@ class ClaudeCodeSource:
         batch = sink.take()
         batch.side["transcript_files"] = pa.Table.from_pylist(read, schema=FILE_SCHEMA)
         yield batch
+
+
+    def _read_ahead(
+        self, todo: list[tuple[SessionFiles, dict[str, tuple[int, int]]]]
+    ) -> Iterator[tuple[SessionFiles, dict[str, tuple[int, int]], Any]]:
+        """Each session to read, in order, with what a worker read of it (None: to read
+        here, a line at a time): a session of up to SESSION_WORKER_BYTES goes to one of
+        `workers` forked processes, a few sessions ahead of the one being replayed."""
+        sizes = [sum(max(st[0], 0) for st in stats.values()) for _, stats in todo]
+        small = sum(size for size in sizes if size <= SESSION_WORKER_BYTES)
+        if self.workers < 2 or small < WORKER_MIN_BYTES:
+            for entry, stats in todo:
+                yield entry, stats, None
+            return
+        # fork: a worker runs Python's json only (never polars or DuckDB, whose threads
+        # this process holds); a spawned one would run the caller's __main__ again
+        context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+        with ProcessPoolExecutor(self.workers, mp_context=context,
+                                 initializer=_ignore_interrupts) as pool:  # fmt: skip
+            ahead: deque[Future[Any] | None] = deque()
+            at = 0
+            try:
+                for entry, stats in todo:
+                    while at < len(todo) and len(ahead) < 4 * self.workers:
+                        later, _ = todo[at]
+                        task = (later.app, self.user, later.session_id, later.files)
+                        small_enough = sizes[at] <= SESSION_WORKER_BYTES
+                        ahead.append(pool.submit(_read_session, task) if small_enough else None)
+                        at += 1
+                    future = ahead.popleft()
+                    yield entry, stats, None if future is None else future.result()
+            finally:
+                for future in ahead:
+                    if future is not None:
+                        future.cancel()
+
+
+def _replay(calls: list[tuple[Any, ...]], sink: _Sink) -> Iterator[Batch]:
+    """A worker's recorded calls told to `sink` in order, a batch taken where the reader
+    would have taken it."""
+    for call in calls:
+        what = call[0]
+        if what == "event":
+            sink.event(call[1])
+        elif what == "detail":
+            sink.detail(call[1])
+        elif what == "skip":
+            sink.skip(call[1], call[2])
+        elif sink.batcher.full():  # a tick
+            yield sink.take()
 
 
 def _stat(path: Path) -> tuple[int, int]:
