@@ -91,6 +91,8 @@ def test_a_stopped_claude_code_ingest_keeps_whole_sessions_and_a_rerun_adds_the_
     assert "unexpected" not in err and "Traceback" not in err, err
     kept = api.sessions(db)  # the store opens, with what was committed
     assert kept.height <= whole.height
+    with api.open_store(db) as store:
+        assert not _orphans(store)
     api.ingest_claude_code(db, [tmp_path / "in"])
     again = api.sessions(db).select("session_id", "events").sort("session_id")
     assert again.equals(whole)  # nothing twice, nothing missing
@@ -173,10 +175,20 @@ CONTENTS = ("sessions", "events", "parts", "traced_calls", "traced_parts", "logg
 
 
 def _contents(db: Path) -> dict[str, int]:
-    """Rows per stored table: what a stopped-then-rerun ingest must equal."""
+    """Rows per stored table: what a stopped-then-rerun ingest must equal. Every stored
+    event's session has its `sessions` row (a stopped run undoes both; an ingest that
+    reads a session whole again skips the deletes for a session without one)."""
     with api.open_store(db) as store:
+        assert not _orphans(store), db
         return {t: store.run(f"SELECT count(*) FROM {t}")[0][0]  # noqa: S608 - our names
                 for t in CONTENTS}
+
+
+def _orphans(store: api.Store) -> int:
+    """Stored events, parts and transcript details of a session with no `sessions` row."""
+    return sum(store.run(f"SELECT count(*) FROM {t} ANTI JOIN sessions"  # noqa: S608
+                         " USING (app_name, user_id, session_id)")[0][0]
+               for t in ("events", "parts", "transcript_events"))  # fmt: skip
 
 
 def _payloads(path: Path, n: int) -> Path:
@@ -421,3 +433,25 @@ def test_a_stop_deferred_lands_when_the_block_ends() -> None:
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_after_the_command_ended_ends_the_process_without_a_traceback(
+    how: signal.Signals,
+) -> None:
+    """A stop that lands while Python shuts down (here: waiting for a thread) once the
+    command has returned: its output is kept, the exit code is the stop's, one line says
+    the work was done (it printed a traceback from threading's shutdown before)."""
+    script = (
+        "import os, signal, sys, threading, time\n"
+        "from forensics import cli\n"
+        "threading.Thread(target=time.sleep, args=(3,)).start()  # Python waits for it\n"
+        f"threading.Timer(0.5, os.kill, (os.getpid(), {int(how)})).start()\n"
+        "sys.argv = ['forensics', '--version']\n"
+        "cli.main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 128 + how, done
+    assert "Traceback" not in done.stderr and "as the command ended" in done.stderr, done
+    assert done.stdout.strip(), done  # the version, printed before the stop

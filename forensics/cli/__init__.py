@@ -11,6 +11,7 @@ import ctypes
 import importlib
 import os
 import signal
+import sys
 from typing import Annotated
 
 import typer
@@ -78,8 +79,26 @@ def _terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _stopped_at_exit(signum: int, frame: object) -> None:
+    """A stop that lands once the command has returned (Python waiting for threads to
+    end, flushing, closing): the work is done, so it only ends the process, with the
+    stop's exit code and a line saying so (raising KeyboardInterrupt there printed a
+    traceback from Python's own shutdown)."""
+    stop = "Interrupted (Ctrl-C)" if signum == signal.SIGINT else "Terminated (SIGTERM)"
+    try:
+        sys.stdout.flush()
+        sys.stderr.write(f"{stop} as the command ended: its work was done.\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(128 + signum)
+
+
 def main() -> None:
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
     _keep_freed_memory()
     signal.signal(signal.SIGTERM, _terminated)
-    app()
+    try:
+        app()
+    finally:
+        signal.signal(signal.SIGTERM, _stopped_at_exit)
+        signal.signal(signal.SIGINT, _stopped_at_exit)

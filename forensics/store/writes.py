@@ -69,6 +69,11 @@ def replace_sessions(store: Store, keys: list[tuple[str, str, str]]) -> int:
     )
     store.con.register("replaced_sessions", table)
     try:
+        # a session never stored has nothing to delete: the deletes scan whole tables (a
+        # quadratic cost over an ingest's batches), `sessions` holds a row per stored one
+        (stored,) = store.run(sql.load("store/replaced_stored").sql)[0]
+        if not stored:
+            return 0
         return int(store.run(sql.load("store/delete_sessions").sql)[0][0])
     finally:
         store.unregister("replaced_sessions")
