@@ -244,6 +244,38 @@ def test_ingest_is_idempotent_and_reads_claude_config_dir(
     assert api.sessions(db).height == sessions
 
 
+def test_an_ingest_that_loads_nothing_new_keeps_the_priced_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The calls are priced again only when something they were priced from changed: an
+    ingest of unchanged files stamps the kept prices anew (repricing the store was 60%
+    of it), and they are what the cost commands read; a new session prices them again."""
+    import shutil
+
+    from forensics.cost import stored as priced
+    from forensics.engines import local
+
+    root = tmp_path / "claude"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "sample_data" / "claude_code", root)
+    extra = sorted((root / "projects").glob("*/*.jsonl"))[0]
+    held = extra.read_bytes()
+    extra.unlink()
+    db = tmp_path / "s.duckdb"
+    api.ingest_claude_code(db, [root])
+    bill = api.cost(db, by="day")
+    calls: list[object] = []
+    real = local.price_store
+    monkeypatch.setattr(local, "price_store", lambda *a: calls.append(a) or real(*a))
+    api.ingest_claude_code(db, [root])  # nothing new
+    assert calls == []
+    with api.open_store(db) as store:
+        assert priced.current(store, priced.book_of(store))  # the kept prices are used
+    assert api.cost(db, by="day").equals(bill)
+    extra.write_bytes(held)  # a session more: priced again
+    api.ingest_claude_code(db, [root])
+    assert len(calls) == 1 and api.cost(db, by="day")["calls"].sum() > bill["calls"].sum()
+
+
 def test_the_toolkit_reads_the_sample_as_its_generator_wrote_it(tmp_path: Path) -> None:
     # expected.json holds what the generator put into the sample; the analyses must find it
     sample = Path(__file__).resolve().parents[1] / "sample_data" / "claude_code"

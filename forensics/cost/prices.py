@@ -62,7 +62,10 @@ _BEDROCK = re.compile(
 )
 
 
+@cache
 def genai_prices_version() -> str:
+    """The installed release (read once: reading a package's metadata each time a model
+    was looked up was 30% of an ingest that loaded nothing new)."""
     return version("genai-prices")
 
 

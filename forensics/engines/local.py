@@ -13,6 +13,7 @@ the store is the same whatever the number of workers (tests/test_facts_workers.p
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -36,9 +37,10 @@ from ..analysis.facts import (
     session_facts,
 )
 from ..analysis.reconstruct import StageProgress
-from ..analysis.stored import store_fits, stored_fits
+from ..analysis.stored import FITS_KEY, store_fits, stored_fits
 from ..cost import stored as priced
 from ..cost.billed import price_store
+from ..cost.prices import PriceBook
 from ..cost.stored import book_of
 from ..errors import FactsInterrupted, ForensicsError, StoreError
 from ..model import Release
@@ -116,6 +118,12 @@ def refresh(
         return Refresh(0, 0, 0, 0.0)
     through = stored.newest_ingest(store)
     todo = stored.stale(store, RULES_VERSION, every=every)
+    book = _book(store)
+    # priced as they are before this refresh, by the same book, and no session to rebuild
+    # (an ingest that loaded nothing new moves only the ingest the facts are current
+    # through, which the priced calls' stamp reads through the kept fit)
+    was_priced = book is not None and not todo and priced.current(store, book)
+    ratios_before = _kept_ratios(store)
     count = workers(workers_count)
     if sum(n for _, n, _, _ in todo) < POOL_MIN_EVENTS:
         count = 1
@@ -123,9 +131,26 @@ def refresh(
         done = _rebuild(store, todo, progress, count)
     stored.mark_current(store, RULES_VERSION, through)
     store_fits(store)  # the ratios every query command would fit, fitted once here
-    _price(store)  # and the calls every cost command would price
+    if was_priced and book is not None and _kept_ratios(store) == ratios_before:
+        priced.mark(store, book)  # no fact nor ratio changed: the priced calls stand
+    else:
+        _price(store)  # and the calls every cost command would price
     seconds = time.perf_counter() - started
     return Refresh(len(todo), done.events, done.calls, seconds, tuple(done.failed), count)
+
+
+def _kept_ratios(store: Store) -> object:
+    """The ratios store_fits kept (without what they were fitted on), None for none."""
+    rows = store.run("SELECT value FROM store_meta WHERE key = ?", [FITS_KEY])
+    return json.loads(rows[0][0]).get("ratios") if rows else None
+
+
+def _book(store: Store) -> PriceBook | None:
+    """The store's book, None when its prices file cannot be read (told per query)."""
+    try:
+        return book_of(store)
+    except ForensicsError:
+        return None
 
 
 def _price(store: Store, *, only_stale: bool = False) -> None:

@@ -77,7 +77,9 @@ class Normalizer:
                 self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'").fetchall()
 
     def _normalize(self, batch: Batch) -> Normalized:
-        sessions = RAW_SESSION_SCHEMA.empty_table() if batch.sessions is None else batch.sessions
+        sessions = batch.sessions
+        if sessions is None:  # (Schema.empty_table imports pandas, where it is installed)
+            sessions = pa.Table.from_batches([], RAW_SESSION_SCHEMA)
         self.con.register("raw_batch", batch.events)
         self.con.register("raw_sessions", sessions)
         try:
