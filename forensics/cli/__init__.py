@@ -48,8 +48,9 @@ def _main(
             "--workers",
             min=1,
             help="Processes that build the facts of the sessions a command loaded or finds"
-            " stale (default: FORENSICS_WORKERS, else every core); the store is the same"
-            " whatever the number.",
+            " stale, and that read Claude Code transcripts (default: FORENSICS_WORKERS,"
+            " else every core); the store and the figures are the same whatever the"
+            " number.",
         ),
     ] = None,
 ) -> None:
