@@ -109,3 +109,11 @@ def _signals_blocked(numbers: tuple[signal.Signals, ...]) -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def ignore_stops() -> None:
+    """A worker process's initializer: Ctrl-C and SIGTERM (sent to the whole process
+    group by a terminal or a supervisor) are the process's that started it, which stops
+    its pool; a worker that raised them too printed its own traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)

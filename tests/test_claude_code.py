@@ -257,7 +257,9 @@ def test_an_ingest_that_loads_nothing_new_keeps_the_priced_calls(
 
     root = tmp_path / "claude"
     shutil.copytree(Path(__file__).resolve().parents[1] / "sample_data" / "claude_code", root)
-    extra = sorted((root / "projects").glob("*/*.jsonl"))[0]
+    # a session of one file (no subagents' folder beside it)
+    extra = next(p for p in sorted((root / "projects").glob("*/*.jsonl"))
+                 if not p.with_suffix("").is_dir())  # fmt: skip
     held = extra.read_bytes()
     extra.unlink()
     db = tmp_path / "s.duckdb"
@@ -274,6 +276,9 @@ def test_an_ingest_that_loads_nothing_new_keeps_the_priced_calls(
     extra.write_bytes(held)  # a session more: priced again
     api.ingest_claude_code(db, [root])
     assert len(calls) == 1 and api.cost(db, by="day")["calls"].sum() > bill["calls"].sum()
+    extra.write_bytes(b"")  # read again with nothing in it: its events go, prices follow
+    api.ingest_claude_code(db, [root])
+    assert len(calls) == 2
 
 
 def test_the_toolkit_reads_the_sample_as_its_generator_wrote_it(tmp_path: Path) -> None:
@@ -632,6 +637,8 @@ def test_sessions_read_by_workers_store_what_one_process_stores(
     monkeypatch.setattr(claude_code, "BATCH_CHARS", batch_chars)
     monkeypatch.setattr(claude_code, "WORKER_MIN_BYTES", 0)
     monkeypatch.setattr(claude_code, "SESSION_WORKER_BYTES", sizes[len(sizes) // 2])
+    if batch_chars < 100_000:  # and one session read ahead at a time (bytes bound it)
+        monkeypatch.setattr(claude_code, "AHEAD_BYTES", 1)
     stores, skips = [], []
     for workers in ("1", "2"):
         monkeypatch.setenv("FORENSICS_WORKERS", workers)

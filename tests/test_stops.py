@@ -436,22 +436,29 @@ def test_a_stop_deferred_lands_when_the_block_ends() -> None:
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("fails", [False, True])
 def test_a_stop_after_the_command_ended_ends_the_process_without_a_traceback(
-    how: signal.Signals,
+    how: signal.Signals, fails: bool, tmp_path: Path
 ) -> None:
     """A stop that lands while Python shuts down (here: waiting for a thread) once the
-    command has returned: its output is kept, the exit code is the stop's, one line says
-    the work was done (it printed a traceback from threading's shutdown before)."""
+    command has returned: its output is kept; after a success the exit code is the
+    stop's and one line says the work was done, after a failure the command's code
+    stands and nothing claims it (a traceback from threading's shutdown before)."""
+    args = ["sessions", "--db", str(tmp_path / "none.duckdb")] if fails else ["--version"]
     script = (
         "import os, signal, sys, threading, time\n"
         "from forensics import cli\n"
         "threading.Thread(target=time.sleep, args=(3,)).start()  # Python waits for it\n"
         f"threading.Timer(0.5, os.kill, (os.getpid(), {int(how)})).start()\n"
-        "sys.argv = ['forensics', '--version']\n"
+        f"sys.argv = ['forensics', *{args!r}]\n"
         "cli.main()\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60)  # fmt: skip
-    assert done.returncode == 128 + how, done
-    assert "Traceback" not in done.stderr and "as the command ended" in done.stderr, done
-    assert done.stdout.strip(), done  # the version, printed before the stop
+    assert "Traceback" not in done.stderr, done
+    if fails:
+        assert done.returncode == 1 and "no store at" in done.stderr, done
+        assert "work was done" not in done.stderr, done
+    else:
+        assert done.returncode == 128 + how and "as the command ended" in done.stderr, done
+        assert done.stdout.strip(), done  # the version, printed before the stop

@@ -12,6 +12,7 @@ import importlib
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -80,26 +81,37 @@ def _terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _stopped_at_exit(signum: int, frame: object) -> None:
-    """A stop that lands once the command has returned (Python waiting for threads to
-    end, flushing, closing): the work is done, so it only ends the process, with the
-    stop's exit code and a line saying so (raising KeyboardInterrupt there printed a
-    traceback from Python's own shutdown)."""
-    stop = "Interrupted (Ctrl-C)" if signum == signal.SIGINT else "Terminated (SIGTERM)"
-    try:
-        sys.stdout.flush()
-        sys.stderr.write(f"{stop} as the command ended: its work was done.\n")
-        sys.stderr.flush()
-    finally:
-        os._exit(128 + signum)
+def _stopped_at_exit(code: int) -> Callable[[int, object], None]:
+    """What a stop does once the command has returned with `code` (Python waiting for
+    threads to end, flushing, closing): it only ends the process. A command that
+    succeeded did its work, which a line says, and the exit code is the stop's; one
+    that failed or was stopped already said so, and keeps its code. (Raising
+    KeyboardInterrupt there printed a traceback from Python's own shutdown.)"""
+
+    def stopped(signum: int, frame: object) -> None:
+        try:
+            sys.stdout.flush()
+            if not code:
+                stop = "Interrupted (Ctrl-C)" if signum == signal.SIGINT else "Terminated (SIGTERM)"
+                sys.stderr.write(f"{stop} as the command ended: its work was done.\n")
+                sys.stderr.flush()
+        finally:
+            os._exit(code or 128 + signum)
+
+    return stopped
 
 
 def main() -> None:
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
     _keep_freed_memory()
     signal.signal(signal.SIGTERM, _terminated)
+    code: int = 1  # an exception that is no exit: a failure
     try:
         app()
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        raise
     finally:
-        signal.signal(signal.SIGTERM, _stopped_at_exit)
-        signal.signal(signal.SIGINT, _stopped_at_exit)
+        signal.signal(signal.SIGTERM, _stopped_at_exit(code))
+        signal.signal(signal.SIGINT, _stopped_at_exit(code))

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import signal
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
@@ -42,7 +41,7 @@ from ..cost import stored as priced
 from ..cost.billed import price_store
 from ..cost.prices import PriceBook
 from ..cost.stored import book_of
-from ..errors import FactsInterrupted, ForensicsError, StoreError
+from ..errors import FactsInterrupted, ForensicsError, StoreError, ignore_stops
 from ..model import Release
 from ..store import Store
 from ..store import facts as stored
@@ -122,7 +121,10 @@ def refresh(
     # priced as they are before this refresh, by the same book, and no session to rebuild
     # (an ingest that loaded nothing new moves only the ingest the facts are current
     # through, which the priced calls' stamp reads through the kept fit)
-    was_priced = book is not None and not todo and priced.current(store, book)
+    was_priced = (book is not None and not todo and priced.current(store, book)
+                  # and nothing the kept fit counted changed: events deleted (a session
+                  # read again with nothing in it) leave no session stale
+                  and stored_fits(store) is not None)  # fmt: skip
     ratios_before = _kept_ratios(store)
     count = workers(workers_count)
     if sum(n for _, n, _, _ in todo) < POOL_MIN_EVENTS:
@@ -281,11 +283,6 @@ def _runs(store: Store, todo: list[tuple[Key, int, str, bool]]) -> Iterator[Run]
         )
 
 
-def _ignore_interrupts() -> None:
-    """A worker leaves Ctrl-C to the process that started it, which stops the pool."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _built(runs: Iterator[Run], count: int) -> Iterator[Built]:
     """Each run rebuilt, in the order read: in this process, or by `count` workers with
     at most two runs each in flight (memory holds those, not the store)."""
@@ -295,7 +292,7 @@ def _built(runs: Iterator[Run], count: int) -> Iterator[Built]:
     # fork where there is one: a worker runs Python and Arrow only, never DuckDB (whose
     # threads the parent holds), and a spawned one would run the caller's __main__ again
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with ProcessPoolExecutor(count, mp_context=context, initializer=_ignore_interrupts) as pool:
+    with ProcessPoolExecutor(count, mp_context=context, initializer=ignore_stops) as pool:
         pending: deque[Future[Built]] = deque()
         try:
             for run in runs:

@@ -4,6 +4,9 @@
 WITH tokened AS (
     SELECT app_name, user_id, session_id, function_call_id, event_id, part_index, rows_key,
            envelope_chars, envelope_extra, markdown_chars, len(row_chars) AS n,
+           len(row_extra) IS DISTINCT FROM len(row_chars) AS unequal,
+           list_count(row_chars) < len(row_chars) OR list_count(row_extra) < len(row_extra)
+               AS has_null,
            list_sum(row_chars)::BIGINT + list_sum(row_extra)::BIGINT AS dumps_rows,
            list_transform(row_chars, lambda c, i: CAST(ceil((c::BIGINT + row_extra[i])
                                                             / $chars_per_token) AS BIGINT))
@@ -11,11 +14,6 @@ WITH tokened AS (
     FROM parts
     SEMI JOIN scope_sessions USING (app_name, user_id, session_id)
     WHERE kind = 'function_response' AND origin = 'content'
-      -- as fit.py refuses them: the two lists of a result differ in length, a size is null
-      AND CASE WHEN len(row_extra) IS DISTINCT FROM len(row_chars)
-               THEN error('row_chars and row_extra differ in length for a result')
-               WHEN list_count(row_chars) < len(row_chars) OR list_count(row_extra) < len(row_extra)
-               THEN error('a row size is null') ELSE true END
 ), reduced AS (
     SELECT * EXCLUDE (tokens),
            CASE WHEN n > 0 THEN list_max(tokens) END AS largest_row,
@@ -26,7 +24,8 @@ WITH tokened AS (
     SELECT g.app_name, g.user_id, g.session_id, g.ordinal, g.tool_name,
            p.rows_key, p.envelope_chars, p.envelope_extra, p.markdown_chars, p.n,
            CASE WHEN p.n > 0 THEN p.dumps_rows END AS dumps_rows,
-           p.largest_row, p.row_tokens, coalesce(p.rows_over, 0) AS rows_over
+           p.largest_row, p.row_tokens, coalesce(p.rows_over, 0) AS rows_over,
+           p.unequal, p.has_null
     FROM fact_tool_calls AS g
     SEMI JOIN scope_sessions USING (app_name, user_id, session_id)
     JOIN fact_sessions AS fs USING (app_name, user_id, session_id)
@@ -49,4 +48,7 @@ SELECT app_name, tool_name,
        largest_row AS largest_row_guard_tokens, row_tokens AS row_guard_tokens,
        rows_over AS rows_over_budget, dumps_rows AS rows_dumps_chars, markdown_chars
 FROM picked
+-- as fit.py refuses the results it reads: the two lists differ in length, a size is null
+WHERE CASE WHEN unequal THEN error('row_chars and row_extra differ in length for a result')
+           WHEN has_null THEN error('a row size is null') ELSE true END
 ORDER BY app_name, user_id, session_id, ordinal;

@@ -21,17 +21,17 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import signal
 from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from ...errors import ForensicsError
+from ...errors import ForensicsError, ignore_stops
 from ...families.claude_code.transcript import (
     FAMILY,
     SessionReader,
@@ -198,7 +198,9 @@ def discover(paths: list[Path]) -> Layout:
         try:  # (one stat: Path.resolve walked every folder of every path, in Python)
             stat = os.stat(path)
             real: object = (stat.st_dev, stat.st_ino)
-        except OSError:  # a link loop: reading it says why
+            if not stat.st_ino:  # a file system without inode numbers: the path itself
+                real = path.resolve()
+        except (OSError, RuntimeError):  # a link loop: reading it says why
             real = path
         if real in files_seen:
             return
@@ -304,6 +306,16 @@ class _Sink:
 # a larger one here, a line at a time, so its memory is a batch, not the session
 SESSION_WORKER_BYTES = 16 << 20
 WORKER_MIN_BYTES = 32 << 20  # less than this to read in all: no workers (their start costs)
+# sessions read ahead of the one being replayed, in bytes of their files: what a worker
+# read waits in this process's memory until it is replayed, whatever the core count
+AHEAD_BYTES = 64 << 20
+def killed() -> ForensicsError:
+    """What a reading worker the system killed (out of memory, most often) is said as."""
+    return ForensicsError(
+        "a process reading transcripts was killed before it finished (the system stops"
+        " one that runs out of memory)",
+        hint="FORENSICS_WORKERS=1 (or --workers 1) reads them in this process",
+    )
 
 
 class _Recorder:
@@ -359,11 +371,6 @@ def _read_session(task: _Task) -> tuple[list[_FileCalls], Counter[str]]:
         found.append((recorder.calls, count, error))
         recorder.calls, recorder.told = [], True
     return found, reader.kinds
-
-
-def _ignore_interrupts() -> None:
-    """A worker leaves Ctrl-C to the process that started it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class ClaudeCodeSource:
@@ -489,21 +496,30 @@ class ClaudeCodeSource:
         # this process holds); a spawned one would run the caller's __main__ again
         context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
         with ProcessPoolExecutor(self.workers, mp_context=context,
-                                 initializer=_ignore_interrupts) as pool:  # fmt: skip
-            ahead: deque[Future[Any] | None] = deque()
-            at = 0
+                                 initializer=ignore_stops) as pool:  # fmt: skip
+            ahead: deque[tuple[Future[Any] | None, int]] = deque()
+            at = held = 0  # held: bytes of the sessions in `ahead` a worker reads
             try:
                 for entry, stats in todo:
-                    while at < len(todo) and len(ahead) < 4 * self.workers:
+                    while at < len(todo) and (not ahead or (
+                            len(ahead) < 4 * self.workers and held < AHEAD_BYTES)):
                         later, _ = todo[at]
                         task = (later.app, self.user, later.session_id, later.files)
-                        small_enough = sizes[at] <= SESSION_WORKER_BYTES
-                        ahead.append(pool.submit(_read_session, task) if small_enough else None)
+                        if sizes[at] <= SESSION_WORKER_BYTES:
+                            ahead.append((pool.submit(_read_session, task), sizes[at]))
+                            held += sizes[at]
+                        else:
+                            ahead.append((None, 0))
                         at += 1
-                    future = ahead.popleft()
-                    yield entry, stats, None if future is None else future.result()
+                    future, size = ahead.popleft()
+                    held -= size
+                    try:
+                        recorded = None if future is None else future.result()
+                    except BrokenProcessPool:
+                        raise killed() from None
+                    yield entry, stats, recorded
             finally:
-                for future in ahead:
+                for future, _ in ahead:
                     if future is not None:
                         future.cancel()
 

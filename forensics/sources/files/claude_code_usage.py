@@ -22,10 +22,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
-import signal
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
@@ -33,6 +33,7 @@ from typing import Any, BinaryIO
 
 import pyarrow as pa
 
+from ...errors import ignore_stops
 from ...families.claude_code.transcript import (
     call_detail,
     failure_detail,
@@ -41,7 +42,7 @@ from ...families.claude_code.transcript import (
     usage_total,
 )
 from ...store.arrow import columns_table
-from .claude_code import DEFAULT_USER, DETAIL_SCHEMA, sessions_under
+from .claude_code import DEFAULT_USER, DETAIL_SCHEMA, killed, sessions_under
 
 MARKER = b'"usage"'
 _MARKER = re.compile(re.escape(MARKER))  # a compiled search scans faster than bytes.find
@@ -193,11 +194,6 @@ def _read_batch(tasks: list[_Task]) -> list[_FileRead]:
     return [_read_file(task) for task in tasks]
 
 
-def _ignore_interrupts() -> None:
-    """A worker leaves Ctrl-C to the process that started it, which stops the pool."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _batches(tasks: list[_Task]) -> list[list[_Task]]:
     """The files in order, in runs of about BATCH_BYTES."""
     found: list[list[_Task]] = [[]]
@@ -228,9 +224,12 @@ def _read_all(tasks: list[_Task], workers: int) -> Iterator[_FileRead]:
     # fork: a worker runs Python's json and re only (never polars or DuckDB, whose
     # threads the parent holds); a spawned one would run the caller's __main__ again
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts) as pool:
-        for batch in pool.map(_read_batch, _batches(tasks)):
-            yield from batch
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=ignore_stops) as pool:
+        try:
+            for batch in pool.map(_read_batch, _batches(tasks)):
+                yield from batch
+        except BrokenProcessPool:
+            raise killed() from None
 
 
 def read_usage(paths: list[Path], user: str = DEFAULT_USER, workers: int = 1) -> UsageRead:
