@@ -276,9 +276,35 @@ def test_an_ingest_that_loads_nothing_new_keeps_the_priced_calls(
     extra.write_bytes(held)  # a session more: priced again
     api.ingest_claude_code(db, [root])
     assert len(calls) == 1 and api.cost(db, by="day")["calls"].sum() > bill["calls"].sum()
-    extra.write_bytes(b"")  # read again with nothing in it: its events go, prices follow
+    extra.write_bytes(b"")  # read again with nothing in it: priced again
     api.ingest_claude_code(db, [root])
     assert len(calls) == 2
+
+
+def test_a_session_read_again_with_nothing_in_it_leaves_no_facts_nor_cost(
+    tmp_path: Path,
+) -> None:
+    """A transcript emptied since an ingest read it: the ingest replaces its events with
+    none, and its facts and priced calls go with them (the facts were rebuilt only for
+    sessions with events, so its calls were still counted and billed)."""
+    paths = []
+    for sid in ("s-1", "s-2"):
+        t = Transcript(sid)
+        t.prompt("hi")
+        t.response(f"msg_{sid}", [{"type": "text", "text": "hello"}], usage(1, 0, 500, 5))
+        paths.append(t.write(tmp_path))
+    db = tmp_path / "s.duckdb"
+    api.ingest_claude_code(db, [tmp_path])
+    paths[1].write_bytes(b"")
+    api.ingest_claude_code(db, [tmp_path])
+    alone = tmp_path / "alone.duckdb"
+    api.ingest_claude_code(alone, [paths[0]])
+    assert api.cost(db, by="session").equals(api.cost(alone, by="session"))
+    with duckdb.connect(str(db), read_only=True) as con:
+        for table in ("events", "fact_sessions", "fact_calls", "priced_calls"):
+            (left,) = con.execute(f"SELECT count(*) FROM {table} WHERE session_id = 's-2'"  # noqa: S608
+                                  ).fetchone()  # fmt: skip
+            assert left == 0, table
 
 
 def test_the_toolkit_reads_the_sample_as_its_generator_wrote_it(tmp_path: Path) -> None:

@@ -116,12 +116,15 @@ def refresh(
         _price(store, only_stale=True)
         return Refresh(0, 0, 0, 0.0)
     through = stored.newest_ingest(store)
+    # facts of sessions whose events are gone: stale_sessions starts from the events
+    orphans = stored.drop_orphans(store)
     todo = stored.stale(store, RULES_VERSION, every=every)
     book = _book(store)
     # priced as they are before this refresh, by the same book, and no session to rebuild
     # (an ingest that loaded nothing new moves only the ingest the facts are current
     # through, which the priced calls' stamp reads through the kept fit)
-    was_priced = (book is not None and not todo and priced.current(store, book)
+    was_priced = (book is not None and not todo and not orphans
+                  and priced.current(store, book)
                   # and nothing the kept fit counted changed: events deleted (a session
                   # read again with nothing in it) leave no session stale
                   and stored_fits(store) is not None)  # fmt: skip

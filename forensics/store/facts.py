@@ -81,6 +81,22 @@ def stale(
     return [((a, u, s), int(n), stamp, bool(b)) for a, u, s, n, stamp, b in rows]
 
 
+def drop_orphans(store: Store) -> int:
+    """Delete the facts of sessions that have no stored event any more (queries/facts/
+    orphan_sessions.sql), in one transaction; returns how many sessions."""
+    gone = store.query("facts/orphan_sessions")
+    if not gone:
+        return 0
+    keys = pa.table({c: [k[i] for k in gone] for i, c in enumerate(KEY_COLUMNS)})
+    store.con.register("batch_keys", keys)
+    try:
+        with store.transaction():
+            store.run(sql.load("facts/delete_facts").sql)
+    finally:
+        store.unregister("batch_keys")
+    return len(gone)
+
+
 CHUNK_EVENTS = 20_000  # the sessions read at once hold about this many events
 
 
