@@ -296,6 +296,8 @@ def size_results(payloads: pa.Table) -> tuple[pa.Table, pa.Table]:
     """Per function_response of `payloads` (KEY columns and `payload`, its response as
     JSON text): the guard's figures (RESULT_SCHEMA) of those this module reads, and the
     KEY of those it declines, for stage_results.sql to size."""
+    if not payloads.num_rows:  # (no pyarrow builder: they import pandas, 0.25 s)
+        return pa.Table.from_batches([], RESULT_SCHEMA), payloads.select(list(KEY))
     column = payloads.column("payload").combine_chunks()
     if pa.types.is_large_string(column.type):
         column = column.cast(pa.string())
