@@ -500,6 +500,29 @@ def test_the_fit_from_lists_is_the_unnested_definition(tmp_path, founding_db, mo
                                               chars_per_token=float(guard.chars_per_token))
                 assert audited.height == found.height
                 assert audited.equals(found.select(audited.columns)), guard.describe()
+    # the figures kept for the audit at 3.0 characters per token (whatif/kept.py) are
+    # those it reduces from the rows, but a count over a budget no kept row can answer
+    from forensics.store import Store
+    from forensics.whatif import kept
+
+    with Store.open(db) as store:
+        kept.keep(store)
+        assert kept.current(store)
+        facts = Scope(store, None).facts
+        for budget in (1, 500, 16_000, 10**9):
+            mine = facts.query("whatif/guard_sizes_kept", budget=budget)
+            live = facts.query("whatif/guard_sizes", budget=budget, chars_per_token=3.0)
+            expected = live.select(mine.columns).with_columns(
+                pl.when(pl.col("largest_row_guard_tokens") > budget).then(None)
+                .otherwise(pl.col("rows_over_budget")).alias("rows_over_budget"))  # fmt: skip
+            order = mine.columns
+            assert mine.sort(order, nulls_last=True).equals(
+                expected.sort(order, nulls_last=True)), budget  # fmt: skip
+    audits = [api.guards(db, budget=10**9), api.guards(db, budget=700)]
+    with duckdb.connect(str(db)) as con:
+        con.execute(f"DROP TABLE {kept.TABLE}")  # the audit reduces the rows again
+    again = [api.guards(db, budget=10**9), api.guards(db, budget=700)]
+    assert all(a.equals(b) for a, b in zip(again, audits, strict=True))
 
 
 def test_the_guards_audit_refuses_row_sizes_the_fit_refuses(tmp_path, founding_db):

@@ -274,10 +274,12 @@ class Facts:
         statement: str,
         tables: dict[str, pa.Table] | None = None,
         views: dict[str, str] | None = None,
+        params: dict[str, object] | None = None,
     ) -> None:
-        """Run `statement` (code's, not data's) with what `query` registers beside it."""
+        """Run `statement` (code's, not data's) with what `query` registers beside it,
+        `params` bound by name."""
         with self._beside(statement, tables, views, None, frozenset(), unordered=False):
-            self.store.run(statement)
+            self.store.run(statement, params)
 
     @contextmanager
     def _beside(

@@ -25,6 +25,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from operator import itemgetter
 
+import duckdb
 import pyarrow as pa
 
 from ..analysis.facts import (
@@ -47,6 +48,7 @@ from ..store import Store
 from ..store import facts as stored
 from ..store.facts import Key
 from ..store.reads import session_of, session_release_evidence, session_tables, traced_windows
+from ..whatif import kept as guard_kept
 
 BATCH_EVENTS = 20_000  # fact rows of about this many events are written at once
 # The store's DuckDB buffers at most this much while the stale sessions are read out
@@ -114,6 +116,7 @@ def refresh(
         if stored_fits(store) is None:  # a store whose facts an older release built
             store_fits(store)
         _price(store, only_stale=True)
+        _keep_guards(store)
         return Refresh(0, 0, 0, 0.0)
     through = stored.newest_ingest(store)
     # facts of sessions whose events are gone: stale_sessions starts from the events
@@ -140,8 +143,17 @@ def refresh(
         priced.mark(store, book)  # no fact nor ratio changed: the priced calls stand
     else:
         _price(store)  # and the calls every cost command would price
+    _keep_guards(store)  # and what the guards audit reads of every tool result
     seconds = time.perf_counter() - started
     return Refresh(len(todo), done.events, done.calls, seconds, tuple(done.failed), count)
+
+
+def _keep_guards(store: Store) -> None:
+    """whatif/kept.py; a store the audit cannot read is told by the audit itself."""
+    try:
+        guard_kept.keep(store)
+    except duckdb.Error:
+        return
 
 
 def _kept_ratios(store: Store) -> object:

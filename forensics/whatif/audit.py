@@ -14,6 +14,7 @@ import polars as pl
 
 from ..analysis.stored import Facts
 from ..columns import GUARDS
+from . import kept
 from .guard import Guard
 
 ROW_CAP = 200  # the founding row guard
@@ -23,8 +24,14 @@ def guards(facts: Facts, budget: int, row_cap: int = ROW_CAP,
            chars_per_token: float = 3.0) -> pl.DataFrame:  # fmt: skip
     """GUARDS: one row per (app, tool) of the selection, the most over-budget first."""
     Guard(row_cap=row_cap, token_cap=budget, chars_per_token=chars_per_token)  # checks them
-    found = facts.query("whatif/guard_sizes", budget=budget,
-                        chars_per_token=float(chars_per_token))  # fmt: skip
+    found = None
+    if chars_per_token == kept.CHARS_PER_TOKEN and kept.current(facts.store):
+        found = facts.query("whatif/guard_sizes_kept", budget=budget)
+        if found["rows_over_budget"].null_count():  # a row over the budget: count them
+            found = None
+    if found is None:
+        found = facts.query("whatif/guard_sizes", budget=budget,
+                            chars_per_token=float(chars_per_token))  # fmt: skip
     rows = []
     for (app, tool), group in found.group_by(["app_name", "tool_name"], maintain_order=True):
         sized = group.filter(pl.col("payload") != "unsized")

@@ -36,7 +36,7 @@ WITH tokened AS (
     QUALIFY row_number() OVER (PARTITION BY g.app_name, g.user_id, g.session_id, g.ordinal
                                ORDER BY p.event_id, p.part_index) = 1
 )
-SELECT app_name, tool_name,
+SELECT app_name, user_id, session_id, ordinal, tool_name,
        CASE WHEN envelope_chars IS NULL THEN 'unsized'
             WHEN rows_key IS NULL THEN 'dict'
             WHEN rows_key = '$' THEN 'list'
