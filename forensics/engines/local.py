@@ -115,7 +115,7 @@ def refresh(
     if not every and stored.is_current(store, RULES_VERSION):
         if stored_fits(store) is None:  # a store whose facts an older release built
             store_fits(store)
-        _price(store, only_stale=True)
+        _price(store, _book(store), only_stale=True)
         _keep_guards(store)
         return Refresh(0, 0, 0, 0.0)
     through = stored.newest_ingest(store)
@@ -142,7 +142,7 @@ def refresh(
     if was_priced and book is not None and _kept_ratios(store) == ratios_before:
         priced.mark(store, book)  # no fact nor ratio changed: the priced calls stand
     else:
-        _price(store)  # and the calls every cost command would price
+        _price(store, book)  # and the calls every cost command would price
     _keep_guards(store)  # and what the guards audit reads of every tool result
     seconds = time.perf_counter() - started
     return Refresh(len(todo), done.events, done.calls, seconds, tuple(done.failed), count)
@@ -170,12 +170,13 @@ def _book(store: Store) -> PriceBook | None:
         return None
 
 
-def _price(store: Store, *, only_stale: bool = False) -> None:
-    """Price every call with the store's book and keep them (cost/stored.py). A prices
-    file that cannot be read stops no refresh: the calls are then priced per query,
-    where the error is told."""
+def _price(store: Store, book: PriceBook | None, *, only_stale: bool = False) -> None:
+    """Price every call with the store's book (`_book`) and keep them (cost/stored.py).
+    A prices file that cannot be read stops no refresh: the calls are then priced per
+    query, where the error is told."""
+    if book is None:
+        return
     try:
-        book = book_of(store)
         if not (only_stale and priced.current(store, book)):
             price_store(store, book)
     except ForensicsError:

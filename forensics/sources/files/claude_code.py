@@ -309,6 +309,8 @@ WORKER_MIN_BYTES = 32 << 20  # less than this to read in all: no workers (their 
 # sessions read ahead of the one being replayed, in bytes of their files: what a worker
 # read waits in this process's memory until it is replayed, whatever the core count
 AHEAD_BYTES = 64 << 20
+
+
 def killed() -> ForensicsError:
     """What a reading worker the system killed (out of memory, most often) is said as."""
     return ForensicsError(
@@ -352,7 +354,11 @@ _Task = tuple[str, str, str, list[tuple[Path, TranscriptFile]]]
 _FileCalls = tuple[list[tuple[Any, ...]], int, str | None]
 
 
-def _read_session(task: _Task) -> tuple[list[_FileCalls], Counter[str]]:
+# what a worker read of a session: its files' calls, and the lines it counted by kind
+_SessionCalls = tuple[list[_FileCalls], Counter[str]]
+
+
+def _read_session(task: _Task) -> _SessionCalls:
     """One session read in a worker as the ingest's process reads it (batches()),
     its sink's calls recorded per file."""
     app, user, session_id, files = task
@@ -479,10 +485,9 @@ class ClaudeCodeSource:
         )
         yield batch
 
-
     def _read_ahead(
         self, todo: list[tuple[SessionFiles, dict[str, tuple[int, int]]]]
-    ) -> Iterator[tuple[SessionFiles, dict[str, tuple[int, int]], Any]]:
+    ) -> Iterator[tuple[SessionFiles, dict[str, tuple[int, int]], _SessionCalls | None]]:
         """Each session to read, in order, with what a worker read of it (None: to read
         here, a line at a time): a session of up to SESSION_WORKER_BYTES goes to one of
         `workers` forked processes, a few sessions ahead of the one being replayed."""
@@ -497,7 +502,7 @@ class ClaudeCodeSource:
         context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
         with ProcessPoolExecutor(self.workers, mp_context=context,
                                  initializer=ignore_stops) as pool:  # fmt: skip
-            ahead: deque[tuple[Future[Any] | None, int]] = deque()
+            ahead: deque[tuple[Future[_SessionCalls] | None, int]] = deque()
             at = held = 0  # held: bytes of the sessions in `ahead` a worker reads
             try:
                 for entry, stats in todo:

@@ -194,16 +194,16 @@ def _read_batch(tasks: list[_Task]) -> list[_FileRead]:
     return [_read_file(task) for task in tasks]
 
 
-def _batches(tasks: list[_Task]) -> list[list[_Task]]:
+def _batches(tasks: list[_Task], sizes: list[int]) -> list[list[_Task]]:
     """The files in order, in runs of about BATCH_BYTES."""
     found: list[list[_Task]] = [[]]
     size = 0
-    for task in tasks:
+    for task, bytes_ in zip(tasks, sizes, strict=True):
         if size >= BATCH_BYTES:
             found.append([])
             size = 0
         found[-1].append(task)
-        size += _size(task[3])
+        size += bytes_
     return found
 
 
@@ -218,7 +218,8 @@ def _read_all(tasks: list[_Task], workers: int) -> Iterator[_FileRead]:
     """Each file's read, in the files' order: in this process, or by `workers` forked
     processes a batch at a time when there is enough to read (each file is read whole
     by one of them, so the rows are those one process reads)."""
-    if workers < 2 or sum(_size(t[3]) for t in tasks) < WORKER_BYTES:
+    sizes = [_size(t[3]) for t in tasks] if workers > 1 else []
+    if workers < 2 or sum(sizes) < WORKER_BYTES:
         yield from map(_read_file, tasks)
         return
     # fork: a worker runs Python's json and re only (never polars or DuckDB, whose
@@ -226,7 +227,7 @@ def _read_all(tasks: list[_Task], workers: int) -> Iterator[_FileRead]:
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=ignore_stops) as pool:
         try:
-            for batch in pool.map(_read_batch, _batches(tasks)):
+            for batch in pool.map(_read_batch, _batches(tasks, sizes)):
                 yield from batch
         except BrokenProcessPool:
             raise killed() from None
