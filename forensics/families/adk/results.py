@@ -132,11 +132,12 @@ def _size(text: bytes, row: int) -> _Sized:
 
 class _Counts:
     """Positions in a chunk of payload bytes, for counts over any span of it: the ':'
-    and ',' and the opening brackets outside strings, the quotes that open or close a
-    string, the '|', the UTF-8 bytes that make characters longer (continuation bytes)
-    and json.dumps's escapes longer (lead bytes of non-ASCII characters, of those beyond
-    the BMP), and what each escape sequence saves when a string is read (`\\n` is one
-    character, `\\u0001` one too)."""
+    and ',' outside strings, the UTF-8 bytes that make characters longer (continuation
+    bytes) and json.dumps's escapes longer (lead bytes of non-ASCII characters, of those
+    beyond the BMP), and what each escape sequence saves when a string is read (`\\n`
+    is one character, `\\u0001` one too). What only the markdown estimate reads (the
+    quotes, the ':' and ',' apart, the opening brackets, the '|') is picked out of the
+    spans of the rows it reads (`_Marks`), a small part of a chunk's bytes."""
 
     def __init__(self, data: np.ndarray, scratch: np.ndarray):
         self.data = data
@@ -172,15 +173,11 @@ class _Counts:
             at = at[at + 3 < len(data)]
             hi, lo = data[at + 1] | 0x20, data[at + 2] | 0x20
             self.surrogates = at[(hi == ord("d")) & np.isin(lo, np.frombuffer(b"89ab", np.uint8))]
-        self.quotes = found[quote]
         # outside a string where an even number of quotes comes before (strings never
-        # span two payloads, and each payload's quotes pair up)
-        outside = (np.cumsum(quote) & 1) == 0
-        self.colons = found[outside & (kinds == 58)]
-        self.commas = found[outside & (kinds == 44)]
+        # span two payloads, and each payload's quotes pair up): the parity, accumulated
+        outside = np.bitwise_xor.accumulate(quote.view(np.uint8)) == 0
         self.separators = found[outside & ((kinds == 58) | (kinds == 44))]
-        self.opens = found[outside & ((kinds == 123) | (kinds == 91))]
-        self.pipes = found[kinds == 124]
+        self.found, self.kinds, self.quote, self.outside = found, kinds, quote, outside
         high = kinds >= 0x80
         if high.any():
             self.continuation = found[high & ((kinds & 0xC0) == 0x80)]
@@ -208,12 +205,12 @@ class _Counts:
             + 6 * self.between(self.lead4, starts, ends)
         )
 
-    def read(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    def read(self, marks: _Marks, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """Characters of the strings [start, end) (their quotes included) once read, each
         '|' counted twice (markdown_line's escape)."""
         saved = self.saved[np.searchsorted(self.escapes, ends)]
         saved -= self.saved[np.searchsorted(self.escapes, starts)]
-        return self.chars(starts, ends) - 2 - saved + self.between(self.pipes, starts, ends)
+        return self.chars(starts, ends) - 2 - saved + self.between(marks.pipes, starts, ends)
 
     def markdown(self, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                  totals: np.ndarray, owners: int) -> list[int | None]:  # fmt: skip
@@ -224,29 +221,32 @@ class _Counts:
         scaled to all rows; None for an owner whose rows are not all flat objects."""
         if not owners:
             return []
-        flat = (self.data[starts] == 123) & (self.between(self.opens, starts + 1, ends) == 0)
-        lo = np.searchsorted(self.colons, starts)
-        keys = np.searchsorted(self.colons, ends) - lo  # a member per ':' (flat rows)
+        marks = _Marks(self, starts, ends)
+        flat = (self.data[starts] == 123) & (self.between(marks.opens, starts + 1, ends) == 0)
+        lo = np.searchsorted(marks.colons, starts)
+        keys = np.searchsorted(marks.colons, ends) - lo  # a member per ':' (flat rows)
         member_row = np.repeat(np.arange(len(starts)), keys)
         first = np.repeat(np.cumsum(keys) - keys, keys)
-        colons = self.colons[np.arange(len(member_row)) - first + np.repeat(lo, keys)]
-        # a value runs from its ':' to the next ',' of its row, or to the row's '}'
+        colons = marks.colons[np.arange(len(member_row)) - first + np.repeat(lo, keys)]
+        # a value runs from its ':' to the next ',' of its row (the next one marked is
+        # past the row's end when the row has none), or to the row's '}'
         row_end = ends[member_row] - 1
-        j = np.minimum(np.searchsorted(self.commas, colons), max(len(self.commas) - 1, 0))
-        nxt = self.commas[j] if len(self.commas) else row_end
+        commas = marks.commas
+        j = np.minimum(np.searchsorted(commas, colons), max(len(commas) - 1, 0))
+        nxt = commas[j] if len(commas) else row_end
         value_end = np.where((nxt > colons) & (nxt < row_end), nxt, row_end)
         value_start = colons + 1
         head = self.data[value_start]
         cells = np.where(
             head == 34,  # a string: its text read; null: empty; else as written
-            self.read(value_start, value_end),
+            self.read(marks, value_start, value_end),
             np.where(head == 110, 0, value_end - value_start),
         )
         lines = np.bincount(member_row, weights=cells, minlength=len(starts)) + 3 * keys + 2
         # the header: the first row's keys, each the string before its ':'
         key_end = colons
-        key_start = self.quotes[np.searchsorted(self.quotes, key_end - 1) - 1]
-        key_cells = self.read(key_start, key_end)
+        key_start = marks.quotes[np.searchsorted(marks.quotes, key_end - 1) - 1]
+        key_cells = self.read(marks, key_start, key_end)
         firsts = np.r_[True, rows[1:] != rows[:-1]]
         in_first = firsts[member_row]
         header = np.bincount(member_row[in_first], weights=key_cells[in_first],
@@ -263,6 +263,23 @@ class _Counts:
             whole = math.floor(scaled)  # DuckDB divides in doubles; its round: half away
             found.append(int(header[owner]) + whole + (scaled - whole >= 0.5))
         return found
+
+
+class _Marks:
+    """The quotes, the ':' and ',' and opening brackets outside strings, and the '|'
+    inside the spans [starts, ends) of a chunk's `_Counts` (ascending, disjoint)."""
+
+    def __init__(self, counts: _Counts, starts: np.ndarray, ends: np.ndarray):
+        lo = np.searchsorted(counts.found, starts)
+        n = np.searchsorted(counts.found, ends) - lo
+        pick = np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+        found, kinds = counts.found[pick], counts.kinds[pick]
+        outside = counts.outside[pick]
+        self.quotes = found[counts.quote[pick]]
+        self.colons = found[outside & (kinds == 58)]
+        self.commas = found[outside & (kinds == 44)]
+        self.opens = found[outside & ((kinds == 123) | (kinds == 91))]
+        self.pipes = found[kinds == 124]
 
 
 def _chunks(offsets: np.ndarray, size: int) -> Iterator[tuple[int, int]]:
