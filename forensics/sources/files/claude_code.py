@@ -152,7 +152,11 @@ def _peek_session(path: Path) -> str | None:
 def _classify(path: Path, projects_dir: Path) -> tuple[str, str, TranscriptFile] | None:
     """(app, session, file) of a transcript by its place under the projects folder; None
     where Claude Code writes none."""
-    parts = path.relative_to(projects_dir).parts
+    text, base = str(path), str(projects_dir) + os.sep
+    if text.startswith(base) and os.sep == "/":  # (Path.relative_to: a third of discover)
+        parts: tuple[str, ...] = tuple(text[len(base) :].split("/"))
+    else:
+        parts = path.relative_to(projects_dir).parts
     rel = "/".join(parts)
     if len(parts) == 2 and not path.stem.startswith("agent-"):
         return parts[0], path.stem, TranscriptFile(rel, "main", path=str(path))
@@ -168,13 +172,27 @@ def _classify(path: Path, projects_dir: Path) -> tuple[str, str, TranscriptFile]
 def _transcripts(folder: Path) -> list[Path]:
     """The .jsonl entries under `folder`, in path order; folders that are links are not
     followed (a link back up would loop), a file that is a link is read."""
-    found = []
-    for where, folders, files in os.walk(folder, followlinks=False):
-        folders.sort()
-        found += [Path(where) / name for name in files if name.endswith(".jsonl")]
-        found += [Path(where) / name for name in folders
-                  if name.endswith(".jsonl") and not (Path(where) / name).is_symlink()]  # fmt: skip
-    return sorted(found)
+    found: list[str] = []
+    todo = [os.fspath(folder)]
+    while todo:  # os.walk's choices, on strings (a Path per entry was half of discover)
+        try:
+            with os.scandir(todo.pop()) as entries:
+                listed = list(entries)
+        except OSError:  # (os.walk passes over a folder it cannot list)
+            continue
+        for entry in listed:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                if entry.name.endswith(".jsonl"):
+                    found.append(entry.path)
+            elif not entry.is_symlink():
+                todo.append(entry.path)
+                if entry.name.endswith(".jsonl"):
+                    found.append(entry.path)
+    return [Path(p) for p in sorted(found, key=lambda p: p.split(os.sep))]  # in Path order
 
 
 def _projects_dir(file: Path) -> Path:
