@@ -157,6 +157,44 @@ class HangingSource(FailingSource):
         time.sleep(60)
 
 
+def test_a_batch_that_meets_the_stores_memory_cap_is_stored_again_with_the_cap_doubled(
+    tmp_path, monkeypatch
+):
+    """The primary keys' index lives under the ingest's cap and grows with the store (at
+    128 MB an ingest of 1,000,000 events ran out at 571,000): a batch that meets the cap
+    is undone and stored again with it doubled, counted once. Here the cap is 2 MB, which
+    the first batch meets."""
+    from forensics.ingest import pipeline
+
+    class ThreeBatches(FailingSource):
+        notes: dict[str, object] = {}
+
+        def batches(self, since_watermark):
+            read = super().batches(since_watermark)
+            for _ in range(self.good_batches):
+                yield next(read)
+
+    raised: list[str] = []
+    run = Store.run
+
+    def watched(self, statement, params=None):
+        if statement.startswith("SET memory_limit") and params and "MiB" in str(params[0]):
+            raised.append(str(params[0]))
+        return run(self, statement, params)
+
+    monkeypatch.setattr(pipeline, "INGEST_MEMORY_LIMIT", "2MB")
+    monkeypatch.setattr(Store, "run", watched)
+    con = Store.open(tmp_path / "f.duckdb")
+    result = ingest(con, ThreeBatches(RuntimeError("unused"), good_batches=3))
+    monkeypatch.undo()
+    assert raised, "the cap was never met: the test does not reach the retry"
+    assert (result.rows_read, result.rows_loaded) == (15, 15)
+    assert con.run("SELECT count(*) FROM events")[0][0] == 15
+    assert con.run("SELECT count(DISTINCT event_id) FROM parts")[0][0] == 15
+    assert con.run("SELECT status, rows_read, rows_loaded FROM ingests")[0] == ("ok", 15, 15)
+    con.close()
+
+
 @pytest.mark.parametrize("error", [KeyboardInterrupt(), RuntimeError("server went away")])
 def test_an_interrupted_ingest_commits_nothing_and_the_ledger_says_so(tmp_path, error):
     db = tmp_path / "f.duckdb"

@@ -30,8 +30,12 @@ from ..store.writes import (
 )
 
 # While ingesting, the store's DuckDB buffers at most this much (see
-# families.adk.normalize.MEMORY_LIMIT for the measurement behind both caps).
+# families.adk.normalize.MEMORY_LIMIT for the measurement behind both caps). The
+# primary keys' index lives under the same cap and grows with the store: at 128 MB an
+# ingest of 1,000,000 events ran out at 571,000, so a batch that meets the cap is
+# inserted again with it doubled (up to MAX_INGEST_MEMORY_MIB).
 INGEST_MEMORY_LIMIT = "256MB"
+MAX_INGEST_MEMORY_MIB = 16_384
 
 Progress = Callable[[IngestResult], None]
 T = TypeVar("T")
@@ -86,8 +90,7 @@ def ingest(
         with store.memory_limit(INGEST_MEMORY_LIMIT):
             try:
                 for batch in prefetch(_normalized(source, since)):
-                    with store.transaction():
-                        run.insert(batch)
+                    run.insert(batch)
                 with store.transaction():
                     run.finish()
                 finished = True
@@ -132,32 +135,56 @@ class _Run:
         self.clock = time.monotonic()
 
     def insert(self, batch: Normalized) -> None:
-        store, result = self.store, self.result
+        """Store one batch in a transaction of its own, then count it. A batch that
+        meets the store's memory cap is undone and stored again with the cap doubled
+        (it stays raised for the rest of the run: the index only grows)."""
+        while True:
+            try:
+                with self.store.transaction():
+                    replaced, loaded, conflicts = self._write(batch)
+                break
+            except duckdb.OutOfMemoryException:
+                self.store.quietly("ROLLBACK")  # (one the COMMIT itself ran out in)
+                (limit,) = self.store.run("SELECT current_setting('memory_limit')")[0]
+                raised = _doubled_mib(str(limit))
+                if raised > MAX_INGEST_MEMORY_MIB:
+                    raise
+                self.store.run("SET memory_limit = ?", [f"{raised}MiB"])
+        result = self.result
         if self.release is not None:
             self.seen |= _keys(batch.events)
         result.rows_read += batch.rows_read
         result.skips.extend(batch.skipped)
-        if batch.replaces:
-            self.replaced += replace_sessions(store, batch.replaces)
-        result.rows_loaded += insert_batch(
-            store,
-            events=batch.events,
-            parts=batch.parts,
-            sessions=batch.sessions,
-            ingest_id=result.ingest_id,
-            source=self.label,
-            conflicts=self.conflicts,
-        )
-        for name, table in batch.side.items():
-            insert_side(store, name, table, result.ingest_id)
-        # with the batch, so that a session committed before a stop says what it is
-        if self.family is not None:
-            set_session_family(store, self.family, result.ingest_id)
-        self._sources()
+        self.replaced += replaced
+        result.rows_loaded += loaded
+        self.conflicts += conflicts
         if batch.newest is not None:
             result.watermark = max(batch.newest, result.watermark or batch.newest)
         if self.progress:
             self.progress(result)
+
+    def _write(self, batch: Normalized) -> tuple[int, int, list[int]]:
+        """The batch's rows into the store (inside the caller's transaction): the events
+        of sessions it replaced, the events it loaded, the conflicts it found."""
+        store, ingest_id = self.store, self.result.ingest_id
+        replaced = replace_sessions(store, batch.replaces) if batch.replaces else 0
+        conflicts: list[int] = []
+        loaded = insert_batch(
+            store,
+            events=batch.events,
+            parts=batch.parts,
+            sessions=batch.sessions,
+            ingest_id=ingest_id,
+            source=self.label,
+            conflicts=conflicts,
+        )
+        for name, table in batch.side.items():
+            insert_side(store, name, table, ingest_id)
+        # with the batch, so that a session committed before a stop says what it is
+        if self.family is not None:
+            set_session_family(store, self.family, ingest_id)
+        self._sources()
+        return replaced, loaded, conflicts
 
     def _sources(self) -> None:
         """The sessions this run created take the file(s) their events came from as source
@@ -184,6 +211,13 @@ class _Run:
                 "size, author or turn): the first stored was kept"
             )
         ledger.write(store, result, self.started, ledger.now(), "ok", None)
+
+
+def _doubled_mib(limit: str) -> int:
+    """Twice a DuckDB memory_limit as it reads back ('244.1 MiB', '1.5 GiB'), in MiB."""
+    number, _, unit = limit.partition(" ")
+    scale = {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024, "TiB": 1024 * 1024}.get(unit, 1)
+    return max(int(float(number) * scale * 2), 1)
 
 
 def _undo(store: Store, ingest_id: int) -> None:
