@@ -149,6 +149,57 @@ def test_an_interrupted_rebuild_keeps_its_batches_and_the_next_finishes_it(
     _same_frames(_frames(store), expected)
 
 
+def test_a_rebuild_that_meets_its_memory_cap_doubles_it_and_builds_the_rest(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The facts' cap also holds the fact tables' index, which grows with the store: a
+    rebuild that meets it keeps what it wrote and builds the rest with the cap doubled.
+    Here the cap is 2 MB (a real DuckDB OutOfMemoryException), and then, since no cap
+    places one between two writes at this size, an OutOfMemoryException raised by the
+    second write itself: the three sessions after it are built once, and counted once."""
+    from forensics.store import Store
+
+    api.ingest_sqlite(store, RELEASE / "sessions.db")
+    expected = _frames(store)
+    with api.using(store, read_only=False) as s:
+        everything = api.analyze(s, every=True)
+    raised: list[bool] = []
+    real_raise = Store.raise_memory_limit
+
+    def watched(self, *args):
+        raised.append(real_raise(self, *args))
+        return raised[-1]
+
+    monkeypatch.setattr(Store, "raise_memory_limit", watched)
+    monkeypatch.setattr(local, "FACTS_MEMORY_LIMIT", "2MB")
+    again = api.analyze(store, every=True)
+    assert raised and all(raised), "the cap was never met: the test does not reach the retry"
+    assert (again.sessions, again.events, again.calls) == (
+        everything.sessions, everything.events, everything.calls)
+    _same_frames(_frames(store), expected)
+
+    monkeypatch.setattr(local, "FACTS_MEMORY_LIMIT", "256MB")
+    monkeypatch.setattr(local, "BATCH_EVENTS", 1)  # a write per run,
+    monkeypatch.setattr(local.stored, "CHUNK_EVENTS", 1)  # a run per session
+    writes: list[int] = []
+    real_write = local.stored.write
+
+    def running_out_once(store_, tables, stamps, *args):
+        writes.append(len(stamps))
+        if len(writes) == 2:
+            raise duckdb.OutOfMemoryException("injected: the second write runs out")
+        return real_write(store_, tables, stamps, *args)
+
+    monkeypatch.setattr(local.stored, "write", running_out_once)
+    raised.clear()
+    again = api.analyze(store, every=True)
+    assert raised == [True], writes
+    assert sum(writes) == everything.sessions + 1  # the one that ran out, written again
+    assert (again.sessions, again.events, again.calls) == (
+        everything.sessions, everything.events, everything.calls)
+    _same_frames(_frames(store), expected)
+
+
 def _streamed(store, keys, chunk_events):
     """Each session's event and part rows as the engine reads them: runs of sessions
     (store.facts.stale_tables), each run's rows per session (store.reads.session_tables)."""

@@ -249,36 +249,47 @@ def _arrow(rows: list[dict[str, object]], schema: pa.Schema) -> pa.Table:
 
 @dataclass
 class _Batch:
-    """Fact tables not written yet, and the running counts."""
+    """Fact tables not written yet, and the counts of what was written."""
 
     tables: dict[str, list[pa.Table]] = field(
         default_factory=lambda: {t: [] for t in FACT_TABLES}
     )
     stamps: dict[Key, str] = field(default_factory=dict)
+    held: list[tuple[Key, int, int, str | None]] = field(default_factory=list)  # unwritten
     failed: list[tuple[Key, str]] = field(default_factory=list)  # all failed so far
     pending: int = 0  # events of the sessions in `tables`
-    events: int = 0  # events rebuilt so far
+    events: int = 0  # events written so far
     calls: int = 0
     written: int = 0  # sessions written
+    done: set[Key] = field(default_factory=set)  # and which
 
     def add(self, built: Built, stamps: dict[Key, str]) -> None:
         for table, frame in built.tables.items():
             self.tables[table].append(frame)
         for key, events, calls, error in built.sessions:
             self.stamps[key] = stamps[key]
-            if error is not None:
-                self.failed.append((key, error))
-                continue
-            self.pending += events
-            self.events += events
-            self.calls += calls
+            self.held.append((key, events, calls, error))
+            if error is None:
+                self.pending += events
 
     def flush(self, store: Store, built: set[Key]) -> None:
         if self.stamps:
             tables = {t: pa.concat_tables(frames) for t, frames in self.tables.items() if frames}
             stored.write(store, tables, self.stamps, FACT_SCHEMAS, built)
             self.written += len(self.stamps)
-        self.tables, self.stamps, self.pending = {t: [] for t in FACT_TABLES}, {}, 0
+            self.done.update(self.stamps)
+            for key, events, calls, error in self.held:
+                if error is not None:
+                    self.failed.append((key, error))
+                    continue
+                self.events += events
+                self.calls += calls
+        self.drop()
+
+    def drop(self) -> None:
+        """Forget what is not written (it is built again)."""
+        self.tables, self.stamps, self.held = {t: [] for t in FACT_TABLES}, {}, []
+        self.pending = 0
 
 
 def _runs(store: Store, todo: list[tuple[Key, int, str, bool]]) -> Iterator[Run]:
@@ -349,15 +360,27 @@ def _rebuild(
     stamps = {key: stamp for key, _, stamp, _ in todo}
     built = {key for key, _, _, had in todo if had}
     report: Callable[[str, int, int], None] = progress or (lambda *_: None)
+    left = todo
     try:
-        for run in _built(_runs(store, todo), count):
-            batch.add(run, stamps)
-            if batch.pending >= BATCH_EVENTS or run.interrupted:
+        while True:
+            try:
+                for run in _built(_runs(store, left), count):
+                    batch.add(run, stamps)
+                    if batch.pending >= BATCH_EVENTS or run.interrupted:
+                        batch.flush(store, built)
+                    if run.interrupted:
+                        raise KeyboardInterrupt
+                    report("building facts", batch.events + batch.pending, total)
                 batch.flush(store, built)
-            if run.interrupted:
-                raise KeyboardInterrupt
-            report("building facts", batch.events, total)
-        batch.flush(store, built)
+                break
+            except duckdb.OutOfMemoryException:
+                # the cap (FACTS_MEMORY_LIMIT) holds the fact tables' index, which grows
+                # with the store: what was written stays, the rest is built again
+                store.quietly("ROLLBACK")  # (a COMMIT that ran out)
+                batch.drop()
+                if not store.raise_memory_limit():
+                    raise
+                left = [item for item in left if item[0] not in batch.done]
     except KeyboardInterrupt:
         raise FactsInterrupted(
             f"the facts of {batch.written:,} of {len(todo):,} sessions were built"

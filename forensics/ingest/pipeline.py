@@ -33,9 +33,8 @@ from ..store.writes import (
 # families.adk.normalize.MEMORY_LIMIT for the measurement behind both caps). The
 # primary keys' index lives under the same cap and grows with the store: at 128 MB an
 # ingest of 1,000,000 events ran out at 571,000, so a batch that meets the cap is
-# inserted again with it doubled (up to MAX_INGEST_MEMORY_MIB).
+# inserted again with it doubled (Store.raise_memory_limit).
 INGEST_MEMORY_LIMIT = "256MB"
-MAX_INGEST_MEMORY_MIB = 16_384
 
 Progress = Callable[[IngestResult], None]
 T = TypeVar("T")
@@ -145,11 +144,8 @@ class _Run:
                 break
             except duckdb.OutOfMemoryException:
                 self.store.quietly("ROLLBACK")  # (one the COMMIT itself ran out in)
-                (limit,) = self.store.run("SELECT current_setting('memory_limit')")[0]
-                raised = _doubled_mib(str(limit))
-                if raised > MAX_INGEST_MEMORY_MIB:
+                if not self.store.raise_memory_limit():
                     raise
-                self.store.run("SET memory_limit = ?", [f"{raised}MiB"])
         result = self.result
         if self.release is not None:
             self.seen |= _keys(batch.events)
@@ -211,13 +207,6 @@ class _Run:
                 "size, author or turn): the first stored was kept"
             )
         ledger.write(store, result, self.started, ledger.now(), "ok", None)
-
-
-def _doubled_mib(limit: str) -> int:
-    """Twice a DuckDB memory_limit as it reads back ('244.1 MiB', '1.5 GiB'), in MiB."""
-    number, _, unit = limit.partition(" ")
-    scale = {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024, "TiB": 1024 * 1024}.get(unit, 1)
-    return max(int(float(number) * scale * 2), 1)
 
 
 def _undo(store: Store, ingest_id: int) -> None:

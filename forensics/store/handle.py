@@ -51,6 +51,8 @@ def raise_if_interrupted(error: BaseException) -> None:
         raise KeyboardInterrupt from None
 
 
+MAX_MEMORY_MIB = 16_384  # Store.raise_memory_limit doubles a cap up to this
+
 LOCK_WAIT_S = 5.0  # FORENSICS_LOCK_WAIT: how long to wait for a store another process holds
 _HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.*?) \(PID (?P<pid>\d+)\)")
 
@@ -225,6 +227,19 @@ class Store:
                 self.con.unregister(name)
             except (duckdb.Error, KeyboardInterrupt):
                 pass
+
+    def raise_memory_limit(self, most_mib: int = MAX_MEMORY_MIB) -> bool:
+        """Double DuckDB's buffer limit (inside a `memory_limit` block: set back at its
+        end), for work that met it; False, and unchanged, when that passes `most_mib`.
+        What a cap also holds grows with the store (the primary keys' index)."""
+        (limit,) = self.run("SELECT current_setting('memory_limit')")[0]
+        number, _, unit = str(limit).partition(" ")  # as DuckDB reads it back: '244.1 MiB'
+        scale = {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024, "TiB": 1024 * 1024}.get(unit, 1)
+        raised = max(int(float(number) * scale * 2), 1)
+        if raised > most_mib:
+            return False
+        self.run("SET memory_limit = ?", [f"{raised}MiB"])
+        return True
 
     @contextmanager
     def memory_limit(self, limit: str) -> Iterator[None]:
