@@ -216,8 +216,11 @@ class Costing:
 
 # What DuckDB may hold while every call is priced (it spills the rest to disk). Uncapped,
 # pricing 493,692 calls peaked at 1.46-1.51 GB in 4.3-4.7 s; at 768 MB, 0.99 GB in
-# 5.3-5.5 s; at 512 MB, 0.73 GB but in 9.3-9.9 s.
-PRICING_MEMORY_LIMIT = "768MB"
+# 5.3-5.5 s; at 512 MB, 0.73 GB but in 9.3-9.9 s. At 640 MB (2026-12-06, another host):
+# a refresh of all 1,000,000 events peaked at 896 MB against 1,017-1,019 MB at 768 MB,
+# its pricing 6.0 s against 4.5-4.6 s, and the ingest of them at 1,102 MB against
+# 1,198-1,216 MB in the same time (152-156 s).
+PRICING_MEMORY_LIMIT = "640MB"
 
 
 def price_store(store: Store, book: PriceBook) -> bool:

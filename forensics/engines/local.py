@@ -13,6 +13,7 @@ the store is the same whatever the number of workers (tests/test_facts_workers.p
 
 from __future__ import annotations
 
+import ctypes
 import json
 import multiprocessing
 import os
@@ -119,6 +120,7 @@ def refresh(
         _keep_guards(store)
         return Refresh(0, 0, 0, 0.0)
     through = stored.newest_ingest(store)
+    _release_freed()
     # facts of sessions whose events are gone: stale_sessions starts from the events
     orphans = stored.drop_orphans(store)
     todo = stored.stale(store, RULES_VERSION, every=every)
@@ -146,6 +148,17 @@ def refresh(
     _keep_guards(store)  # and what the guards audit reads of every tool result
     seconds = time.perf_counter() - started
     return Refresh(len(todo), done.events, done.calls, seconds, tuple(done.failed), count)
+
+
+def _release_freed() -> None:
+    """Give back to the system the memory an ingest's batches freed but Arrow's pool and
+    the C heap keep, before the rebuild and the pricing add theirs. Measured after an
+    ingest of 1,000,000 events: 512 MB resident before, 447 MB after."""
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)  # glibc's; elsewhere there is none to call
+    except (OSError, AttributeError):
+        pass
 
 
 def _keep_guards(store: Store) -> None:
