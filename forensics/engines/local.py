@@ -157,7 +157,7 @@ def _release_freed() -> None:
     pa.default_memory_pool().release_unused()
     try:
         ctypes.CDLL(None).malloc_trim(0)  # glibc's; elsewhere there is none to call
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # (TypeError: Windows has no CDLL(None))
         pass
 
 
