@@ -200,6 +200,32 @@ def test_a_rebuild_that_meets_its_memory_cap_doubles_it_and_builds_the_rest(
     _same_frames(_frames(store), expected)
 
 
+def test_a_ctrl_c_before_a_write_that_runs_out_of_memory_still_stops_the_rebuild(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during a run, whose sessions built before it are then written by a write
+    that runs out of memory (injected: no cap places one there at test size): the
+    rebuild stops as Ctrl-C asks, it does not retry the rest with a larger cap."""
+    api.ingest_sqlite(store, RELEASE / "sessions.db")
+    calls: list[str] = []
+    real = local.session_facts
+
+    def interrupting(session, traced=None):
+        calls.append(session.session_id)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(session, traced)
+
+    def running_out(*args, **kwargs):
+        raise duckdb.OutOfMemoryException("injected: the write after Ctrl-C runs out")
+
+    monkeypatch.setattr(local, "session_facts", interrupting)
+    monkeypatch.setattr(local.stored, "write", running_out)
+    with pytest.raises(KeyboardInterrupt, match="facts of 0 of"):
+        api.analyze(store, every=True)
+    assert len(calls) == 3  # nothing built again after the stop
+
+
 def _streamed(store, keys, chunk_events):
     """Each session's event and part rows as the engine reads them: runs of sessions
     (store.facts.stale_tables), each run's rows per session (store.reads.session_tables)."""

@@ -374,23 +374,27 @@ def _rebuild(
     built = {key for key, _, _, had in todo if had}
     report: Callable[[str, int, int], None] = progress or (lambda *_: None)
     left = todo
+    interrupted = False
     try:
         while True:
             try:
                 for run in _built(_runs(store, left), count):
                     batch.add(run, stamps)
-                    if batch.pending >= BATCH_EVENTS or run.interrupted:
+                    interrupted = run.interrupted
+                    if batch.pending >= BATCH_EVENTS or interrupted:
                         batch.flush(store, built)
-                    if run.interrupted:
+                    if interrupted:
                         raise KeyboardInterrupt
                     report("building facts", batch.events + batch.pending, total)
                 batch.flush(store, built)
                 break
             except duckdb.OutOfMemoryException:
                 # the cap (FACTS_MEMORY_LIMIT) holds the fact tables' index, which grows
-                # with the store: what was written stays, the rest is built again
-                store.quietly("ROLLBACK")  # (a COMMIT that ran out)
+                # with the store: what was written stays, the rest is built again (a
+                # statement that runs out is rolled back with its transaction)
                 batch.drop()
+                if interrupted:  # Ctrl-C came before: it stops the rebuild still
+                    raise KeyboardInterrupt from None
                 if not store.raise_memory_limit():
                     raise
                 left = [item for item in left if item[0] not in batch.done]

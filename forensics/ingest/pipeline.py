@@ -142,8 +142,9 @@ class _Run:
                 with self.store.transaction():
                     replaced, loaded, conflicts = self._write(batch)
                 break
-            except duckdb.OutOfMemoryException:
-                self.store.quietly("ROLLBACK")  # (one the COMMIT itself ran out in)
+            except duckdb.OutOfMemoryException:  # (in a statement: the transaction is
+                # rolled back. A COMMIT that runs out fails otherwise, and DuckDB then
+                # refuses the database: that stops the run as any error does)
                 if not self.store.raise_memory_limit():
                     raise
         result = self.result

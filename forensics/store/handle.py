@@ -234,7 +234,10 @@ class Store:
         What a cap also holds grows with the store (the primary keys' index)."""
         (limit,) = self.run("SELECT current_setting('memory_limit')")[0]
         number, _, unit = str(limit).partition(" ")  # as DuckDB reads it back: '244.1 MiB'
-        scale = {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024, "TiB": 1024 * 1024}.get(unit, 1)
+        scale = {"bytes": 1 / 1024**2, "KiB": 1 / 1024, "MiB": 1, "GiB": 1024,
+                 "TiB": 1024**2, "PiB": 1024**3}.get(unit)  # fmt: skip
+        if scale is None:  # a spelling this does not know: the error stands
+            return False
         raised = max(int(float(number) * scale * 2), 1)
         if raised > most_mib:
             return False
