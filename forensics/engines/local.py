@@ -270,11 +270,18 @@ class _Batch:
     stamps: dict[Key, str] = field(default_factory=dict)
     held: list[tuple[Key, int, int, str | None]] = field(default_factory=list)  # unwritten
     failed: list[tuple[Key, str]] = field(default_factory=list)  # all failed so far
-    pending: int = 0  # events of the sessions in `tables`
     events: int = 0  # events written so far
     calls: int = 0
-    written: int = 0  # sessions written
-    done: set[Key] = field(default_factory=set)  # and which
+    done: set[Key] = field(default_factory=set)  # sessions written
+
+    @property
+    def pending(self) -> int:
+        """Events of the sessions built and not written yet."""
+        return sum(events for _, events, _, error in self.held if error is None)
+
+    @property
+    def written(self) -> int:
+        return len(self.done)
 
     def add(self, built: Built, stamps: dict[Key, str]) -> None:
         for table, frame in built.tables.items():
@@ -282,14 +289,11 @@ class _Batch:
         for key, events, calls, error in built.sessions:
             self.stamps[key] = stamps[key]
             self.held.append((key, events, calls, error))
-            if error is None:
-                self.pending += events
 
     def flush(self, store: Store, built: set[Key]) -> None:
         if self.stamps:
             tables = {t: pa.concat_tables(frames) for t, frames in self.tables.items() if frames}
             stored.write(store, tables, self.stamps, FACT_SCHEMAS, built)
-            self.written += len(self.stamps)
             self.done.update(self.stamps)
             for key, events, calls, error in self.held:
                 if error is not None:
@@ -302,7 +306,6 @@ class _Batch:
     def drop(self) -> None:
         """Forget what is not written (it is built again)."""
         self.tables, self.stamps, self.held = {t: [] for t in FACT_TABLES}, {}, []
-        self.pending = 0
 
 
 def _runs(store: Store, todo: list[tuple[Key, int, str, bool]]) -> Iterator[Run]:
