@@ -259,6 +259,30 @@ def test_unreadable_event_rows_are_skipped_by_name_and_neighbours_kept(tmp_path)
                                          "event is JSON but not an object"]
 
 
+def test_a_batch_with_nothing_to_stage_opens_no_duckdb_and_empty_sessions_are_kept(tmp_path):
+    """An unchanged re-ingest's one batch has no event nor session row: the normaliser
+    passes it through without opening its DuckDB (what it carries kept). A batch of
+    session rows without events still goes through it, and they are stored."""
+    from forensics.families.adk.normalize import Normalizer
+    from forensics.model import RAW_EVENT_SCHEMA, Batch, Skip
+
+    normalizer = Normalizer()
+    out = normalizer(Batch(RAW_EVENT_SCHEMA.empty_table(), None, [Skip("f:1", "bad")], 3))
+    assert normalizer._con is None
+    assert (out.events.num_rows, out.rows_read, out.skipped) == (0, 3, [Skip("f:1", "bad")])
+    normalizer.close()
+
+    src = make_sqlite_service_db(tmp_path / "adk.db", sessions=2, events=1)
+    con = sqlite3.connect(src)
+    con.execute("DELETE FROM events")
+    con.commit()
+    con.close()
+    db = tmp_path / "f.duckdb"
+    assert api.ingest_sqlite(db, src).rows_loaded == 0
+    assert api.sessions(db)["session_id"].to_list() == ["s0", "s1"]
+    assert api.sessions(db)["events"].to_list() == [0, 0]
+
+
 def test_a_store_in_a_missing_folder_names_the_folder(tmp_path):
     from typer.testing import CliRunner
 

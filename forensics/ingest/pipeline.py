@@ -166,15 +166,17 @@ class _Run:
         store, ingest_id = self.store, self.result.ingest_id
         replaced = replace_sessions(store, batch.replaces) if batch.replaces else 0
         conflicts: list[int] = []
-        loaded = insert_batch(
-            store,
-            events=batch.events,
-            parts=batch.parts,
-            sessions=batch.sessions,
-            ingest_id=ingest_id,
-            source=self.label,
-            conflicts=conflicts,
-        )
+        loaded = 0
+        if batch.events.num_rows or batch.sessions.num_rows:  # (normalize._nothing's)
+            loaded = insert_batch(
+                store,
+                events=batch.events,
+                parts=batch.parts,
+                sessions=batch.sessions,
+                ingest_id=ingest_id,
+                source=self.label,
+                conflicts=conflicts,
+            )
         for name, table in batch.side.items():
             insert_side(store, name, table, ingest_id)
         # with the batch, so that a session committed before a stop says what it is
@@ -224,6 +226,8 @@ def _undo(store: Store, ingest_id: int) -> None:
 
 
 def _keys(events: pa.Table) -> set[tuple[str, str, str]]:
+    if not events.num_rows:  # (normalize._nothing's has no columns)
+        return set()
     columns = [events.column(c).to_pylist() for c in ("app_name", "user_id", "session_id")]
     return set(zip(*columns, strict=True))
 

@@ -122,6 +122,8 @@ class SessionFiles:
     app: str
     session_id: str
     files: list[tuple[Path, TranscriptFile]] = field(default_factory=list)
+    # (size, mtime_ns) of each file as discovery found it (its one stat), by path text
+    stats: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -213,6 +215,7 @@ def discover(paths: list[Path]) -> Layout:
         if placed is None:
             passed_over.append((str(path), "not where Claude Code writes transcripts"))
             return
+        stat = None
         try:  # (one stat: Path.resolve walked every folder of every path, in Python)
             stat = os.stat(path)
             real: object = (stat.st_dev, stat.st_ino)
@@ -224,7 +227,10 @@ def discover(paths: list[Path]) -> Layout:
             return
         files_seen.add(real)
         app, sid, file = placed
-        found.setdefault((app, sid), SessionFiles(app, sid)).files.append((path, file))
+        entry = found.setdefault((app, sid), SessionFiles(app, sid))
+        entry.files.append((path, file))
+        if stat is not None:  # whether it changed since an ingest read it, without a
+            entry.stats[str(path)] = (stat.st_size, stat.st_mtime_ns)  # second stat
 
     for given in paths:
         path = Path(os.path.abspath(given.expanduser()))  # a project is its folder's name
@@ -441,7 +447,7 @@ class ClaudeCodeSource:
         read: list[dict[str, object]] = []
         todo: list[tuple[SessionFiles, dict[str, tuple[int, int]]]] = []
         for entry in self.layout.sessions:
-            stats = {str(p): _stat(p) for p, _ in entry.files}
+            stats = {str(p): entry.stats.get(str(p)) or _stat(p) for p, _ in entry.files}
             if self.known and all(self.known.get(p) == st for p, st in stats.items()):
                 unchanged += 1
                 continue
