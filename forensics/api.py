@@ -1330,6 +1330,37 @@ def cost(
         return scope.cost(book, by)
 
 
+CACHE_BY = ("call", "turn", "session", "agent", "day")
+
+
+def cache(
+    store: StoreLike,
+    selection: SelectionLike = None,
+    *,
+    by: str = "session",
+    prices: PricesLike = None,
+    min_break_tokens: int = billed.CacheRules.min_tokens,
+    min_break_share: float = billed.CacheRules.min_share,
+) -> pl.DataFrame:
+    """The prompt cache by call, turn, session, agent or day: each prompt split into cache
+    reads, writes (5-minute and 1-hour where known) and uncached input, the hit rate,
+    what the reads saved, and the prefix breaks (a call that read at least
+    `min_break_tokens`, and `min_break_share` of it, fewer than the prefix its thread's
+    previous call left cached) with what they cost and their cause (docs/cache.md)."""
+    if by not in CACHE_BY:
+        raise ForensicsError(f"cannot group the cache by {by!r}", hint="--by " + "|".join(CACHE_BY))
+    if min_break_tokens < 0 or not 0 <= min_break_share <= 1:
+        raise ForensicsError(
+            f"a break is a shortfall of at least 0 tokens and a share from 0 to 1, not "
+            f"{min_break_tokens} and {min_break_share}",
+            hint="--min-break-tokens 1024 --min-break-share 0.1 (the defaults)",
+        )
+    rules = billed.CacheRules(min_break_tokens, min_break_share)
+    with using(store) as s:
+        book = price_book(prices, s)
+        return Scope(s, selection).costing(book).cache(by, rules)
+
+
 def cost_ccusage(
     store: StoreLike,
     selection: SelectionLike = None,

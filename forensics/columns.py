@@ -738,17 +738,21 @@ _HIGH = Column(
     "the low bound when the usage leaves nothing unknown",
 )
 
+# a priced call's identity, first in the frames of its rows (cost --by call, cache)
+_CALL_KEYS = (
+    Column("app_name", S),
+    Column("user_id", S),
+    Column("session_id", S),
+    Column("call_id", S),
+    Column("call_index", I64),
+    Column("turn", I64),
+    Column("invocation_id", S),
+    Column("agent", S),
+)
 COST_CALLS = Spec(
     "cost_calls",
     (
-        Column("app_name", S),
-        Column("user_id", S),
-        Column("session_id", S),
-        Column("call_id", S),
-        Column("call_index", I64),
-        Column("turn", I64),
-        Column("invocation_id", S),
-        Column("agent", S),
+        *_CALL_KEYS,
         Column("kind", S),
         epoch("started_at"),
         Column("day", pl.Date, help="the call's UTC day: the day its price is looked up for"),
@@ -946,6 +950,119 @@ COST_SHARE = Spec(
     table=("component", "usd_low", "share_low", "usd_high", "share_high", "cost_source"),
     command="cost --share",
 )
+
+# `forensics cache`: the prompt cache, call by call (queries/cost/cache_calls.sql)
+_PROMPT_SPLIT = (
+    Column("prompt_tokens", I64, MEASURED, help="the request's whole prompt, as the "
+           "provider billed it: cache reads, cache writes and uncached input together"),
+    Column("cache_read_tokens", I64, MEASURED),
+    Column("cache_write_tokens", I64, "measured or logged", help="cache writes where a "
+           "record gives them (a Claude Code transcript, a LiteLLM payload, a span); empty "
+           "where none does (ADK stores none)"),
+    Column("cache_write_1h_tokens", I64, MEASURED, help="of them, those written for an hour "
+           "(the rest for 5 minutes)"),
+    Column("uncached_tokens", I64, MEASURED, help="the prompt neither read nor written; "
+           "empty where the writes are unknown"),
+    Column("hit_rate", F64, MEASURED, help="cache reads over the prompt"),
+)
+_SAVED = (
+    Column("saved_usd", USD, PRICED, help="what the cache reads saved: their tokens at the "
+           "uncached input rate less the read rate, USD, exact"),
+)
+_NET_SAVED = (
+    Column("net_saved_usd_low", USD, "priced (a range where writes are unknown)",
+           help="saved_usd less what the writes cost above the uncached rate; low: every "
+           "unread token written where the writes are unknown"),
+    Column("net_saved_usd_high", USD, "priced (a range where writes are unknown)",
+           help="the same, high: no token written where the writes are unknown"),
+)
+_BREAK_COST = (
+    Column("break_cost_usd_low", USD, "priced (a range where writes are unknown)",
+           help="what the break's tokens cost, written or sent uncached, above reading them "
+           "(the cheaper of the two where the writes are unknown)"),
+    Column("break_cost_usd_high", USD, "priced (a range where writes are unknown)",
+           help="the same, the dearer of the two where the writes are unknown"),
+)
+CACHE_CALLS = Spec(
+    "cache_calls",
+    (
+        *_CALL_KEYS,
+        Column("branch", S, help="the thread's branch (a Claude Code subagent's sidechain); "
+               "a thread is one agent's requests in one session and branch"),
+        epoch("started_at"),
+        Column("day", pl.Date),
+        Column("model", S),
+        *_PROMPT_SPLIT,
+        Column("cache_write_source", S),
+        *_SAVED,
+        Column("write_premium_usd_low", USD, "priced (a range where writes are unknown)",
+               help="what the unread tokens cost above the uncached input rate (the writes' "
+               "surcharge); low: none written where the writes are unknown"),
+        Column("write_premium_usd_high", USD, "priced (a range where writes are unknown)",
+               help="the same, high: every unread token written where the writes are unknown"),
+        Column("previous_call_id", S, help="the thread's previous call"),
+        Column("gap_s", F64, MEASURED, help="seconds since the thread's previous call (the "
+               "times each response was stored)"),
+        Column("prefix_tokens", I64, INFERRED, help="what the previous call left cached: its "
+               "reads plus writes where its writes are known, else its whole prompt; at most "
+               "this call's prompt"),
+        Column("is_break", B, INFERRED, help="a prefix break: this call read at least 1,024 "
+               "tokens and 10% of prefix_tokens fewer than the prefix"),
+        Column("break_tokens", I64, INFERRED, help="the prefix's tokens this call did not read"),
+        *_BREAK_COST,
+        Column("cause", S, "see cause_source", help="what the records show broke the prefix, "
+               "the first that applies: `compaction` (a compaction was appended between the "
+               "calls), `model` (another model, another cache), `ttl` (the calls further apart "
+               "than the cache lives: 5 minutes, an hour after a 1-hour write), else "
+               "`unexplained`"),
+        Column("cause_source", S, help="`measured` (compaction, model: stored), `inferred` "
+               "(ttl: from the measured times), empty for unexplained"),
+        Column("cost_source", S),
+        Column("price_source", S),
+    ),
+    table=("session_id", "call_index", "agent", "model", "prompt_tokens", "cache_read_tokens",
+           "cache_write_tokens", "hit_rate", "saved_usd", "gap_s", "break_tokens",
+           "break_cost_usd_low", "break_cost_usd_high", "cause"),  # fmt: skip
+    totals=("prompt_tokens", "cache_read_tokens", "cache_write_tokens", "saved_usd",
+            "break_tokens", "break_cost_usd_low", "break_cost_usd_high"),  # fmt: skip
+    command="cache --by call",
+)
+CACHE_KEYS: dict[str, tuple[Column, ...]] = {
+    "session": (Column("session_id", S), Column("app_name", S), Column("user_id", S)),
+    "turn": (Column("session_id", S), Column("turn", I64), Column("invocation_id", S),
+             Column("app_name", S), Column("user_id", S)),  # fmt: skip
+    "agent": (Column("app_name", S), Column("agent", S)),
+    "day": (Column("day", pl.Date),),
+}
+
+
+def cache_spec(by: str) -> Spec:
+    """`forensics cache --by BY` (not call): the group's key columns, then its sums."""
+    keys = CACHE_KEYS[by]
+    shown = [c.name for c in keys if c.name not in ("user_id", "invocation_id")]
+    return Spec(
+        "cache",
+        (
+            *keys,
+            Column("calls", I64),
+            *_PROMPT_SPLIT,
+            *_SAVED,
+            *_NET_SAVED,
+            Column("breaks", I64, INFERRED, help="prefix breaks (cache --by call's is_break)"),
+            Column("break_tokens", I64, INFERRED),
+            *_BREAK_COST,
+            Column("break_causes", S, help="each cause with its breaks, the most first"),
+            Column("unpriced_calls", I64, help="calls with no price: their money is not in "
+                   "the sums, which are then empty"),
+        ),
+        table=(*shown, "calls", "prompt_tokens", "cache_read_tokens", "cache_write_tokens",
+               "hit_rate", "saved_usd", "breaks", "break_tokens", "break_cost_usd_low",
+               "break_cost_usd_high", "break_causes"),  # fmt: skip
+        totals=("calls", "prompt_tokens", "cache_read_tokens", "cache_write_tokens",
+                "saved_usd", "breaks", "break_tokens", "break_cost_usd_low",
+                "break_cost_usd_high"),  # fmt: skip
+        command=f"cache --by {by}",
+    )
 
 COST_TOOL_CALLS = Spec(
     "cost_tool_calls",
@@ -1531,6 +1648,8 @@ ALL: tuple[Spec, ...] = (
     COST_TOOL_CALLS,
     COST_CCUSAGE_DAY,
     COST_CCUSAGE_SESSION,
+    CACHE_CALLS,
+    cache_spec("session"),
     PRICES,
     FAILURES,
     FAILURES_BY_AGENT,

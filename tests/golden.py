@@ -58,6 +58,8 @@ COMMANDS: dict[str, list[str]] = {
     "cost-by-day": ["cost", "--by", "day", "--prices", SAMPLE_PRICES],
     "cost-by-tool": ["cost", "--by", "tool", "--prices", SAMPLE_PRICES],
     "cost-share": ["cost", "--share", "--prices", SAMPLE_PRICES],
+    "cache": ["cache", "--prices", SAMPLE_PRICES],
+    "cache-incident": ["cache", "incident", "--prices", SAMPLE_PRICES],
     "prices": ["prices", "--on", "2026-10-22", "--prices", SAMPLE_PRICES],
     # the sample's spans, app logs and LiteLLM payloads are loaded too (build_store)
     "failures": ["failures"],

@@ -178,7 +178,7 @@ def test_every_command_has_help_and_is_in_the_readme():
     commands = ["ingest adk-postgres", "ingest adk-sqlite", "ingest adk-json", "sessions",
                 "events", "ingests", "demo", "turns", "calls", "window", "growth",
                 "compaction", "report incident", "plan", "ingest adk-trace", "fidelity",
-                "ingest claude-code"]
+                "ingest claude-code", "cache"]
     for command in commands:
         result = runner.invoke(app, [*command.split(), "--help"])
         assert result.exit_code == 0

@@ -208,6 +208,92 @@ def cost(
 BY_COST = ("session", "agent", "model", "app", "user")
 
 
+class CacheBy(StrEnum):
+    call = "call"
+    turn = "turn"
+    session = "session"
+    agent = "agent"
+    day = "day"
+
+
+@app.command()
+@boundary
+def cache(
+    session_id: OptionalSessionArg = None,
+    by: Annotated[
+        CacheBy | None,
+        typer.Option(
+            "--by",
+            help="session (the default), turn, agent, day; call: every call with its "
+            "thread's previous one (the default with a SESSION_ID).",
+            case_sensitive=False,
+        ),
+    ] = None,
+    min_break_tokens: Annotated[
+        int,
+        typer.Option(
+            "--min-break-tokens",
+            help="A prefix break reads at least this many tokens fewer than the prefix the "
+            "thread's previous call left cached (1,024: the shortest prompt Anthropic's "
+            "models cache).",
+        ),
+    ] = 1024,
+    min_break_share: Annotated[
+        float,
+        typer.Option(
+            "--min-break-share",
+            help="...and at least this share of that prefix (0 to 1).",
+        ),
+    ] = 0.1,
+    source: SourceOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    prices: PricesOption = None,
+    app_name: AppPick = None,
+    user: UserPick = None,
+    db: DbOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """The prompt cache: what it read, wrote and saved, and where its prefix broke.
+
+    Each call's prompt split into cache reads, cache writes (5-minute and 1-hour, where a
+    Claude Code transcript, a LiteLLM payload or a span recorded them; ADK stores none)
+    and uncached input; its hit rate (reads over the prompt); what the reads saved
+    against the uncached input rate, and net of what the writes cost above it.
+
+    A prefix break is a call that read well below what its thread's previous call left
+    cached (a thread: one agent's requests in one session and branch). Its cost is what
+    those tokens cost written or sent uncached instead of read; its cause, the first
+    that applies: compaction (measured), model changed (measured), ttl (the calls
+    further apart than the cache lives: inferred), else unexplained. docs/cache.md.
+
+    Example: forensics cache --by day
+    Example: forensics cache SESSION_ID
+    Example: forensics cache --by call -f csv > calls.csv
+    """
+    from .. import api
+    from ..columns import CACHE_CALLS, cache_spec
+
+    chosen = by.value if by is not None else ("call" if session_id else "session")
+    picked = selection(app_name, user, session_id, since, until, source)
+    book = api.price_book(prices, db if db is not None else api.default_db_path())
+    frame = api.cache(db, picked, by=chosen, prices=book, min_break_tokens=min_break_tokens,
+                      min_break_share=min_break_share)  # fmt: skip
+    if chosen in ("session", "agent"):  # the costliest breaks first
+        frame = frame.sort("break_cost_usd_high", descending=True, nulls_last=True,
+                           maintain_order=True)  # fmt: skip
+    spec = CACHE_CALLS if chosen == "call" else cache_spec(chosen)
+    emit(frame, fmt, spec, _cache_footnote(book.sources))
+
+
+def _cache_footnote(sources: str) -> str:
+    return (
+        f"USD, priced with {sources}; tokens measured (writes where a record gives them); "
+        "breaks inferred from the thread's previous call; low..high where the writes are "
+        "unknown; a break's cause is measured (compaction, model) or inferred (ttl)"
+    )
+
+
 def _ccusage_straight(
     paths: list[Path],
     by: str,

@@ -9,6 +9,7 @@ split and what tool results cost are sums of those rows, in exact Decimals.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from functools import cached_property
@@ -21,11 +22,13 @@ import pyarrow as pa
 from .. import sql
 from ..analysis.stored import Facts
 from ..columns import (
+    CACHE_CALLS,
     COST_CALLS,
     COST_SHARE,
     COST_TOOL_CALLS,
     COST_TOOLS,
     PRICES,
+    cache_spec,
     cost_spec,
 )
 from ..errors import ForensicsError
@@ -65,7 +68,7 @@ _VIEWS = {**stored.VIEWS, **_READERS}
 _STORED_VIEWS = {"cost_calls": "cost/stored_calls", **_READERS}
 # at all times (no time range), the first sends are kept too
 _STORED_ALL_VIEWS = {**_STORED_VIEWS, "cost_first_sends": "cost/stored_first_sends"}
-_SCANS = {"cost/stored_calls", "cost/stored_first_sends"}
+_SCANS = {"cost/stored_calls", "cost/stored_first_sends", "cost/stored_cache_calls"}
 
 
 def convention(recorded: str, priced: str | None = None) -> str:
@@ -94,6 +97,24 @@ def per_token(rate: Decimal, where: str, per: Decimal = PER_TOKEN) -> Decimal:
     if exact != value:
         raise ForensicsError(f"{where}: the rate {rate} is not a price to 12 decimal places")
     return exact
+
+
+@dataclass(frozen=True)
+class CacheRules:
+    """When a call's cache reads count as a prefix break: at least `min_tokens`, and
+    `min_share` of the prefix the thread's previous call left cached, fewer than that
+    prefix (1,024 tokens is the shortest prompt Anthropic's models cache)."""
+
+    min_tokens: int = 1024
+    min_share: float = 0.1
+
+
+_CACHE_RULES = pa.schema([("min_tokens", pa.int64()), ("min_share", pa.float64())])
+
+
+def _cache_rules(rules: CacheRules) -> pa.Table:
+    return rows_table([{"min_tokens": rules.min_tokens, "min_share": rules.min_share}],
+                      _CACHE_RULES)  # fmt: skip
 
 
 class Costing:
@@ -208,6 +229,33 @@ class Costing:
                                  scans=self.scans)  # fmt: skip
         return COST_TOOLS.from_query(frame)
 
+    def cache(self, by: str, rules: CacheRules | None = None) -> pl.DataFrame:
+        """The prompt cache per call (`by` call) or summed by turn, session, agent or day:
+        the prompt split, the hit rate, what the reads saved, and the prefix breaks
+        (queries/cost/cache_calls.sql; CACHE_CALLS, columns.cache_spec). A thread's
+        calls are all of its session's, whatever the time asked: the call before a range
+        is still the previous one of the first call in it. Read from the store's kept
+        rows where its calls are kept priced by this book and the rules are the default."""
+        chosen = rules or CacheRules()
+        whole = self if self.window == (None, None) else Costing(self.facts, self.book,
+                                                                 (None, None))  # fmt: skip
+        since, until = self.window
+        tables = {
+            **whole.tables,
+            "cache_rules": _cache_rules(chosen),
+            "cache_window": rows_table([{"since": since, "until": until}], _WINDOW),
+        }
+        kept = whole.stored and chosen == CacheRules()
+        reader = "cost/stored_cache_calls" if kept else "cost/cache_calls"
+        views = {**whole.views, "cost_cache_calls": reader}
+        scans = whole.scans | ({reader} if kept else set())
+        if by == "call":
+            return CACHE_CALLS.from_query(whole.facts.query(reader, tables, whole.views,
+                                                            scans=whole.scans))  # fmt: skip
+        frame = whole.facts.query("cost/cache_grouped", tables, views, scans=frozenset(scans),
+                                  by=by)  # fmt: skip
+        return cache_spec(by).from_query(frame)
+
     def share(self) -> pl.DataFrame:
         """The bill split: cache reads, cache writes, uncached input, output, and the tool
         output slice (result tokens at their first send), under each bound (COST_SHARE)."""
@@ -233,6 +281,7 @@ def price_store(store: Store, book: PriceBook) -> bool:
     costing = Costing(facts, book, (None, None))
     tables = {**costing.rates(), "cost_window": costing.tables["cost_window"]}
     tool_calls = sql.load("cost/tool_calls").sql.strip().rstrip(";")
+    cache_calls = sql.load("cost/cache_calls").sql.strip().rstrip(";")
     stored.unmark(store)  # until both are written: a stop between leaves them unused
 
     def write() -> None:
@@ -243,6 +292,13 @@ def price_store(store: Store, book: PriceBook) -> bool:
                       tables, _STORED_VIEWS)  # fmt: skip
         facts.execute(f"CREATE OR REPLACE TABLE {stored.TOOL_TABLE} AS {tool_calls}",
                       tables, _STORED_ALL_VIEWS)  # fmt: skip
+        # and each call's prompt cache, with the default break rules, at all times
+        facts.execute(
+            f"CREATE OR REPLACE TABLE {stored.CACHE_TABLE} AS {cache_calls}",
+            {**tables, "cache_rules": _cache_rules(CacheRules()),
+             "cache_window": costing.tables["cost_window"]},
+            _STORED_ALL_VIEWS,
+        )  # fmt: skip
 
     try:
         with store.memory_limit(PRICING_MEMORY_LIMIT):

@@ -8,7 +8,8 @@ facts are brought up to date the whole store is priced once, with the book a cos
 the store uses when given no prices file, and kept in `priced_calls`; so are each tool
 result's first send and what it cost when sent and re-sent (`priced_first_sends`,
 `priced_tool_calls`, at all times: a time range changes which sends count, so a cost
-of a time range prices those). A cost
+of a time range prices those), and each call's prompt cache with the default break
+rules (`cached_calls`: a time range keeps its rows, the threads are whole). A cost
 of some of the sessions reads its rows from there (billed.Costing).
 
 The rows are those calls.sql gives for the whole store, so reading them for a
@@ -40,6 +41,7 @@ PRICES_ENV = "FORENSICS_PRICES"  # a prices file every cost uses unless given an
 TABLE = "priced_calls"
 TOOL_TABLE = "priced_tool_calls"  # queries/cost/tool_calls.sql over the store at all times
 FIRST_SENDS = "priced_first_sends"  # queries/cost/first_sends.sql, the same
+CACHE_TABLE = "cached_calls"  # queries/cost/cache_calls.sql, the same, default break rules
 STAMP_KEY = "priced_calls"  # store_meta: the stamp of the rows in TABLE
 # the views calls.sql reads, in the order they build on each other (billed._VIEWS)
 VIEWS = {
@@ -49,7 +51,8 @@ VIEWS = {
     "cost_calls": "cost/calls",
 }
 _MODULES = ("billed.py", "prices.py", "stored.py")
-_ALSO = ("cost/call_prices", "cost/first_sends", "cost/tool_calls")  # TOOL_TABLE's too
+_ALSO = ("cost/call_prices", "cost/first_sends", "cost/tool_calls",  # TOOL_TABLE's too
+         "cost/cache_calls")  # and CACHE_TABLE's
 
 
 def _code() -> str:

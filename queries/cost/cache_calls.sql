@@ -1,0 +1,131 @@
+-- name: cache_calls
+-- Per model call of `cost_calls` (at all times) with measured usage, in the time of `cache_window`: its prompt split into cache reads, cache writes (5-minute and 1-hour, where a record measured them) and uncached input; its hit rate; what its reads saved against the uncached price, net of the writes' surcharge; and whether the cached prefix broke: its reads at least `cache_rules`' min_tokens, and its min_share of the prefix, below what the previous call of its thread left cached, with what re-sending those tokens cost instead of reading them, and the cause the records show.
+-- params: (none)
+-- A thread is one agent's requests in one session and branch (a Claude Code subagent's
+-- sidechain, an ADK agent's own requests): each sends its own system prompt first, so
+-- only its own previous request's prefix can be read again. That prefix is the previous
+-- call's reads plus writes where its writes are known (what it left cached), else its
+-- whole prompt (an implicit cache, Gemini's, keeps any prefix), never more than this
+-- call's prompt. Causes, first that applies: `compaction` (a compaction event was
+-- appended between the two calls: measured), `model` (another model: each model has
+-- its own cache: measured), `ttl` (the calls are further apart than the cache lives,
+-- 5 minutes, or an hour where the previous call wrote for an hour: inferred from the
+-- measured times, which are when each response was stored), else `unexplained`.
+-- Calls without usage (estimated), failed requests without usage and responses copied
+-- from another session have no cache figures and are left out.
+WITH branches AS (
+    -- (most events have none: a small side to join every call to)
+    SELECT app_name, user_id, session_id, event_id AS call_id, branch
+    FROM events
+    WHERE branch IS NOT NULL
+), compactions AS (
+    -- each session's compaction times (few: a small side to join every call to)
+    SELECT app_name, user_id, session_id, list(appended_at) AS appended
+    FROM fact_compactions
+    GROUP BY ALL
+), calls AS (
+    SELECT c.app_name, c.user_id, c.session_id, c.call_id, c.call_index, c.turn,
+           c.invocation_id, c.agent, c.started_at, c.day, c.model, c.input_tokens,
+           c.cache_read_tokens, c.cache_write_tokens, c.cache_write_1h_tokens,
+           c.cache_write_source, c.uncached_input_usd_low, c.uncached_input_usd_high,
+           c.cache_write_usd_low, c.cache_write_usd_high, c.cost_source, c.price_source,
+           o.ordinal AS session_ordinal, coalesce(b.branch, '') AS branch,
+           -- the compactions appended by the call's time
+           coalesce(len(list_filter(k.appended, lambda t: t <= c.started_at)), 0) AS compactions,
+           -- the per-token rates (calls.sql gives them per million tokens, exactly)
+           CAST(c.input_usd_per_mtok * 0.000001 AS DECIMAL(38, 18)) AS rate_input,
+           CAST(c.cache_read_usd_per_mtok * 0.000001 AS DECIMAL(38, 18)) AS rate_read,
+           CAST(coalesce(c.cache_write_usd_per_mtok, c.input_usd_per_mtok) * 0.000001
+                AS DECIMAL(38, 18)) AS rate_write,
+           CAST(coalesce(c.cache_write_1h_usd_per_mtok, c.cache_write_usd_per_mtok,
+                         c.input_usd_per_mtok) * 0.000001 AS DECIMAL(38, 18)) AS rate_write_1h,
+           c.input_tokens - c.cache_read_tokens AS not_read
+    FROM cost_calls AS c
+    JOIN scope_sessions AS o USING (app_name, user_id, session_id)
+    LEFT JOIN branches AS b
+        ON b.app_name = c.app_name AND b.user_id = c.user_id AND b.session_id = c.session_id
+       AND b.call_id = c.call_id
+    LEFT JOIN compactions AS k
+        ON k.app_name = c.app_name AND k.user_id = c.user_id AND k.session_id = c.session_id
+    WHERE c.cost_source NOT IN ('estimated', 'failed', 'copied')
+), threaded AS (
+    SELECT *,
+           lag(call_id) OVER w AS previous_call_id,
+           lag(started_at) OVER w AS previous_at,
+           lag(model) OVER w AS previous_model,
+           lag(CASE WHEN cache_write_tokens IS NOT NULL
+                    THEN cache_read_tokens + cache_write_tokens ELSE input_tokens END) OVER w
+               AS previous_prefix,
+           lag(coalesce(cache_write_1h_tokens, 0)) OVER w AS previous_write_1h,
+           -- a compaction appended between the previous call and this one
+           compactions > lag(compactions) OVER w AS compacted
+    FROM calls
+    WINDOW w AS (PARTITION BY session_ordinal, branch, agent ORDER BY call_index)
+), judged AS (
+    SELECT *,
+           -- (least() passes over a null: a thread's first call has no prefix to read)
+           CASE WHEN previous_call_id IS NOT NULL THEN least(previous_prefix, input_tokens)
+           END AS prefix_tokens,
+           CASE WHEN previous_call_id IS NOT NULL THEN
+               greatest(least(previous_prefix, input_tokens) - cache_read_tokens, 0)
+           END AS shortfall,
+           started_at - previous_at AS gap_s,
+           CASE WHEN previous_write_1h > 0 THEN 3600 ELSE 300 END AS lifetime_s,
+           -- the rate of this call's writes: one lifetime's, or both's cheaper and dearer
+           CASE WHEN coalesce(cache_write_1h_tokens, 0) = 0 THEN rate_write
+                WHEN cache_write_1h_tokens = cache_write_tokens THEN rate_write_1h
+                ELSE least(rate_write, rate_write_1h) END AS write_low,
+           CASE WHEN coalesce(cache_write_1h_tokens, 0) = 0 THEN rate_write
+                WHEN cache_write_1h_tokens = cache_write_tokens THEN rate_write_1h
+                ELSE greatest(rate_write, rate_write_1h) END AS write_high,
+           coalesce(shortfall >= r.min_tokens AND shortfall >= r.min_share * prefix_tokens,
+                    false) AS is_break
+    FROM threaded, cache_rules AS r
+)
+SELECT app_name, user_id, session_id, call_id, call_index, turn, invocation_id, agent,
+       nullif(branch, '') AS branch, started_at, day, model,
+       input_tokens AS prompt_tokens, cache_read_tokens, cache_write_tokens,
+       cache_write_tokens - cache_write_1h_tokens AS cache_write_5m_tokens,
+       cache_write_1h_tokens,
+       not_read - cache_write_tokens AS uncached_tokens,
+       CASE WHEN input_tokens > 0 THEN cache_read_tokens / input_tokens END AS hit_rate,
+       cache_write_source,
+       cache_read_tokens * (rate_input - rate_read) AS saved_usd,
+       -- what the unread tokens cost above the uncached price (writes' surcharge), per bound
+       uncached_input_usd_low + cache_write_usd_low - not_read * rate_input
+           AS write_premium_usd_low,
+       uncached_input_usd_high + cache_write_usd_high - not_read * rate_input
+           AS write_premium_usd_high,
+       previous_call_id, gap_s, prefix_tokens,
+       is_break,
+       CASE WHEN is_break THEN shortfall END AS break_tokens,
+       -- the tokens that were not read, written (where the writes are known: at the write
+       -- rate of their lifetime; both lifetimes written, the cheaper and the dearer) or
+       -- sent uncached instead; writes unknown: the cheaper and the dearer of the two
+       CASE WHEN is_break THEN
+           least(shortfall, coalesce(cache_write_tokens, 0)) * (write_low - rate_read)
+           + (shortfall - least(shortfall, coalesce(cache_write_tokens, 0)))
+             * (CASE WHEN cache_write_tokens IS NULL THEN least(rate_input, rate_write)
+                     ELSE rate_input END - rate_read)
+       END AS break_cost_usd_low,
+       CASE WHEN is_break THEN
+           least(shortfall, coalesce(cache_write_tokens, 0)) * (write_high - rate_read)
+           + (shortfall - least(shortfall, coalesce(cache_write_tokens, 0)))
+             * (CASE WHEN cache_write_tokens IS NULL THEN greatest(rate_input, rate_write)
+                     ELSE rate_input END - rate_read)
+       END AS break_cost_usd_high,
+       CASE WHEN NOT is_break THEN NULL
+            WHEN compacted THEN 'compaction'
+            WHEN previous_model <> model THEN 'model'
+            WHEN gap_s > lifetime_s THEN 'ttl'
+            ELSE 'unexplained' END AS cause,
+       CASE WHEN NOT is_break THEN NULL
+            WHEN compacted OR previous_model <> model THEN 'measured'
+            WHEN gap_s > lifetime_s THEN 'inferred'
+       END AS cause_source,
+       cost_source, price_source
+FROM judged
+-- a thread's previous call counts wherever it falls; the rows are those of the time asked
+WHERE started_at >= coalesce((SELECT since FROM cache_window), '-infinity'::DOUBLE)
+  AND started_at < coalesce((SELECT until FROM cache_window), 'infinity'::DOUBLE)
+ORDER BY app_name, user_id, session_id, call_index;

@@ -1,0 +1,269 @@
+"""`forensics cache`: the prompt split, what the reads saved, and the prefix breaks with
+their causes, on transcripts written here with each cause planted, on ADK sessions
+(whose writes are unknown: a range), on the bundled sample and on shared/real_data.
+
+Every amount's oracle is genai-prices' own `calc_price` on the tokens in question (a
+break: those tokens written, or sent uncached, against the same tokens read), never the
+toolkit's rates.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+from genai_prices import Usage, calc_price
+from typer.testing import CliRunner
+
+from forensics import api
+from forensics.cli import app
+from forensics.errors import ForensicsError
+from tests.test_claude_code import Transcript, tool_result, tool_use, usage
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL = ROOT.parent / "shared" / "real_data" / "claude_code"
+runner = CliRunner()
+SONNET = "claude-sonnet-4-5-20250929"
+HAIKU = "claude-haiku-4-5-20251001"
+DAY = datetime(2026, 11, 16, 10, tzinfo=UTC)
+
+
+def _price(model: str, **tokens: int) -> Decimal:
+    return calc_price(Usage(**tokens), model, provider_id="anthropic",
+                      genai_request_timestamp=DAY).total_price  # fmt: skip
+
+
+def _step(t: Transcript, n: int, used: dict, model: str = SONNET) -> None:
+    """One response that reads a file, and the file's text back."""
+    t.response(f"m{n}", [tool_use(f"t{n}", "Read", file_path=f"{n}.py")], used, model=model)
+    t.results([tool_result(f"t{n}", "x" * 100)])
+
+
+def _planted(tmp_path: Path) -> Path:
+    """One session whose main thread breaks its prefix once for each cause the records
+    can show, and keeps it across a pause an hour-long write outlives."""
+    t = Transcript("s-cache")
+    t.prompt("start")
+    _step(t, 1, usage(3, 0, 10_000, 5, hour=False))
+    _step(t, 2, usage(3, 10_000, 200, 5, hour=False))
+    t.second += 600  # ten minutes: the 5-minute cache is gone
+    _step(t, 3, usage(3, 0, 10_300, 5, hour=False))
+    _step(t, 4, usage(3, 0, 10_400, 5, hour=False), model=HAIKU)  # another model's cache
+    # the same model, soon after, yet most of the prefix not read
+    _step(t, 5, usage(3, 2_000, 8_500, 5, hour=False), model=HAIKU)
+    t.add(t._line("system", subtype="compact_boundary", content="Conversation compacted",
+                  compactMetadata={"trigger": "manual", "preTokens": 10_500}))  # fmt: skip
+    t.add(t._line("user", isCompactSummary=True, isVisibleInTranscriptOnly=True,
+                  message={"role": "user", "content": "This session is continued: s"}))  # fmt: skip
+    t.prompt("next")
+    _step(t, 6, usage(3, 0, 12_000, 5), model=HAIKU)  # written for an hour
+    t.second += 1_200  # twenty minutes: an hour-long write outlives it
+    t.response("m7", [{"type": "text", "text": "done"}], usage(3, 12_000, 100, 5), model=HAIKU)
+    t.write(tmp_path)
+    db = tmp_path / "c.duckdb"
+    api.ingest_claude_code(db, [tmp_path])
+    return db
+
+
+def test_each_planted_cause_is_found_and_priced_as_genai_prices_prices_it(tmp_path):
+    db = _planted(tmp_path)
+    calls = api.cache(db, by="call")
+    rows = calls.sort("call_index").rows(named=True)
+    assert len(rows) == 7
+    assert [r["cause"] for r in rows] == [None, None, "ttl", "model", "unexplained",
+                                         "compaction", None]  # fmt: skip
+    assert [r["cause_source"] for r in rows] == [None, None, "inferred", "measured", None,
+                                                "measured", None]  # fmt: skip
+    # the prefix each call could read: what its previous call read and wrote (never more
+    # than its own prompt), the first call none
+    assert [r["prefix_tokens"] for r in rows] == [None, 10_003 - 3, 10_200, 10_300, 10_400,
+                                                 10_500, 12_000]  # fmt: skip
+    assert [r["break_tokens"] for r in rows] == [None, None, 10_200, 10_300, 8_400, 10_500,
+                                                None]  # fmt: skip
+    # the split adds up to the prompt, and the hit rate is reads over it
+    for r in rows:
+        assert r["cache_read_tokens"] + r["cache_write_tokens"] + r["uncached_tokens"] == (
+            r["prompt_tokens"])
+        assert r["hit_rate"] == pytest.approx(r["cache_read_tokens"] / r["prompt_tokens"])
+    # a break's tokens were written instead of read: the oracle prices both (a 1-hour
+    # write, which genai-prices does not price, at twice the input price: Anthropic's)
+    for r in rows:
+        if r["break_tokens"] is None:
+            assert r["break_cost_usd_low"] is None
+            continue
+        n, model = r["break_tokens"], r["model"]
+        written = (2 * _price(model, input_tokens=n) if r["cache_write_1h_tokens"]
+                   else _price(model, input_tokens=n, cache_write_tokens=n))  # fmt: skip
+        expected = written - _price(model, input_tokens=n, cache_read_tokens=n)
+        assert r["break_cost_usd_low"] == r["break_cost_usd_high"] == expected
+    # the reads saved their tokens at the input price less the read price
+    for r in rows:
+        n, model = r["cache_read_tokens"], r["model"]
+        expected = _price(model, input_tokens=n) - _price(model, input_tokens=n,
+                                                          cache_read_tokens=n)  # fmt: skip
+        assert r["saved_usd"] == expected
+
+
+def test_the_groups_sum_their_calls(tmp_path):
+    db = _planted(tmp_path)
+    calls = api.cache(db, by="call")
+    session = api.cache(db, by="session").row(0, named=True)
+    assert session["calls"] == calls.height == 7
+    for column in ("prompt_tokens", "cache_read_tokens", "cache_write_tokens",
+                   "uncached_tokens", "saved_usd", "break_tokens", "break_cost_usd_low"):
+        assert session[column] == calls[column].sum(), column
+    assert session["breaks"] == 4
+    assert session["break_causes"] == "compaction 1, model 1, ttl 1, unexplained 1"
+    premium = sum(calls["write_premium_usd_low"].to_list(), Decimal(0))
+    assert session["net_saved_usd_low"] == session["net_saved_usd_high"] == (
+        session["saved_usd"] - premium)
+    days = api.cache(db, by="day")
+    assert days["day"].to_list() == [DAY.date()] and days["breaks"].item() == 4
+    agents = api.cache(db, by="agent")
+    assert agents["agent"].to_list() == ["main"]
+
+
+def test_stricter_rules_find_fewer_breaks_and_bad_rules_are_named(tmp_path):
+    db = _planted(tmp_path)
+    assert api.cache(db, by="session", min_break_tokens=9_000)["breaks"].item() == 3
+    assert api.cache(db, by="session", min_break_share=0.9)["breaks"].item() == 3
+    with pytest.raises(ForensicsError, match="share from 0 to 1"):
+        api.cache(db, min_break_share=2)
+    with pytest.raises(ForensicsError, match="cannot group the cache by 'model'"):
+        api.cache(db, by="model")
+
+
+def _adk_claude(tmp_path: Path) -> Path:
+    """An ADK session of a Claude model (its writes unknown: ADK stores none) whose
+    third call comes after a pause and reads nothing."""
+    start = 1_794_823_200.0  # 2026-11-16 10:00 UTC
+    events = [{"id": "u0", "invocation_id": "inv1", "author": "user", "timestamp": start,
+               "content": {"role": "user", "parts": [{"text": "hello"}]}}]  # fmt: skip
+    usages = [(20_000, 0, 1), (20_100, 20_000, 2), (20_200, 0, 900)]
+    for i, (prompt, cached, offset) in enumerate(usages, 1):
+        events.append({
+            "id": f"e{i}", "invocation_id": "inv1", "author": "agent",
+            "timestamp": start + offset,
+            "content": {"role": "model", "parts": [{"text": f"answer {i}"}]},
+            "usage_metadata": {"prompt_token_count": prompt, "cached_content_token_count": cached,
+                               "candidates_token_count": 5},
+            "model_version": SONNET,
+        })  # fmt: skip
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"id": "adk-1", "app_name": "app", "user_id": "u",
+                                "events": events}))  # fmt: skip
+    db = tmp_path / "a.duckdb"
+    api.ingest_json(db, [path], adk_version="2.13.0")
+    return db
+
+
+def test_unknown_writes_give_a_range_with_genai_prices_bounds(tmp_path):
+    db = _adk_claude(tmp_path)
+    rows = api.cache(db, by="call").sort("call_index").rows(named=True)
+    assert [r["cache_write_tokens"] for r in rows] == [None, None, None]
+    assert [r["uncached_tokens"] for r in rows] == [None, None, None]
+    broke = rows[2]
+    assert (broke["cause"], broke["break_tokens"]) == ("ttl", 20_100)
+    n = 20_100
+    read = _price(SONNET, input_tokens=n, cache_read_tokens=n)
+    assert broke["break_cost_usd_low"] == _price(SONNET, input_tokens=n) - read
+    assert broke["break_cost_usd_high"] == (
+        _price(SONNET, input_tokens=n, cache_write_tokens=n) - read)
+    session = api.cache(db).row(0, named=True)
+    assert session["cache_write_tokens"] is None
+    assert session["net_saved_usd_low"] < session["net_saved_usd_high"] == session["saved_usd"]
+
+
+def test_the_command_shows_the_breaks_of_a_session_and_totals_them(tmp_path):
+    db = _planted(tmp_path)
+    out = runner.invoke(app, ["cache", "s-cache", "--db", str(db)])
+    assert out.exit_code == 0, out.output
+    assert "ttl" in out.output and "unexplained" in out.output and "total (7 rows)" in out.output
+    data = json.loads(runner.invoke(app, ["cache", "--by", "day", "--db", str(db), "-f",
+                                          "json"]).stdout)  # fmt: skip
+    assert data[0]["breaks"] == 4 and data[0]["provenance"]["breaks"] == "inferred"
+    csv = runner.invoke(app, ["cache", "--by", "call", "--db", str(db), "-f", "csv"]).stdout
+    assert csv.splitlines()[0].startswith("app_name,user_id,session_id,call_id")
+    bad = runner.invoke(app, ["cache", "--min-break-share", "1.5", "--db", str(db)])
+    assert bad.exit_code != 0 and "share from 0 to 1" in bad.output
+
+
+def test_the_bundled_sample_splits_every_prompt_as_its_usage_does(tmp_path):
+    db = tmp_path / "cc.duckdb"
+    api.ingest_claude_code(db, [ROOT / "sample_data" / "claude_code"])
+    calls = api.cache(db, by="call")
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        usage_rows = con.execute(
+            "SELECT event_id, input_tokens + cache_read_tokens + cache_creation_tokens, "
+            "cache_read_tokens, cache_creation_tokens, cache_write_1h_tokens "
+            "FROM transcript_events WHERE kind = 'call' AND model <> '<synthetic>'"
+        ).fetchall()
+    finally:
+        con.close()
+    expected = {r[0]: r[1:] for r in usage_rows}
+    got = {r[0]: r[1:] for r in calls.select("call_id", "prompt_tokens", "cache_read_tokens",
+                                             "cache_write_tokens", "cache_write_1h_tokens").rows()}
+    assert got == expected
+    # the sample's one pause past the cache's life is its one break
+    broke = calls.filter(pl.col("is_break"))
+    assert broke.select("cause", "cause_source").rows() == [("ttl", "inferred")]
+    row = broke.row(0, named=True)
+    n, model = row["break_tokens"], row["model"]
+    assert row["break_cost_usd_low"] == (_price(model, input_tokens=n, cache_write_tokens=n)
+                                         - _price(model, input_tokens=n, cache_read_tokens=n))
+    assert (n, row["gap_s"] > 300) == (18_748, True)  # docs/cache.md and the README say so
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_data is absent")
+def test_real_transcripts_every_break_has_a_cause_and_the_split_adds_up(tmp_path):
+    db = tmp_path / "real.duckdb"
+    api.ingest_claude_code(db, [REAL])
+    calls = api.cache(db, by="call")
+    assert calls.height > 0
+    split = calls["cache_read_tokens"] + calls["cache_write_tokens"] + calls["uncached_tokens"]
+    assert (split == calls["prompt_tokens"]).all()
+    broke = calls.filter(pl.col("is_break"))
+    assert broke["cause"].null_count() == 0
+    assert set(broke["cause"]) <= {"compaction", "model", "ttl", "unexplained"}
+    sessions = api.cache(db, by="session")
+    assert sessions["breaks"].sum() == broke.height
+
+
+def test_the_kept_rows_are_those_a_query_computes(tmp_path, monkeypatch):
+    """Where the facts are brought up to date, each call's cache row is kept with the
+    priced calls (default rules); a command reads them. They equal the rows computed
+    per query (forced here: as if the kept prices were stale)."""
+    from forensics.cost import billed
+
+    db = _planted(tmp_path)
+    kept = {by: api.cache(db, by=by) for by in ("call", "session", "turn", "day", "agent")}
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM cached_calls").fetchone() == (7,)
+    finally:
+        con.close()
+    monkeypatch.setattr(billed.Costing, "stored", property(lambda self: False))
+    for by, frame in kept.items():
+        assert api.cache(db, by=by).equals(frame), by
+
+
+def test_a_time_range_keeps_each_threads_previous_call_before_it(tmp_path):
+    db = _planted(tmp_path)
+    whole = api.cache(db, by="call").sort("call_index")
+    ttl = whole.filter(pl.col("cause") == "ttl").row(0, named=True)
+    since = ttl["started_at"].strftime("%Y-%m-%dT%H:%M:%S")
+    ranged = api.cache(db, api.Selection(since=ttl["started_at"].timestamp()), by="call")
+    assert ranged["call_id"].to_list() == whole.filter(
+        pl.col("started_at") >= ttl["started_at"])["call_id"].to_list()
+    first = ranged.sort("call_index").row(0, named=True)
+    assert first == ttl  # its previous call, before the range, still judged it
+    out = runner.invoke(app, ["cache", "--by", "day", "--since", since, "--db", str(db),
+                              "-f", "json"])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)[0]["breaks"] == 4
