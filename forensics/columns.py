@@ -983,6 +983,16 @@ _BREAK_COST = (
     Column("break_cost_usd_high", USD, "priced (a range where writes are unknown)",
            help="the same, the dearer of the two where the writes are unknown"),
 )
+_UNREAD = (
+    Column("unread_write_tokens", I64, INFERRED, help="cache writes no later call of the "
+           "thread read: its next call read less than this call's reads and writes, used "
+           "another model or came after they lived (5 minutes, an hour for 1-hour writes), "
+           "or there was none; empty where the writes are unknown"),
+    Column("unread_write_usd_low", USD, PRICED, help="what writing them cost above sending "
+           "them uncached (both lifetimes written: the cheaper rate)"),
+    Column("unread_write_usd_high", USD, PRICED, help="the same (both lifetimes written: the "
+           "dearer rate)"),
+)
 CACHE_CALLS = Spec(
     "cache_calls",
     (
@@ -1000,6 +1010,7 @@ CACHE_CALLS = Spec(
                "surcharge); low: none written where the writes are unknown"),
         Column("write_premium_usd_high", USD, "priced (a range where writes are unknown)",
                help="the same, high: every unread token written where the writes are unknown"),
+        *_UNREAD,
         Column("previous_call_id", S, help="the thread's previous call"),
         Column("gap_s", F64, MEASURED, help="seconds since the thread's previous call (the "
                "times each response was stored)"),
@@ -1048,6 +1059,7 @@ def cache_spec(by: str) -> Spec:
             *_PROMPT_SPLIT,
             *_SAVED,
             *_NET_SAVED,
+            *_UNREAD,
             Column("breaks", I64, INFERRED, help="prefix breaks (cache --by call's is_break)"),
             Column("break_tokens", I64, INFERRED),
             *_BREAK_COST,
@@ -1056,11 +1068,11 @@ def cache_spec(by: str) -> Spec:
                    "the sums, which are then empty"),
         ),
         table=(*shown, "calls", "prompt_tokens", "cache_read_tokens", "cache_write_tokens",
-               "hit_rate", "saved_usd", "breaks", "break_tokens", "break_cost_usd_low",
-               "break_cost_usd_high", "break_causes"),  # fmt: skip
+               "hit_rate", "saved_usd", "unread_write_tokens", "breaks", "break_tokens",
+               "break_cost_usd_low", "break_cost_usd_high", "break_causes"),  # fmt: skip
         totals=("calls", "prompt_tokens", "cache_read_tokens", "cache_write_tokens",
-                "saved_usd", "breaks", "break_tokens", "break_cost_usd_low",
-                "break_cost_usd_high"),  # fmt: skip
+                "saved_usd", "unread_write_tokens", "breaks", "break_tokens",
+                "break_cost_usd_low", "break_cost_usd_high"),  # fmt: skip
         command=f"cache --by {by}",
     )
 

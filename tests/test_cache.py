@@ -267,3 +267,46 @@ def test_a_time_range_keeps_each_threads_previous_call_before_it(tmp_path):
                               "-f", "json"])  # fmt: skip
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)[0]["breaks"] == 4
+
+
+def test_writes_no_later_call_read_are_counted_and_priced(tmp_path):
+    """m2's writes outlived by a 10-minute pause, m3's by another model, m4's and m5's
+    read in part or not at all by the next call, m7's by no call; m1's and m6's (an
+    hour's, 20 minutes before the next call) read whole."""
+    db = _planted(tmp_path)
+    rows = api.cache(db, by="call").sort("call_index").rows(named=True)
+    assert [r["unread_write_tokens"] for r in rows] == [0, 200, 10_300, 8_400, 8_500, 0, 100]
+    for r in rows:
+        n, model = r["unread_write_tokens"], r["model"]
+        if r["cache_write_1h_tokens"]:  # an hour's write: twice the input price (Anthropic)
+            expected = _price(model, input_tokens=n)
+        else:
+            expected = _price(model, input_tokens=n, cache_write_tokens=n) - _price(
+                model, input_tokens=n)
+        assert r["unread_write_usd_low"] == r["unread_write_usd_high"] == expected
+    session = api.cache(db, by="session").row(0, named=True)
+    assert session["unread_write_tokens"] == 27_500
+    assert session["unread_write_usd_low"] == sum(
+        (r["unread_write_usd_low"] for r in rows), Decimal(0))
+    # ADK stores no writes: none to count
+    (tmp_path / "adk").mkdir()
+    adk = api.cache(_adk_claude(tmp_path / "adk"), by="session").row(0, named=True)
+    assert adk["unread_write_tokens"] is None and adk["unread_write_usd_low"] is None
+
+
+def test_a_claude_code_compaction_summarizer_reads_the_main_threads_prefix(tmp_path):
+    """The summarizer (agent-acompact-*) is sent the main conversation: it continues the
+    main thread, reading what its last call wrote; the main thread's next call follows it."""
+    db = tmp_path / "cc.duckdb"
+    api.ingest_claude_code(db, [ROOT / "sample_data" / "claude_code"])
+    calls = api.cache(db, api.Selection(session="bc8960a9-23b8-41e9-b924-56de3eb13b90"),
+                      by="call").sort("call_index")  # fmt: skip
+    ids = calls["call_id"].to_list()
+    summarizer = calls.filter(pl.col("agent") == "summarizer").row(0, named=True)
+    before = calls.row(ids.index(summarizer["call_id"]) - 1, named=True)
+    after = calls.row(ids.index(summarizer["call_id"]) + 1, named=True)
+    assert summarizer["branch"].startswith("agent-acompact")
+    assert (summarizer["previous_call_id"], after["previous_call_id"]) == (
+        before["call_id"], summarizer["call_id"])
+    assert before["unread_write_tokens"] == 0  # the summarizer read them
+    assert not summarizer["is_break"] and not after["is_break"]

@@ -1,5 +1,5 @@
 -- name: cache_calls
--- Per model call of `cost_calls` (at all times) with measured usage, in the time of `cache_window`: its prompt split into cache reads, cache writes (5-minute and 1-hour, where a record measured them) and uncached input; its hit rate; what its reads saved against the uncached price, net of the writes' surcharge; and whether the cached prefix broke: its reads at least `cache_rules`' min_tokens, and its min_share of the prefix, below what the previous call of its thread left cached, with what re-sending those tokens cost instead of reading them, and the cause the records show.
+-- Per model call of `cost_calls` (at all times) with measured usage, in the time of `cache_window`: its prompt split into cache reads, cache writes (5-minute and 1-hour, where a record measured them) and uncached input; its hit rate; what its reads saved against the uncached price, net of the writes' surcharge; and whether the cached prefix broke: its reads at least `cache_rules`' min_tokens, and its min_share of the prefix, below what the previous call of its thread left cached, with what re-sending those tokens cost instead of reading them, and the cause the records show; and its writes no later call of its thread read, with what writing them cost above sending them uncached.
 -- params: (none)
 -- A thread is one agent's requests in one session and branch (a Claude Code subagent's
 -- sidechain, an ADK agent's own requests): each sends its own system prompt first, so
@@ -30,6 +30,13 @@ WITH branches AS (
            c.cache_write_source, c.uncached_input_usd_low, c.uncached_input_usd_high,
            c.cache_write_usd_low, c.cache_write_usd_high, c.cost_source, c.price_source,
            o.ordinal AS session_ordinal, coalesce(b.branch, '') AS branch,
+           -- the thread: a Claude Code compaction's summarizer (agent-acompact-*) is sent
+           -- the main conversation with its instruction after it, so it reads the main
+           -- thread's prefix, and the main thread's next call follows it
+           CASE WHEN c.kind = 'summarizer' AND b.branch LIKE 'agent-acompact%' THEN ''
+                ELSE coalesce(b.branch, '') END AS thread_branch,
+           CASE WHEN c.kind = 'summarizer' AND b.branch LIKE 'agent-acompact%' THEN 'main'
+                ELSE c.agent END AS thread_agent,
            -- the compactions appended by the call's time
            coalesce(len(list_filter(k.appended, lambda t: t <= c.started_at)), 0) AS compactions,
            -- the per-token rates (calls.sql gives them per million tokens, exactly)
@@ -58,9 +65,12 @@ WITH branches AS (
                AS previous_prefix,
            lag(coalesce(cache_write_1h_tokens, 0)) OVER w AS previous_write_1h,
            -- a compaction appended between the previous call and this one
-           compactions > lag(compactions) OVER w AS compacted
+           compactions > lag(compactions) OVER w AS compacted,
+           lead(started_at) OVER w AS next_at,
+           lead(model) OVER w AS next_model,
+           lead(cache_read_tokens) OVER w AS next_read
     FROM calls
-    WINDOW w AS (PARTITION BY session_ordinal, branch, agent ORDER BY call_index)
+    WINDOW w AS (PARTITION BY session_ordinal, thread_branch, thread_agent ORDER BY call_index)
 ), judged AS (
     SELECT *,
            -- (least() passes over a null: a thread's first call has no prefix to read)
@@ -79,7 +89,18 @@ WITH branches AS (
                 WHEN cache_write_1h_tokens = cache_write_tokens THEN rate_write_1h
                 ELSE greatest(rate_write, rate_write_1h) END AS write_high,
            coalesce(shortfall >= r.min_tokens AND shortfall >= r.min_share * prefix_tokens,
-                    false) AS is_break
+                    false) AS is_break,
+           -- this call's writes no later call of its thread read: the next one read less
+           -- than this call's reads and writes, or used another model, or came after they
+           -- lived; or there is none
+           CASE WHEN cache_write_tokens IS NULL THEN NULL
+                WHEN next_at IS NULL OR next_model <> model
+                     OR next_at - started_at > CASE WHEN coalesce(cache_write_1h_tokens, 0) > 0
+                                                    THEN 3600 ELSE 300 END
+                    THEN cache_write_tokens
+                ELSE least(cache_write_tokens,
+                           greatest(cache_read_tokens + cache_write_tokens - next_read, 0))
+           END AS unread_write_tokens
     FROM threaded, cache_rules AS r
 )
 SELECT app_name, user_id, session_id, call_id, call_index, turn, invocation_id, agent,
@@ -96,6 +117,10 @@ SELECT app_name, user_id, session_id, call_id, call_index, turn, invocation_id, 
            AS write_premium_usd_low,
        uncached_input_usd_high + cache_write_usd_high - not_read * rate_input
            AS write_premium_usd_high,
+       unread_write_tokens,
+       -- what writing them cost above sending them uncached: paid for no read
+       unread_write_tokens * (write_low - rate_input) AS unread_write_usd_low,
+       unread_write_tokens * (write_high - rate_input) AS unread_write_usd_high,
        previous_call_id, gap_s, prefix_tokens,
        is_break,
        CASE WHEN is_break THEN shortfall END AS break_tokens,

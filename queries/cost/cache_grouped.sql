@@ -1,5 +1,5 @@
 -- name: cache_grouped
--- The calls of `cost_cache_calls` (queries/cost/cache_calls.sql) summed by $by (turn, session, agent, day): the key columns of that grouping (the others null), the prompt split, the hit rate, what the reads saved, and the prefix breaks with their tokens, cost and causes.
+-- The calls of `cost_cache_calls` (queries/cost/cache_calls.sql) summed by $by (turn, session, agent, day): the key columns of that grouping (the others null), the prompt split, the hit rate, what the reads saved, the writes never read, and the prefix breaks with their tokens, cost and causes.
 -- params: $by
 WITH grouped AS (
     SELECT CASE WHEN $by IN ('session', 'agent', 'turn') THEN app_name END AS app_name,
@@ -27,6 +27,12 @@ WITH grouped AS (
                 THEN sum(saved_usd) - sum(write_premium_usd_high) END AS net_saved_usd_low,
            CASE WHEN count(saved_usd) = count(*)
                 THEN sum(saved_usd) - sum(write_premium_usd_low) END AS net_saved_usd_high,
+           CASE WHEN count(cache_write_tokens) = count(*) THEN sum(unread_write_tokens) END
+               AS unread_write_tokens,
+           CASE WHEN count(cache_write_tokens) = count(*) AND count(saved_usd) = count(*)
+                THEN sum(unread_write_usd_low) END AS unread_write_usd_low,
+           CASE WHEN count(cache_write_tokens) = count(*) AND count(saved_usd) = count(*)
+                THEN sum(unread_write_usd_high) END AS unread_write_usd_high,
            count(*) FILTER (WHERE is_break) AS breaks,
            coalesce(sum(break_tokens), 0) AS break_tokens,
            CASE WHEN count(saved_usd) = count(*)
