@@ -1148,6 +1148,19 @@ class Scope:
         """The bill split: cache reads, cache writes, uncached input, output, tool output."""
         return self.costing(book).share()
 
+    def cache(self, book: PriceBook, by: str = "session") -> pl.DataFrame:
+        """The prompt cache by call, turn, session, agent or day (`cache`), default rules."""
+        return self.costing(book).cache(by)
+
+    def cache_minutes(self, book: PriceBook, seconds: int = 60) -> pl.DataFrame:
+        """The calls' prompt cache summed by the `seconds` they started in (`bucket`, an
+        epoch) and agent (queries/cost/cache_minutes.sql)."""
+        return self.costing(book).cache_query("cost/cache_minutes", seconds=seconds)
+
+    def cache_breaks(self, book: PriceBook, top: int = 5) -> pl.DataFrame:
+        """The `top` prefix breaks that cost most (queries/cost/cache_breaks.sql)."""
+        return self.costing(book).cache_query("cost/cache_breaks", top=top)
+
     def ccusage(self, by: str = "day", binary: Path | None = None) -> pl.DataFrame:
         """The selection's Claude Code usage totalled by `day` or `session` as ccusage 20
         totals it, priced with the price table of its install (`binary`, else one found)

@@ -310,3 +310,27 @@ def test_a_claude_code_compaction_summarizer_reads_the_main_threads_prefix(tmp_p
         before["call_id"], summarizer["call_id"])
     assert before["unread_write_tokens"] == 0  # the summarizer read them
     assert not summarizer["is_break"] and not after["is_break"]
+
+
+def test_the_incident_report_marks_each_break_on_its_chart_and_turn(tmp_path):
+    from forensics.reports.incident import build_incident
+    from forensics.reports.incident import usd as shown_usd
+    from forensics.reports.render import render_incident
+
+    db = _planted(tmp_path)
+    context = build_incident(db, "s-cache")
+    breaks = api.cache(db, by="call").filter(pl.col("is_break"))
+    shown = {t.turn: t.cache_breaks for t in context.turns if t.cache_breaks.text}
+    for turn, group in breaks.group_by("turn"):
+        money = shown_usd(sum(group["break_cost_usd_low"].to_list(), Decimal(0)))
+        causes = ", ".join(sorted(group["cause"].to_list()))
+        assert shown[turn[0]].text == f"{group.height} ({causes}): {money}"
+        assert shown[turn[0]].provenance == "inferred"
+    assert sorted(shown) == sorted(set(breaks["turn"].to_list()))
+    low = sum(breaks["break_cost_usd_low"].to_list(), Decimal(0))
+    marked = [p.cache_break for chart in context.charts for p in chart.points if p.cache_break]
+    assert sorted(marked) == sorted(breaks["cause"].to_list())
+    html = render_incident(context)
+    assert "✂ cache prefix broke" in html and html.count("✂ ttl") == 1
+    assert any("4 cache prefix breaks" in claim for claim in context.evidence["inferred"])
+    assert low > 0

@@ -235,3 +235,36 @@ def test_a_session_id_that_reads_as_an_option_is_printed_after_the_options(
     assert printed == "forensics report incident --out incident--abc.html --db d.duckdb -- -abc"
     result = CliRunner().invoke(app, shlex.split(printed)[1:])
     assert result.exit_code == 0, result.output
+
+
+def test_the_cache_section_adds_up_to_forensics_cache(store: Path, tmp_path: Path) -> None:
+    """Issue 29: the review's prompt cache by day and agent, its costliest prefix breaks,
+    and a headline line, each the figure `forensics cache` gives for the week."""
+    db = tmp_path / "cc.duckdb"
+    api.ingest_claude_code(db, [SAMPLE / "claude_code"])
+    context = build_weekly(db, week_label="2026-W47")
+    start, end = week("2026-W47").start.timestamp(), week("2026-W47").end.timestamp()
+    picked = api.Selection(since=start, until=end)
+    days = api.cache(db, picked, by="day")
+    shown = {row[0].text: row for row in context.cache_days.rows}
+    assert sorted(shown) == [d.isoformat() for d in days["day"].to_list()]
+    for r in days.iter_rows(named=True):
+        row = shown[r["day"].isoformat()]
+        assert row[1].text == f"{r['calls']:,}" and row[2].text == f"{r['prompt_tokens']:,}"
+        assert row[5].text == f"{r['unread_write_tokens']:,}" and row[6].text == str(r["breaks"])
+    agents = api.cache(db, picked, by="agent")
+    assert sorted(row[0].text for row in context.cache_agents.rows) == sorted(
+        set(agents["agent"].to_list()))
+    breaks = api.cache(db, picked, by="call").filter(pl.col("is_break"))
+    assert [row[0].text for row in context.cache_breaks.rows] == breaks["session_id"].to_list()
+    assert context.cache_breaks.rows[0][5].text == "ttl (inferred)"
+    total = api.cache(db, picked, by="session")
+    reads, prompt = total["cache_read_tokens"].sum(), total["prompt_tokens"].sum()
+    line = next(h for h in context.headline if h.startswith("The prompt cache"))
+    saved = weekly_module.usd(sum(total["saved_usd"].to_list()))
+    assert line.startswith(f"The prompt cache read {reads / prompt * 100:.0f}% of the prompt "
+                           f"tokens and saved {saved}; 1 prefix break re-sent 18,748 tokens")
+    # ADK stores no writes: none can be said never read
+    adk = build_weekly(store, week_label="2026-W43", prices=PRICES)
+    assert {row[5].text for row in adk.cache_days.rows} <= {"—", "0"}
+    assert any("Cache writes never read" in claim for claim in adk.evidence["open"])

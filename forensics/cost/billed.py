@@ -231,11 +231,20 @@ class Costing:
 
     def cache(self, by: str, rules: CacheRules | None = None) -> pl.DataFrame:
         """The prompt cache per call (`by` call) or summed by turn, session, agent or day:
-        the prompt split, the hit rate, what the reads saved, and the prefix breaks
-        (queries/cost/cache_calls.sql; CACHE_CALLS, columns.cache_spec). A thread's
-        calls are all of its session's, whatever the time asked: the call before a range
-        is still the previous one of the first call in it. Read from the store's kept
-        rows where its calls are kept priced by this book and the rules are the default."""
+        the prompt split, the hit rate, what the reads saved, the writes never read, and
+        the prefix breaks (queries/cost/cache_calls.sql; CACHE_CALLS, columns.cache_spec).
+        A thread's calls are all of its session's, whatever the time asked: the call
+        before a range is still the previous one of the first call in it. Read from the
+        store's kept rows where its calls are kept priced by this book and the rules are
+        the default."""
+        if by == "call":
+            return CACHE_CALLS.from_query(self.cache_query(None, rules))
+        return cache_spec(by).from_query(self.cache_query("cost/cache_grouped", rules, by=by))
+
+    def cache_query(self, name: str | None, rules: CacheRules | None = None,
+                    **params: object) -> pl.DataFrame:  # fmt: skip
+        """queries/`name`.sql over the calls' cache rows (`cost_cache_calls`); None: the
+        rows themselves."""
         chosen = rules or CacheRules()
         whole = self if self.window == (None, None) else Costing(self.facts, self.book,
                                                                  (None, None))  # fmt: skip
@@ -247,14 +256,11 @@ class Costing:
         }
         kept = whole.stored and chosen == CacheRules()
         reader = "cost/stored_cache_calls" if kept else "cost/cache_calls"
+        if name is None:
+            return whole.facts.query(reader, tables, whole.views, scans=whole.scans)
         views = {**whole.views, "cost_cache_calls": reader}
-        scans = whole.scans | ({reader} if kept else set())
-        if by == "call":
-            return CACHE_CALLS.from_query(whole.facts.query(reader, tables, whole.views,
-                                                            scans=whole.scans))  # fmt: skip
-        frame = whole.facts.query("cost/cache_grouped", tables, views, scans=frozenset(scans),
-                                  by=by)  # fmt: skip
-        return cache_spec(by).from_query(frame)
+        scans = whole.scans | ({reader} if kept else frozenset())
+        return whole.facts.query(name, tables, views, scans=scans, **params)
 
     def share(self) -> pl.DataFrame:
         """The bill split: cache reads, cache writes, uncached input, output, and the tool

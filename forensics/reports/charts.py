@@ -30,6 +30,7 @@ WIDTH, HEIGHT = 900, 430
 LEFT, RIGHT, BOTTOM = 78, 84, 62  # the plot's margins: the axes' labels
 LEGEND_Y, LEGEND_ROW = 36, 16  # the legend's first baseline, under the title, and its rows
 X_LABEL = "model call in the turn (▲ tool result arrived, ◆ after compaction, ✕ failed)"
+BREAK_MARK = "✂"  # a call that broke its cached prefix (forensics cache)
 X_LABEL_TURNS = "turn, its one model call (◆ after compaction, ✕ failed)"
 
 
@@ -103,6 +104,9 @@ def chart_svg(chart: Chart) -> str:
         if p.kind == "failed":
             doc.text(x_of(i), y_left(base) - 6, "failed", size=10, anchor="middle",
                      fill="#D55E00", weight="bold")  # fmt: skip
+        elif p.cache_break and len(points) <= 60:  # its cause above the bar, where it fits
+            doc.text(x_of(i), y_left(base) - 6, f"{BREAK_MARK} {p.cache_break}", size=10,
+                     anchor="middle", fill="#CC79A7", weight="bold")  # fmt: skip
     for i, m in measured:  # the measured window: a black bar across the call's
         doc.rect(x_of(i) - bar / 2 - 1, y_left(m) - 1.5, bar + 2, 3, "#000")
     if lines:
@@ -114,8 +118,10 @@ def chart_svg(chart: Chart) -> str:
     for i in range(0, len(points), step):
         doc.line(x_of(i), y1, x_of(i), y1 + 4, "#333")
         doc.text(x_of(i), y1 + 17, labels[i], size=10.5, anchor="middle")
-    doc.text((x0 + x1) / 2, HEIGHT - 14, X_LABEL if lines else X_LABEL_TURNS, size=11,
-             anchor="middle")  # fmt: skip
+    label = X_LABEL if lines else X_LABEL_TURNS
+    if any(p.cache_break for p in points):  # said only where a call has one
+        label = label.replace(", ✕ failed)", f", {BREAK_MARK} cache prefix broke, ✕ failed)")
+    doc.text((x0 + x1) / 2, HEIGHT - 14, label, size=11, anchor="middle")
     return doc.done()
 
 
@@ -169,6 +175,7 @@ def _tick(point: CallPoint) -> str:
     marks = (
         ("▲" if point.result_arrived else "")
         + ("◆" if point.after_compaction else "")
+        + (BREAK_MARK if point.cache_break else "")
         + ("✕" if point.kind == "failed" else "")
     )
     return f"{point.label}{marks}"

@@ -101,6 +101,7 @@ class TurnRow:
     largest_result: str
     error: str
     cost: Cell = field(default_factory=lambda: Cell("—"))
+    cache_breaks: Cell = field(default_factory=lambda: Cell(""))  # forensics cache's breaks
 
 
 @dataclass
@@ -115,6 +116,7 @@ class CallPoint:
     cumulative_estimated: int
     result_arrived: bool  # a tool result entered the window just before this call
     after_compaction: bool
+    cache_break: str | None = None  # the cause, where this call broke its cached prefix
 
 
 @dataclass
@@ -276,7 +278,9 @@ def _build(
     agent_calls = calls.filter(pl.col("kind") != "summarizer")
     if turn is not None:
         api.check_turn(turns.filter(pl.col("session_id") == key[2]), turn)
-    charts, charts_note = _charts(agent_calls, compaction, turn, key[2])
+    breaks = scope.cache(book, "call").filter(pl.col("is_break"))
+    broke = {r["call_id"]: r for r in breaks.iter_rows(named=True)}
+    charts, charts_note = _charts(agent_calls, compaction, turn, key[2], broke)
 
     failure = _failure(turns, agent_calls)
     costs = {r["turn"]: r for r in scope.cost(book, "turn").iter_rows(named=True)}
@@ -290,7 +294,8 @@ def _build(
         app_name=session["app_name"],
         user_id=session["user_id"],
         headline=_headline(turns, growth, agent_calls, failure, costs, resent),
-        turns=[_turn_row(r, costs.get(r["turn"])) for r in turns.iter_rows(named=True)],
+        turns=[_turn_row(r, costs.get(r["turn"]), _breaks_cell(breaks, r["turn"]))
+               for r in turns.iter_rows(named=True)],
         charts=charts,
         growth=[
             _growth_row(
@@ -314,6 +319,11 @@ def _build(
         context, calls, growth, compaction, scope.fidelity(), rules, family
     )
     _cost_evidence(context.evidence, priced, book, not growth.is_empty())
+    if breaks.height:
+        context.evidence[INFERRED].append(
+            f"{counted(breaks.height, 'cache prefix break')} (✂): a call that read well "
+            "below what its thread's previous call left cached; the cause from the stored "
+            "records, the cost at the rates the call paid (`forensics cache`, docs/cache.md).")
     context.method = _method(api.session_ingests(scope.store, key), calls, rules)
     context.method.prices = _prices(priced, book)
     if whatif_cap is not None and not growth.is_empty():
@@ -406,7 +416,21 @@ def _cost_cell(row: dict[str, Any] | None, low: str = "cost_usd_low",
     return Cell(text, kind or cost_kind(row))
 
 
-def _turn_row(r: dict[str, Any], cost: dict[str, Any] | None = None) -> TurnRow:
+def _breaks_cell(breaks: pl.DataFrame, turn: int) -> Cell:
+    """A turn's cache prefix breaks: how many, their causes and what they cost."""
+    mine = breaks.filter(pl.col("turn") == turn)
+    if mine.is_empty():
+        return Cell("")
+    causes = ", ".join(sorted(set(mine["cause"].to_list())))
+    money = "unpriced"
+    if mine["break_cost_usd_low"].null_count() == 0:  # exact Decimal sums
+        low = sum(mine["break_cost_usd_low"].to_list(), Decimal(0))
+        money = usd(low, sum(mine["break_cost_usd_high"].to_list(), Decimal(0)))
+    return Cell(f"{mine.height} ({causes}): {money}", INFERRED)
+
+
+def _turn_row(r: dict[str, Any], cost: dict[str, Any] | None = None,
+              cache_breaks: Cell | None = None) -> TurnRow:  # fmt: skip
     peak_kind = {"measured": MEASURED, "estimated": ESTIMATED}.get(
         r["peak_occupancy_source"] or "", INFERRED
     )
@@ -420,6 +444,7 @@ def _turn_row(r: dict[str, Any], cost: dict[str, Any] | None = None) -> TurnRow:
         cumulative_measured=_cell(r["cumulative_input_measured"], MEASURED),
         cumulative_estimated=_cell(r["cumulative_input_estimated"], ESTIMATED),
         cost=_cost_cell(cost),
+        cache_breaks=cache_breaks or Cell(""),
         largest_result=(
             f"{r['largest_tool_result']} (~{n(r['largest_result_tokens_estimated'])} tokens)"
             if r["largest_tool_result"]
@@ -572,20 +597,21 @@ def _resent_money(row: dict[str, Any] | None) -> str:
 
 
 def _charts(
-    calls: pl.DataFrame, compaction: pl.DataFrame, turn: int | None, session_id: str
+    calls: pl.DataFrame, compaction: pl.DataFrame, turn: int | None, session_id: str,
+    broke: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[list[Chart], str | None]:
     """Every turn with model calls charted: each turn of several calls on its own, the
     turns of one call together (a bar each: a chart per one-call turn made a page of
     thousands of pixels of single bars), or `turn` alone."""
     sizes = dict(calls.group_by("turn").len().drop_nulls("turn").iter_rows())
     if turn is not None:
-        return ([_chart(calls, compaction, turn)] if sizes.get(turn) else []), None
+        return ([_chart(calls, compaction, turn, broke)] if sizes.get(turn) else []), None
     single = sorted(t for t, n in sizes.items() if n == 1)
     alone = sorted(t for t, n in sizes.items() if n > 1 or len(single) == 1)
-    charts = [_chart(calls, compaction, t) for t in alone]
+    charts = [_chart(calls, compaction, t, broke) for t in alone]
     if len(single) < 2:
         return charts, None
-    charts.append(_one_call_turns(calls, compaction, single))
+    charts.append(_one_call_turns(calls, compaction, single, broke))
     charts.sort(key=lambda c: c.turn)
     note = (
         f"The {len(single):,} turns with one model call are charted together, a bar each; "
@@ -594,8 +620,10 @@ def _charts(
     return charts, note
 
 
-def _point(c: dict[str, Any], label: str, grew: bool, compacted_at: list[float]) -> CallPoint:
+def _point(c: dict[str, Any], label: str, grew: bool, compacted_at: list[float],
+           broke: dict[str, dict[str, Any]] | None = None) -> CallPoint:  # fmt: skip
     by_role = {k: v or 0 for k, v in c["by_role"].items()}
+    found = (broke or {}).get(c["call_id"])
     return CallPoint(
         label=label,
         kind=c["kind"],
@@ -606,27 +634,31 @@ def _point(c: dict[str, Any], label: str, grew: bool, compacted_at: list[float])
         result_arrived=grew,
         after_compaction=any(t < c["timestamp"].timestamp() for t in compacted_at)
         and bool(by_role.get("summary")),
+        cache_break=found["cause"] if found else None,
     )
 
 
-def _chart(calls: pl.DataFrame, compaction: pl.DataFrame, turn: int) -> Chart:
+def _chart(calls: pl.DataFrame, compaction: pl.DataFrame, turn: int,
+           broke: dict[str, dict[str, Any]] | None = None) -> Chart:  # fmt: skip
     in_turn = calls.filter(pl.col("turn") == turn)
     compacted_at = [c.timestamp() for c in compaction["appended_at"].to_list()]
     points = []
     previous_estimate = None
     for i, c in enumerate(in_turn.iter_rows(named=True), start=1):
         grew = previous_estimate is not None and c["by_role"]["tool"] > (previous_estimate or 0)
-        points.append(_point(c, f"{i}", grew, compacted_at))
+        points.append(_point(c, f"{i}", grew, compacted_at, broke))
         previous_estimate = c["by_role"]["tool"]
     return Chart(
         turn=turn, title=f"Turn {turn}: window per call against cumulative input", points=points
     )
 
 
-def _one_call_turns(calls: pl.DataFrame, compaction: pl.DataFrame, turns: list[int]) -> Chart:
+def _one_call_turns(calls: pl.DataFrame, compaction: pl.DataFrame, turns: list[int],
+                    broke: dict[str, dict[str, Any]] | None = None) -> Chart:  # fmt: skip
     compacted_at = [c.timestamp() for c in compaction["appended_at"].to_list()]
     rows = calls.filter(pl.col("turn").is_in(turns)).sort("turn")
-    points = [_point(c, f"{c['turn']}", False, compacted_at) for c in rows.iter_rows(named=True)]
+    points = [_point(c, f"{c['turn']}", False, compacted_at, broke)
+              for c in rows.iter_rows(named=True)]
     return Chart(
         turn=turns[0],
         title=f"The {len(turns):,} turns with one model call: the window of each",

@@ -115,6 +115,9 @@ class WeeklyContext:
     tools: Table
     sessions: Table
     share: Table
+    cache_days: Table
+    cache_agents: Table
+    cache_breaks: Table
     failures: Table
     growth: Table
     budget: Table
@@ -258,7 +261,11 @@ def _bucket_seconds(period: Week) -> int:
 def _minutes(scope: api.Scope, book: api.PriceBook, period: Week) -> pl.DataFrame:
     """The period's calls summed by minute and agent, each minute's local day beside it
     (`local_day`: null for a call with no start time)."""
-    buckets = scope.call_minutes(book, _bucket_seconds(period))
+    return _local(scope.call_minutes(book, _bucket_seconds(period)), period)
+
+
+def _local(buckets: pl.DataFrame, period: Week) -> pl.DataFrame:
+    """Buckets of epoch seconds (`bucket`) with their local day in the period's zone."""
     return buckets.with_columns(
         pl.from_epoch(pl.col("bucket"), time_unit="s").dt.replace_time_zone("UTC")
         .dt.convert_time_zone(period.tz).dt.date().alias("local_day")
@@ -280,6 +287,8 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
     share = scope.cost_share(book)
     failures = scope.failures()
     growth = scope.growth()
+    cache = _local(scope.cache_minutes(book, _bucket_seconds(period)), period)
+    cache_breaks = scope.cache_breaks(book, TOP_BREAKS)
 
     local_day = calls
     days = (
@@ -333,6 +342,8 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
             f"{counted(failures.height, 'context failure')} in "
             f"{counted(failures['session_id'].n_unique(), 'session')}."
         )
+
+    headline += _cache_headline(cache)
 
     session_rows = [
         [Cell(r["session_id"]), Cell(r["app_name"] or "—"), Cell(n(r["calls"])), _money(r),
@@ -424,6 +435,14 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
                                 "so the cost is a range.")  # fmt: skip
     if tasks_table is None:
         evidence["open"].append("Whether the week's tasks succeeded: no outcomes loaded.")
+    if cache["calls"].sum() and cache["writes_unknown"].sum():
+        evidence["open"].append(
+            "Cache writes never read: only where the writes are recorded (Claude Code "
+            "transcripts, LiteLLM payloads, spans); ADK stores none.")  # fmt: skip
+    if cache_breaks.height:
+        evidence["open"].append(
+            "A prefix break whose cause is `unexplained`: the system instruction, the tool "
+            "definitions and the history are not compared yet (docs/cache.md).")  # fmt: skip
     start_local = period.start.astimezone(zone)
     end_local = period.end.astimezone(zone)
     return WeeklyContext(
@@ -444,6 +463,18 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
                         ("cost (USD)", True), ("open its incident report", False)],
                        session_rows),  # fmt: skip
         share=Table([("component", False), ("USD", True), ("share (low)", True)], share_rows),
+        cache_days=_cache_table(cache, "local_day", "day", days),
+        cache_agents=_cache_table(cache, "agent", "agent", None),
+        cache_breaks=Table(
+            [("session", False), ("turn", True), ("agent", False), ("tokens re-sent", True),
+             ("cost (USD)", True), ("cause", False)],
+            [[Cell(r["session_id"]), Cell(n(r["turn"])), Cell(r["agent"] or "—"),
+              Cell(n(r["break_tokens"]), MEASURED),
+              Cell(usd(r["break_cost_usd_low"], r["break_cost_usd_high"]), PRICED),
+              Cell(f"{r['cause']} ({r['cause_source']})" if r["cause_source"] else r["cause"])]
+             for r in cache_breaks.iter_rows(named=True)],
+            None if cache_breaks.height else "No prefix break this week.",
+        ),  # fmt: skip
         failures=Table([("agent", False), ("failures", True), ("sessions", True),
                         ("first-failure ADK turn (turn: sessions)", False),
                         ("responses logged before (count: sessions)", False)], failure_rows,
@@ -469,6 +500,55 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
             ("generated", datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
         ],
     )
+
+
+TOP_BREAKS = 5
+
+
+def _cache_headline(cache: pl.DataFrame) -> list[str]:
+    """What the cache read and saved, and what its breaks cost, in one line."""
+    prompt = int(cache["prompt_tokens"].sum() or 0)
+    if not prompt:
+        return []
+    reads = int(cache["cache_read_tokens"].sum() or 0)
+    breaks = int(cache["breaks"].sum())
+    line = (f"The prompt cache read {reads / prompt * 100:.0f}% of the prompt tokens and "
+            f"saved {usd(_total(cache, 'saved_usd'))}")  # fmt: skip
+    if breaks:
+        cost = usd(_total(cache, "break_cost_usd_low"), _total(cache, "break_cost_usd_high"))
+        line += (f"; {counted(breaks, 'prefix break')} re-sent "
+                 f"{n(int(cache['break_tokens'].sum()))} tokens for {cost}")  # fmt: skip
+    return [line + "."]
+
+
+def _cache_table(cache: pl.DataFrame, key: str, title: str, keys: list[date] | None) -> Table:
+    """The cache's figures summed by `key` (a local day, in `keys`' order, or an agent)."""
+    summed = cache.group_by(key).agg(
+        pl.col("calls", "prompt_tokens", "cache_read_tokens", "writes_unknown",
+               "unread_write_tokens", "breaks", "break_tokens").sum(),
+        *(pl.col(c).sum() for c in ("saved_usd", "unread_write_usd_low", "unread_write_usd_high",
+                                    "break_cost_usd_low", "break_cost_usd_high")),
+    )  # fmt: skip
+    rows_by = {r[key]: r for r in summed.iter_rows(named=True)}
+    order = keys if keys is not None else sorted(k for k in rows_by if k is not None)
+    rows = []
+    for value in order:
+        r = rows_by.get(value)
+        if r is None or not r["calls"]:
+            continue
+        rate = r["cache_read_tokens"] / r["prompt_tokens"] * 100 if r["prompt_tokens"] else None
+        unread = ("—" if r["writes_unknown"] == r["calls"] else n(r["unread_write_tokens"]))
+        rows.append([
+            Cell(value.isoformat() if isinstance(value, date) else str(value)),
+            Cell(n(r["calls"])), Cell(n(r["prompt_tokens"]), MEASURED),
+            Cell(n(rate, "%"), MEASURED), Cell(usd(r["saved_usd"]), PRICED),
+            Cell(unread, MEASURED), Cell(n(r["breaks"])),
+            Cell(usd(r["break_cost_usd_low"], r["break_cost_usd_high"]), PRICED),
+        ])  # fmt: skip
+    return Table([(title, False), ("calls", True), ("prompt tokens", True),
+                  ("hit rate", True), ("saved (USD)", True), ("writes never read", True),
+                  ("prefix breaks", True), ("break cost (USD)", True)], rows,
+                 None if rows else "No call with usage this week.")  # fmt: skip
 
 
 def _hist(text: str | None) -> str:
