@@ -264,6 +264,10 @@ def test_demo_loads_the_bundled_samples(tmp_path):
     assert failed["session_id"].to_list() == [failed["session_id"][0]]
     assert failed["session_id"][0] in report and "families/claude_code/windows.py" in report
     assert "Weekly review: " in result.stdout and (tmp_path / "review.html").is_file()
+    # the Claude Code transcripts' prompt cache: the one break of the sample, priced
+    cache = api.cache(tmp_path / "d.duckdb", api.Selection(family="claude-code"))
+    assert "What their prompt cache saved" in result.stdout
+    assert f"{cache['saved_usd'].sum():.6f}" in result.stdout and cache["breaks"].sum() == 1
     assert by_id["incident"]["errors"] == 1
     # compaction events carry invocation ids of their own and are not turns
     oracle = [json.loads(line) for line in

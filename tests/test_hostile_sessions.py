@@ -174,6 +174,7 @@ def every_command(db: Path, out: Path) -> int:
     whole = [["sessions"], ["growth"], ["compaction"], ["cost"], ["cost", "--share"],
              ["cost", "--by", "tool"], ["cost", "--by", "day"], ["guards"], ["breakeven"],
              ["tasks"], ["failures"], ["whatif", "--token-cap", "50"], ["prices"],
+             ["cache"], ["cache", "--by", "day"],
              ["report", "weekly", "--week", "2026-W43",
               "--out", str(out / "weekly.html")]]  # fmt: skip
     for args in whole:
@@ -188,14 +189,15 @@ def every_command(db: Path, out: Path) -> int:
     assert sessions, "the ingest accepted no session"
     for sid in sessions:
         per = [["events", sid], ["turns", sid], ["calls", sid], ["failures", sid],
-               ["cost", sid, "--by", "call"], ["compaction", sid], ["growth", "--session", sid],
+               ["cost", sid, "--by", "call"], ["cache", sid], ["compaction", sid],
+               ["growth", "--session", sid],
                ["whatif", "--session", sid, "--token-cap", "50", "--by", "call"],
                ["report", "incident", sid, "--out", str(out / "incident.html")]]  # fmt: skip
         if sid in calls:
             per.append(["window", sid, calls[sid]])
         for args in per:
             run(*args, *d)
-    return len(whole) + sum(9 + (s in calls) for s in sessions)
+    return len(whole) + sum(10 + (s in calls) for s in sessions)
 
 
 @contextmanager

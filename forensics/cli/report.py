@@ -204,13 +204,21 @@ def demo(
     loaded, what they cost (their scripted model priced as Gemini 2.5 Flash,
     sample_data/prices.toml), the context failures the sample's OpenSearch documents
     and sessions show, a 16,000-token cap replayed on the incident (`whatif`), the
-    bundled Claude Code transcripts (their growth and bill), and the paths of the HTML
+    bundled Claude Code transcripts (their growth, bill and prompt cache), and the paths of the HTML
     reports to open in a browser.
     """
     import tempfile
 
     from .. import api
-    from ..columns import FAILURES, GROWTH, SESSIONS, TASK_ARMS, WHATIF_TURNS, cost_spec
+    from ..columns import (
+        FAILURES,
+        GROWTH,
+        SESSIONS,
+        TASK_ARMS,
+        WHATIF_TURNS,
+        cache_spec,
+        cost_spec,
+    )
     from ..resources import resource_dir
 
     samples = resource_dir("sample_data")
@@ -273,6 +281,10 @@ def demo(
     echo("\nWhat they cost, as the provider bills it (every figure in the transcripts):\n")
     emit(api.cost(target, coding, by="day"), Format.table, cost_spec("day"),
          f"USD, priced with {api.price_book(None).sources}")  # fmt: skip
+    echo("\nWhat their prompt cache saved, and where its prefix broke (`forensics cache`):\n")
+    emit(api.cache(target, coding, by="session"), Format.table, cache_spec("session"),
+         "USD, priced as above; breaks inferred from each thread's previous call "
+         "(docs/cache.md)")  # fmt: skip
     failed = api.context_failures(target, coding)
     claude_report = None
     if failed.height:
