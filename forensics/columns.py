@@ -1023,11 +1023,16 @@ CACHE_CALLS = Spec(
         *_BREAK_COST,
         Column("cause", S, "see cause_source", help="what the records show broke the prefix, "
                "the first that applies: `compaction` (a compaction was appended between the "
-               "calls), `model` (another model, another cache), `ttl` (the calls further apart "
-               "than the cache lives: 5 minutes, an hour after a 1-hour write), else "
-               "`unexplained`"),
-        Column("cause_source", S, help="`measured` (compaction, model: stored), `inferred` "
-               "(ttl: from the measured times), empty for unexplained"),
+               "calls), `model` (another model, another cache), `system` / `tools` (the "
+               "traced requests' system instruction / tool declarations differ), `ttl` (the "
+               "calls further apart than the cache lives: 5 minutes, an hour after a 1-hour "
+               "write), else `unexplained`"),
+        Column("cause_source", S, help="`measured` (compaction, model: stored), `traced` "
+               "(system, tools: ADK's trace of both requests), `inferred` (ttl: from the "
+               "measured times), empty for unexplained"),
+        Column("cause_detail", S, TRACED, help="system / tools: the character the two "
+               "requests' texts first differ at, with 50 characters around it before and now "
+               "(of the first 2,000 kept of each)"),
         Column("cost_source", S),
         Column("price_source", S),
     ),

@@ -254,6 +254,11 @@ class TracedCall:
     tools_chars: int
     contents: int
     parts: list[TracedPart] = field(default_factory=list)
+    # the system instruction and tool declarations as sent: SHA-256 and first characters
+    system_sha256: str | None = None
+    system_head: str | None = None
+    tools_sha256: str | None = None
+    tools_head: str | None = None
 
 
 # ---------------------------------------------------------------------------

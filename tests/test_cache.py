@@ -334,3 +334,40 @@ def test_the_incident_report_marks_each_break_on_its_chart_and_turn(tmp_path):
     assert "✂ cache prefix broke" in html and html.count("✂ ttl") == 1
     assert any("4 cache prefix breaks" in claim for claim in context.evidence["inferred"])
     assert low > 0
+
+
+def test_the_real_adk_runner_s_planted_breaks_are_each_found_with_its_cause(tmp_path):
+    """tests/adk_cache_scenario.py drives the installed google.adk Runner: a system
+    instruction holding the time (moved on), a tool added mid-session, a pause past the
+    cache's life; its traces and sessions loaded, each break has the cause planted."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    env = {**os.environ, "ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"}
+    script = ROOT / "tests" / "adk_cache_scenario.py"
+    done = subprocess.run([sys.executable, str(script), str(out)], env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    db = tmp_path / "r.duckdb"
+    api.ingest_sqlite(db, out / "sessions.db")
+    assert api.ingest_traces(db, [out / "trace.otlp.json"]).rows_loaded == 6
+    rows = api.cache(db, by="call").sort("call_index").rows(named=True)
+    assert [(r["cause"], r["cause_source"]) for r in rows] == [
+        (None, None), (None, None), ("system", "traced"), ("tools", "traced"),
+        ("ttl", "inferred"), (None, None)]  # fmt: skip
+    assert rows[2]["cause_detail"].startswith("system instruction differs from character ")
+    assert "10:00 UTC" in rows[2]["cause_detail"] and "10:07 UTC" in rows[2]["cause_detail"]
+    assert rows[3]["cause_detail"].startswith("tool declarations differ from character ")
+    assert "Orders an ite" in rows[3]["cause_detail"]  # the added tool's description
+    assert [r["break_tokens"] for r in rows] == [None, None, 20_100, 20_200, 20_400, None]
+    # Gemini: no write rate, writes unknown: the tokens re-sent at the input price
+    for r in rows[2:5]:
+        n = r["break_tokens"]
+        when = r["started_at"]
+        price = calc_price(Usage(input_tokens=n), r["model"], provider_id="google",
+                           genai_request_timestamp=when).total_price  # fmt: skip
+        read = calc_price(Usage(input_tokens=n, cache_read_tokens=n), r["model"],
+                          provider_id="google", genai_request_timestamp=when).total_price
+        assert r["break_cost_usd_low"] == r["break_cost_usd_high"] == price - read

@@ -96,7 +96,11 @@ def insert_traced(store: Store, calls: list[TracedCall], ingest_id: int) -> int:
         if exists:
             continue
         store.run(
-            "INSERT INTO traced_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO traced_calls (session_id, event_id, span_id, trace_id, invocation_id,"
+            " model, adk_version, started_at, ended_at, input_tokens, output_tokens,"
+            " system_chars, tools_chars, contents, ingest_id, system_sha256, system_head,"
+            " tools_sha256, tools_head)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 call.session_id,
                 call.event_id,
@@ -113,6 +117,10 @@ def insert_traced(store: Store, calls: list[TracedCall], ingest_id: int) -> int:
                 call.tools_chars,
                 call.contents,
                 ingest_id,
+                call.system_sha256,
+                call.system_head,
+                call.tools_sha256,
+                call.tools_head,
             ],
         )
         if call.parts:

@@ -8,7 +8,9 @@
 -- whole prompt (an implicit cache, Gemini's, keeps any prefix), never more than this
 -- call's prompt. Causes, first that applies: `compaction` (a compaction event was
 -- appended between the two calls: measured), `model` (another model: each model has
--- its own cache: measured), `ttl` (the calls are further apart than the cache lives,
+-- its own cache: measured), `system` / `tools` (ADK's traces of both requests hold a
+-- different system instruction / tool declarations: traced), `ttl` (the calls are
+-- further apart than the cache lives,
 -- 5 minutes, or an hour where the previous call wrote for an hour: inferred from the
 -- measured times, which are when each response was stored), else `unexplained`.
 -- Calls without usage (estimated), failed requests without usage and responses copied
@@ -39,6 +41,12 @@ WITH branches AS (
                 ELSE c.agent END AS thread_agent,
            -- the compactions appended by the call's time
            coalesce(len(list_filter(k.appended, lambda t: t <= c.started_at)), 0) AS compactions,
+           -- what the traced request sent before its contents (schema 11 on: a request
+           -- without tools has none), and their first characters
+           t.system_sha256 AS system_key, t.system_head,
+           CASE WHEN t.system_sha256 IS NOT NULL THEN coalesce(t.tools_sha256, '') END
+               AS tools_key,
+           coalesce(t.tools_head, '') AS tools_head,
            -- the per-token rates (calls.sql gives them per million tokens, exactly)
            CAST(c.input_usd_per_mtok * 0.000001 AS DECIMAL(38, 18)) AS rate_input,
            CAST(c.cache_read_usd_per_mtok * 0.000001 AS DECIMAL(38, 18)) AS rate_read,
@@ -54,6 +62,8 @@ WITH branches AS (
        AND b.call_id = c.call_id
     LEFT JOIN compactions AS k
         ON k.app_name = c.app_name AND k.user_id = c.user_id AND k.session_id = c.session_id
+    -- the traced request, where ADK's trace of it was loaded (traces name the session id)
+    LEFT JOIN traced_calls AS t ON t.session_id = c.session_id AND t.event_id = c.call_id
     WHERE c.cost_source NOT IN ('estimated', 'failed', 'copied')
 ), threaded AS (
     SELECT *,
@@ -66,6 +76,10 @@ WITH branches AS (
            lag(coalesce(cache_write_1h_tokens, 0)) OVER w AS previous_write_1h,
            -- a compaction appended between the previous call and this one
            compactions > lag(compactions) OVER w AS compacted,
+           lag(system_key) OVER w AS previous_system_key,
+           lag(system_head) OVER w AS previous_system_head,
+           lag(tools_key) OVER w AS previous_tools_key,
+           lag(tools_head) OVER w AS previous_tools_head,
            lead(started_at) OVER w AS next_at,
            lead(model) OVER w AS next_model,
            lead(cache_read_tokens) OVER w AS next_read
@@ -90,6 +104,13 @@ WITH branches AS (
                 ELSE greatest(rate_write, rate_write_1h) END AS write_high,
            coalesce(shortfall >= r.min_tokens AND shortfall >= r.min_share * prefix_tokens,
                     false) AS is_break,
+           coalesce(system_key <> previous_system_key, false) AS system_changed,
+           coalesce(tools_key <> previous_tools_key, false) AS tools_changed,
+           -- the two texts that changed, first the system instruction's
+           CASE WHEN system_changed THEN previous_system_head
+                WHEN tools_changed THEN previous_tools_head END AS changed_before,
+           CASE WHEN system_changed THEN system_head
+                WHEN tools_changed THEN tools_head END AS changed_now,
            -- this call's writes no later call of its thread read: the next one read less
            -- than this call's reads and writes, or used another model, or came after they
            -- lived; or there is none
@@ -102,6 +123,14 @@ WITH branches AS (
                            greatest(cache_read_tokens + cache_write_tokens - next_read, 0))
            END AS unread_write_tokens
     FROM threaded, cache_rules AS r
+), located AS (
+    SELECT *,
+           CASE WHEN is_break AND (system_changed OR tools_changed) THEN list_position(
+               list_transform(list_zip(string_split(changed_before, ''),
+                                       string_split(changed_now, '')),
+                              lambda p: p[1] IS NOT DISTINCT FROM p[2]),
+               false) END AS changed_at
+    FROM judged
 )
 SELECT app_name, user_id, session_id, call_id, call_index, turn, invocation_id, agent,
        nullif(branch, '') AS branch, started_at, day, model,
@@ -142,14 +171,28 @@ SELECT app_name, user_id, session_id, call_id, call_index, turn, invocation_id, 
        CASE WHEN NOT is_break THEN NULL
             WHEN compacted THEN 'compaction'
             WHEN previous_model <> model THEN 'model'
+            WHEN system_changed THEN 'system'
+            WHEN tools_changed THEN 'tools'
             WHEN gap_s > lifetime_s THEN 'ttl'
             ELSE 'unexplained' END AS cause,
        CASE WHEN NOT is_break THEN NULL
             WHEN compacted OR previous_model <> model THEN 'measured'
+            WHEN system_changed OR tools_changed THEN 'traced'
             WHEN gap_s > lifetime_s THEN 'inferred'
        END AS cause_source,
+       -- where the traced system instruction (or tool declarations) first differ: the
+       -- character, and 50 characters around it before and now (of the first 2,000 kept)
+       CASE WHEN cause IN ('system', 'tools') THEN
+           CASE cause WHEN 'system' THEN 'system instruction differs'
+                      ELSE 'tool declarations differ' END
+           || coalesce(
+               ' from character ' || changed_at || ': "'
+               || substr(changed_before, greatest(changed_at - 20, 1), 50) || '" before, "'
+               || substr(changed_now, greatest(changed_at - 20, 1), 50) || '" now',
+               ' after the first 2,000 characters')
+       END AS cause_detail,
        cost_source, price_source
-FROM judged
+FROM located
 -- a thread's previous call counts wherever it falls; the rows are those of the time asked
 WHERE started_at >= coalesce((SELECT since FROM cache_window), '-infinity'::DOUBLE)
   AND started_at < coalesce((SELECT until FROM cache_window), 'infinity'::DOUBLE)

@@ -6,11 +6,15 @@ the measured input tokens and the whole request as sent
 (`gcp.vertex.agent.llm_request`: model, config with system_instruction and tools,
 contents). Only sizes are kept, by the project's character definition (the same as
 the stored parts': text as written, a call's name plus compact JSON args, a
-response's name plus compact JSON response), never the request itself.
+response's name plus compact JSON response); of the system instruction and the tool
+declarations, their SHA-256 and first 2,000 characters too, so that two requests' can
+be told apart and where they differ named (`forensics cache`: a prefix broken by a
+timestamp in the system prompt, a changed tool list). Never the request's contents.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any
@@ -21,7 +25,23 @@ _VERSION = re.compile(r"google-adk/(\d+\.\d+\.\d+)")
 
 
 def _compact(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    return len(_compact_text(value))
+
+
+def _compact_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+HEAD_CHARS = 2_000  # of a system instruction or tool declarations kept to say where two differ
+
+
+def _kept(text: str | None) -> tuple[str | None, str | None]:
+    """(SHA-256, first HEAD_CHARS characters) of a request's system instruction or tool
+    declarations; (None, None) for none."""
+    if not text:
+        return None, None
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return digest, text[:HEAD_CHARS]
 
 
 def part_size(part: dict[str, Any]) -> tuple[str, str | None, int]:
@@ -80,6 +100,8 @@ def traced_call(span: dict[str, Any]) -> TracedCall | None:
         raise ValueError("llm_request is not a JSON object")
     config = request.get("config") or {}
     system = config.get("system_instruction")
+    system_text = system if isinstance(system, str) else _compact_text(system or "")
+    tools_text = _compact_text(config.get("tools")) if config.get("tools") else ""
     headers = json.dumps((config.get("http_options") or {}).get("headers") or {})
     version = _VERSION.search(headers)
     scope = span.get("scope") or {}  # OTLP: ADK's tracer carries its release
@@ -96,10 +118,12 @@ def traced_call(span: dict[str, Any]) -> TracedCall | None:
         ended_at=_seconds(span.get("end_time")),
         input_tokens=_int(attributes.get("gen_ai.usage.input_tokens")),
         output_tokens=_int(attributes.get("gen_ai.usage.output_tokens")),
-        system_chars=len(system) if isinstance(system, str) else _compact(system or ""),
-        tools_chars=_compact(config.get("tools")) if config.get("tools") else 0,
+        system_chars=len(system_text),
+        tools_chars=len(tools_text),
         contents=len(request.get("contents") or []),
     )
+    call.system_sha256, call.system_head = _kept(system_text)
+    call.tools_sha256, call.tools_head = _kept(tools_text)
     for c, content in enumerate(request.get("contents") or []):
         role = (content or {}).get("role") or "user"
         for p, part in enumerate((content or {}).get("parts") or []):
