@@ -1024,15 +1024,18 @@ CACHE_CALLS = Spec(
         Column("cause", S, "see cause_source", help="what the records show broke the prefix, "
                "the first that applies: `compaction` (a compaction was appended between the "
                "calls), `model` (another model, another cache), `system` / `tools` (the "
-               "traced requests' system instruction / tool declarations differ), `ttl` (the "
+               "traced requests' system instruction / tool declarations differ), `history` "
+               "(the previous traced request's contents are not where this one's begin: an "
+               "earlier message rewritten or removed), `ttl` (the "
                "calls further apart than the cache lives: 5 minutes, an hour after a 1-hour "
                "write), else `unexplained`"),
         Column("cause_source", S, help="`measured` (compaction, model: stored), `traced` "
-               "(system, tools: ADK's trace of both requests), `inferred` (ttl: from the "
-               "measured times), empty for unexplained"),
+               "(system, tools, history: ADK's traces of both requests), `inferred` (ttl: "
+               "from the measured times), empty for unexplained"),
         Column("cause_detail", S, TRACED, help="system / tools: the character the two "
                "requests' texts first differ at, with 50 characters around it before and now "
-               "(of the first 2,000 kept of each)"),
+               "(of the first 2,000 kept of each); history: the first content part the "
+               "previous request sent that this one does not send as it was"),
         Column("cost_source", S),
         Column("price_source", S),
     ),

@@ -339,7 +339,8 @@ def test_the_incident_report_marks_each_break_on_its_chart_and_turn(tmp_path):
 def test_the_real_adk_runner_s_planted_breaks_are_each_found_with_its_cause(tmp_path):
     """tests/adk_cache_scenario.py drives the installed google.adk Runner: a system
     instruction holding the time (moved on), a tool added mid-session, a pause past the
-    cache's life; its traces and sessions loaded, each break has the cause planted."""
+    cache's life, a callback that rewrites the first message; its traces and sessions
+    loaded, each break has the cause planted."""
     import os
     import subprocess
     import sys
@@ -352,18 +353,24 @@ def test_the_real_adk_runner_s_planted_breaks_are_each_found_with_its_cause(tmp_
     assert done.returncode == 0, done.stderr[-3000:]
     db = tmp_path / "r.duckdb"
     api.ingest_sqlite(db, out / "sessions.db")
-    assert api.ingest_traces(db, [out / "trace.otlp.json"]).rows_loaded == 6
+    assert api.ingest_traces(db, [out / "trace.otlp.json"]).rows_loaded == 7
     rows = api.cache(db, by="call").sort("call_index").rows(named=True)
     assert [(r["cause"], r["cause_source"]) for r in rows] == [
         (None, None), (None, None), ("system", "traced"), ("tools", "traced"),
-        ("ttl", "inferred"), (None, None)]  # fmt: skip
+        ("ttl", "inferred"), (None, None), ("history", "traced")]  # fmt: skip
     assert rows[2]["cause_detail"].startswith("system instruction differs from character ")
     assert "10:00 UTC" in rows[2]["cause_detail"] and "10:07 UTC" in rows[2]["cause_detail"]
     assert rows[3]["cause_detail"].startswith("tool declarations differ from character ")
     assert "Orders an ite" in rows[3]["cause_detail"]  # the added tool's description
-    assert [r["break_tokens"] for r in rows] == [None, None, 20_100, 20_200, 20_400, None]
+    assert "\n" not in rows[2]["cause_detail"]  # a line break of the instruction: \n
+    # the callback's edit of the first message: the request's contents no longer begin
+    # with what the previous request sent
+    assert rows[6]["cause_detail"] == ("contents rewritten from content 0 part 0: user text "
+                                       "of 2 characters before, user text of 13 characters now")
+    assert [r["break_tokens"] for r in rows] == [None, None, 20_100, 20_200, 20_400, None,
+                                                19_600]  # fmt: skip
     # Gemini: no write rate, writes unknown: the tokens re-sent at the input price
-    for r in rows[2:5]:
+    for r in [*rows[2:5], rows[6]]:
         n = r["break_tokens"]
         when = r["started_at"]
         price = calc_price(Usage(input_tokens=n), r["model"], provider_id="google",
@@ -371,3 +378,32 @@ def test_the_real_adk_runner_s_planted_breaks_are_each_found_with_its_cause(tmp_
         read = calc_price(Usage(input_tokens=n, cache_read_tokens=n), r["model"],
                           provider_id="google", genai_request_timestamp=when).total_price
         assert r["break_cost_usd_low"] == r["break_cost_usd_high"] == price - read
+
+
+REAL_TRACED = ROOT.parent / "shared" / "real_data" / "adk_traces"
+
+
+@pytest.mark.skipif(not REAL_TRACED.is_dir(), reason="shared/real_data is absent")
+def test_real_adk_sessions_and_their_traces_split_as_their_usage_says(tmp_path):
+    """The public ADK session+trace pairs: each call's prompt and cache reads are its
+    event's usage (Gemini: the prompt count plus the tool-use prompt), and every break
+    has a cause."""
+    db = tmp_path / "t.duckdb"
+    api.ingest_json(db, sorted(REAL_TRACED.glob("*__session_*.json")))
+    api.ingest_traces(db, sorted(REAL_TRACED.glob("*__trace_*.json")))
+    calls = api.cache(db, by="call")
+    assert calls.height > 0
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        usage = dict(con.execute(
+            "SELECT event_id, [prompt_tokens + coalesce(tool_use_prompt_tokens, 0),"
+            " coalesce(cached_tokens, 0)] FROM events WHERE prompt_tokens IS NOT NULL"
+        ).fetchall())  # fmt: skip
+    finally:
+        con.close()
+    for r in calls.iter_rows(named=True):
+        assert [r["prompt_tokens"], r["cache_read_tokens"]] == usage[r["call_id"]]
+    broke = calls.filter(pl.col("is_break"))
+    assert broke["cause"].null_count() == 0
+    assert set(broke["cause"]) <= {"compaction", "model", "system", "tools", "history", "ttl",
+                                   "unexplained"}  # fmt: skip

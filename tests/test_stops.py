@@ -448,8 +448,9 @@ def test_a_stop_after_the_command_ended_ends_the_process_without_a_traceback(
     script = (
         "import os, signal, sys, threading, time\n"
         "from forensics import cli\n"
-        "threading.Thread(target=time.sleep, args=(3,)).start()  # Python waits for it\n"
-        f"threading.Timer(0.5, os.kill, (os.getpid(), {int(how)})).start()\n"
+        "threading.Thread(target=time.sleep, args=(4,)).start()  # Python waits for it\n"
+        # (1.5 s: the command has ended by then, even on two busy cores)
+        f"threading.Timer(1.5, os.kill, (os.getpid(), {int(how)})).start()\n"
         f"sys.argv = ['forensics', *{args!r}]\n"
         "cli.main()\n"
     )

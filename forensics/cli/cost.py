@@ -264,10 +264,10 @@ def cache(
     A prefix break is a call that read well below what its thread's previous call left
     cached (a thread: one agent's requests in one session and branch). Its cost is what
     those tokens cost written or sent uncached instead of read; its cause, the first
-    that applies: compaction (measured), model changed (measured), system instruction or
-    tool declarations changed (traced: ADK's traces of both requests, with where they
-    differ), ttl (the calls further apart than the cache lives: inferred), else
-    unexplained. docs/cache.md.
+    that applies: compaction (measured), model changed (measured), system instruction,
+    tool declarations or earlier contents changed (traced: ADK's traces of both
+    requests, with where they differ), ttl (the calls further apart than the cache
+    lives: inferred), else unexplained. docs/cache.md.
 
     Example: forensics cache --by day
     Example: forensics cache SESSION_ID
@@ -292,7 +292,8 @@ def _cache_footnote(sources: str) -> str:
     return (
         f"USD, priced with {sources}; tokens measured (writes where a record gives them); "
         "breaks inferred from the thread's previous call; low..high where the writes are "
-        "unknown; a break's cause is measured (compaction, model), traced (system, tools) "
+        "unknown; a break's cause is measured (compaction, model), traced (system, tools, "
+        "history) "
         "or inferred (ttl)"
     )
 

@@ -9,7 +9,8 @@
 -- call's prompt. Causes, first that applies: `compaction` (a compaction event was
 -- appended between the two calls: measured), `model` (another model: each model has
 -- its own cache: measured), `system` / `tools` (ADK's traces of both requests hold a
--- different system instruction / tool declarations: traced), `ttl` (the calls are
+-- different system instruction / tool declarations: traced), `history` (the previous
+-- traced request's contents are not where this one's begin: traced), `ttl` (the calls are
 -- further apart than the cache lives,
 -- 5 minutes, or an hour where the previous call wrote for an hour: inferred from the
 -- measured times, which are when each response was stored), else `unexplained`.
@@ -24,6 +25,13 @@ WITH branches AS (
     -- each session's compaction times (few: a small side to join every call to)
     SELECT app_name, user_id, session_id, list(appended_at) AS appended
     FROM fact_compactions
+    GROUP BY ALL
+), traced_contents AS (
+    -- each traced request's contents as sent, part by part (position, role, kind, size)
+    SELECT session_id, event_id,
+           list({'content': content_index, 'part': part_index, 'role': role, 'kind': kind,
+                 'chars': chars} ORDER BY content_index, part_index) AS contents
+    FROM traced_parts
     GROUP BY ALL
 ), calls AS (
     SELECT c.app_name, c.user_id, c.session_id, c.call_id, c.call_index, c.turn,
@@ -47,6 +55,7 @@ WITH branches AS (
            CASE WHEN t.system_sha256 IS NOT NULL THEN coalesce(t.tools_sha256, '') END
                AS tools_key,
            coalesce(t.tools_head, '') AS tools_head,
+           CASE WHEN t.event_id IS NOT NULL THEN coalesce(h.contents, []) END AS contents,
            -- the per-token rates (calls.sql gives them per million tokens, exactly)
            CAST(c.input_usd_per_mtok * 0.000001 AS DECIMAL(38, 18)) AS rate_input,
            CAST(c.cache_read_usd_per_mtok * 0.000001 AS DECIMAL(38, 18)) AS rate_read,
@@ -64,6 +73,7 @@ WITH branches AS (
         ON k.app_name = c.app_name AND k.user_id = c.user_id AND k.session_id = c.session_id
     -- the traced request, where ADK's trace of it was loaded (traces name the session id)
     LEFT JOIN traced_calls AS t ON t.session_id = c.session_id AND t.event_id = c.call_id
+    LEFT JOIN traced_contents AS h ON h.session_id = c.session_id AND h.event_id = c.call_id
     WHERE c.cost_source NOT IN ('estimated', 'failed', 'copied')
 ), threaded AS (
     SELECT *,
@@ -80,6 +90,7 @@ WITH branches AS (
            lag(system_head) OVER w AS previous_system_head,
            lag(tools_key) OVER w AS previous_tools_key,
            lag(tools_head) OVER w AS previous_tools_head,
+           lag(contents) OVER w AS previous_contents,
            lead(started_at) OVER w AS next_at,
            lead(model) OVER w AS next_model,
            lead(cache_read_tokens) OVER w AS next_read
@@ -106,6 +117,10 @@ WITH branches AS (
                     false) AS is_break,
            coalesce(system_key <> previous_system_key, false) AS system_changed,
            coalesce(tools_key <> previous_tools_key, false) AS tools_changed,
+           -- the previous request's contents are not where this one's begin: an earlier
+           -- message or tool result was rewritten or removed (both traced)
+           coalesce(list_slice(contents, 1, len(previous_contents)) <> previous_contents,
+                    false) AS history_changed,
            -- the two texts that changed, first the system instruction's
            CASE WHEN system_changed THEN previous_system_head
                 WHEN tools_changed THEN previous_tools_head END AS changed_before,
@@ -130,6 +145,10 @@ WITH branches AS (
                                        string_split(changed_now, '')),
                               lambda p: p[1] IS NOT DISTINCT FROM p[2]),
                false) END AS changed_at
+           , CASE WHEN is_break AND history_changed THEN list_position(
+               list_transform(list_zip(previous_contents, contents),
+                              lambda p: p[1] IS NOT DISTINCT FROM p[2]),
+               false) END AS rewritten_at
     FROM judged
 )
 SELECT app_name, user_id, session_id, call_id, call_index, turn, invocation_id, agent,
@@ -173,23 +192,39 @@ SELECT app_name, user_id, session_id, call_id, call_index, turn, invocation_id, 
             WHEN previous_model <> model THEN 'model'
             WHEN system_changed THEN 'system'
             WHEN tools_changed THEN 'tools'
+            WHEN history_changed THEN 'history'
             WHEN gap_s > lifetime_s THEN 'ttl'
             ELSE 'unexplained' END AS cause,
        CASE WHEN NOT is_break THEN NULL
             WHEN compacted OR previous_model <> model THEN 'measured'
-            WHEN system_changed OR tools_changed THEN 'traced'
+            WHEN system_changed OR tools_changed OR history_changed THEN 'traced'
             WHEN gap_s > lifetime_s THEN 'inferred'
        END AS cause_source,
        -- where the traced system instruction (or tool declarations) first differ: the
-       -- character, and 50 characters around it before and now (of the first 2,000 kept)
+       -- character, and 50 characters around it before and now (of the first 2,000 kept;
+       -- a line break written \n)
        CASE WHEN cause IN ('system', 'tools') THEN
            CASE cause WHEN 'system' THEN 'system instruction differs'
                       ELSE 'tool declarations differ' END
            || coalesce(
                ' from character ' || changed_at || ': "'
-               || substr(changed_before, greatest(changed_at - 20, 1), 50) || '" before, "'
-               || substr(changed_now, greatest(changed_at - 20, 1), 50) || '" now',
+               || replace(replace(substr(changed_before, greatest(changed_at - 20, 1), 50),
+                                  chr(13), '\r'), chr(10), '\n')
+               || '" before, "'
+               || replace(replace(substr(changed_now, greatest(changed_at - 20, 1), 50),
+                                  chr(13), '\r'), chr(10), '\n')
+               || '" now',
                ' after the first 2,000 characters')
+           -- the first part of the previous request that this one does not send as it was
+           WHEN cause = 'history' THEN 'contents rewritten from content '
+               || previous_contents[rewritten_at].content || ' part '
+               || previous_contents[rewritten_at].part || ': '
+               || previous_contents[rewritten_at].role || ' '
+               || previous_contents[rewritten_at].kind || ' of '
+               || previous_contents[rewritten_at].chars || ' characters before, '
+               || coalesce(contents[rewritten_at].role || ' ' || contents[rewritten_at].kind
+                           || ' of ' || contents[rewritten_at].chars || ' characters now',
+                           'nothing there now')
        END AS cause_detail,
        cost_source, price_source
 FROM located
