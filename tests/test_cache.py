@@ -336,21 +336,29 @@ def test_the_incident_report_marks_each_break_on_its_chart_and_turn(tmp_path):
     assert low > 0
 
 
-def test_the_real_adk_runner_s_planted_breaks_are_each_found_with_its_cause(tmp_path):
-    """tests/adk_cache_scenario.py drives the installed google.adk Runner: a system
-    instruction holding the time (moved on), a tool added mid-session, a pause past the
-    cache's life, a callback that rewrites the first message; its traces and sessions
-    loaded, each break has the cause planted."""
+@pytest.fixture(scope="module")
+def runner_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/adk_cache_scenario.py's output: the real Runner's sessions and traces."""
     import os
     import subprocess
     import sys
 
-    out = tmp_path / "run"
+    out = tmp_path_factory.mktemp("adk") / "run"
     env = {**os.environ, "ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"}
     script = ROOT / "tests" / "adk_cache_scenario.py"
     done = subprocess.run([sys.executable, str(script), str(out)], env=env,
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def test_the_real_adk_runner_s_planted_breaks_are_each_found_with_its_cause(runner_run,
+                                                                           tmp_path):
+    """tests/adk_cache_scenario.py drives the installed google.adk Runner: a system
+    instruction holding the time (moved on), a tool added mid-session, a pause past the
+    cache's life, a callback that rewrites the first message; its traces and sessions
+    loaded, each break has the cause planted."""
+    out = runner_run
     db = tmp_path / "r.duckdb"
     api.ingest_sqlite(db, out / "sessions.db")
     assert api.ingest_traces(db, [out / "trace.otlp.json"]).rows_loaded == 7
@@ -407,3 +415,46 @@ def test_real_adk_sessions_and_their_traces_split_as_their_usage_says(tmp_path):
     assert broke["cause"].null_count() == 0
     assert set(broke["cause"]) <= {"compaction", "model", "system", "tools", "history", "ttl",
                                    "unexplained"}  # fmt: skip
+
+
+def test_traces_loaded_before_their_texts_were_kept_gain_them_when_loaded_again(runner_run,
+                                                                                tmp_path):
+    """A store whose traced requests predate schema 11 (no digests: as if an older
+    release loaded them) compares nothing; the same traces loaded again complete them,
+    and the causes follow."""
+    db = tmp_path / "r.duckdb"
+    api.ingest_sqlite(db, runner_run / "sessions.db")
+    api.ingest_traces(db, [runner_run / "trace.otlp.json"])
+    con = duckdb.connect(str(db))
+    try:
+        con.execute("UPDATE traced_calls SET system_sha256 = NULL, system_head = NULL,"
+                    " tools_sha256 = NULL, tools_head = NULL")  # fmt: skip
+    finally:
+        con.close()
+    api.analyze(db, every=True)
+    causes = api.cache(db, by="call").sort("call_index")["cause"].to_list()
+    assert "system" not in causes and "tools" not in causes
+    again = api.ingest_traces(db, [runner_run / "trace.otlp.json"])
+    assert again.rows_loaded == 7
+    causes = api.cache(db, by="call").sort("call_index")["cause"].to_list()
+    assert causes == [None, None, "system", "tools", "ttl", None, "history"]
+
+
+def test_a_read_keeps_an_hour_long_write_alive_and_no_shortfall_is_no_break(tmp_path):
+    """The prefix a call reads lives as long as the thread's last write: written for an
+    hour, read whole, then ten minutes idle is within its life (not ttl). And with no
+    thresholds at all, a call that read its whole prefix is still no break."""
+    t = Transcript("s-hour")
+    t.prompt("start")
+    _step(t, 1, usage(3, 0, 10_000, 5))  # written for an hour
+    _step(t, 2, usage(3, 10_000, 0, 5))  # read whole, nothing written
+    t.second += 600
+    _step(t, 3, usage(3, 0, 10_100, 5))  # read nothing
+    t.write(tmp_path)
+    db = tmp_path / "h.duckdb"
+    api.ingest_claude_code(db, [tmp_path])
+    rows = api.cache(db, by="call").sort("call_index").rows(named=True)
+    assert [r["cause"] for r in rows] == [None, None, "unexplained"]
+    planted = _planted(tmp_path / "p")
+    loose = api.cache(planted, by="session", min_break_tokens=0, min_break_share=0)
+    assert loose["breaks"].item() == 4

@@ -268,3 +268,14 @@ def test_the_cache_section_adds_up_to_forensics_cache(store: Path, tmp_path: Pat
     adk = build_weekly(store, week_label="2026-W43", prices=PRICES)
     assert {row[5].text for row in adk.cache_days.rows} <= {"—", "0"}
     assert any("Cache writes never read" in claim for claim in adk.evidence["open"])
+
+
+def test_the_cache_section_never_says_zero_for_what_has_no_price(store: Path) -> None:
+    """The sample's scripted model has no price without --prices: what its cache saved and
+    what its one break cost are unpriced, never $0; the note on unexplained breaks is
+    there only where a break is unexplained (the sample's is a compaction)."""
+    context = build_weekly(store, week_label="2026-W43")
+    line = next(h for h in context.headline if h.startswith("The prompt cache"))
+    assert "saved — (unpriced)" in line and "for — (unpriced)" in line
+    assert all(row[4].text == "— (unpriced)" for row in context.cache_days.rows)
+    assert not any("unexplained" in claim for claim in context.evidence["open"])

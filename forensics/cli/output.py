@@ -158,8 +158,10 @@ def fine_times(df: pl.DataFrame, columns: Sequence[str]) -> set[str]:
 
 def totals_row(df: pl.DataFrame, columns: Sequence[str], totals: Sequence[str]) -> list[str]:
     """A table's last row: the `totals` columns summed in code, the first cell the count."""
-    sums = {  # money stays exact, and unknown when no row knows it; counts are whole
-        c: (df[c].sum() if df[c].null_count() < df.height else None)
+    sums = {  # money stays exact; counts are whole; unknown when no row knows it
+        c: None
+        if df.height and df[c].null_count() == df.height
+        else df[c].sum()
         if isinstance(df.schema[c], pl.Decimal)
         else float(df[c].fill_null(0).sum())
         if df.schema[c].is_float()

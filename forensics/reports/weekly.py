@@ -439,10 +439,11 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
         evidence["open"].append(
             "Cache writes never read: only where the writes are recorded (Claude Code "
             "transcripts, LiteLLM payloads, spans); ADK stores none.")  # fmt: skip
-    if cache_breaks.height:
+    if cache["unexplained_breaks"].sum():
         evidence["open"].append(
-            "A prefix break whose cause is `unexplained`: the system instruction, the tool "
-            "definitions and the history are not compared yet (docs/cache.md).")  # fmt: skip
+            "Why an `unexplained` prefix break broke: the system instruction, the tool "
+            "declarations and the history are compared only where ADK's traces of both "
+            "requests are loaded (docs/cache.md).")  # fmt: skip
     start_local = period.start.astimezone(zone)
     end_local = period.end.astimezone(zone)
     return WeeklyContext(
@@ -513,19 +514,36 @@ def _cache_headline(cache: pl.DataFrame) -> list[str]:
     reads = int(cache["cache_read_tokens"].sum() or 0)
     breaks = int(cache["breaks"].sum())
     line = (f"The prompt cache read {reads / prompt * 100:.0f}% of the prompt tokens and "
-            f"saved {usd(_total(cache, 'saved_usd'))}")  # fmt: skip
+            f"saved {_saved(cache, 'saved_usd', 'saved_usd', 'unpriced', 'calls')}")  # fmt: skip
     if breaks:
-        cost = usd(_total(cache, "break_cost_usd_low"), _total(cache, "break_cost_usd_high"))
+        cost = _saved(cache, "break_cost_usd_low", "break_cost_usd_high", "unpriced_breaks",
+                      "breaks")  # fmt: skip
         line += (f"; {counted(breaks, 'prefix break')} re-sent "
                  f"{n(int(cache['break_tokens'].sum()))} tokens for {cost}")  # fmt: skip
     return [line + "."]
 
 
+def _saved(frame: pl.DataFrame | dict[str, Any], low: str, high: str, unpriced: str,
+           of: str) -> str:  # fmt: skip
+    """Money summed over the priced part of `of` (calls or breaks): '—' where none is
+    priced, never $0; the unpriced ones said beside a partial sum."""
+    if isinstance(frame, pl.DataFrame):
+        missing, count = int(frame[unpriced].sum()), int(frame[of].sum())
+        values = (_total(frame, low), _total(frame, high))
+    else:
+        missing, count = frame[unpriced], frame[of]
+        values = (frame[low] or Decimal(0), frame[high] or Decimal(0))
+    if count and missing == count:
+        return "— (unpriced)"
+    text = usd(*values)
+    return f"{text} (+ {n(missing)} unpriced)" if missing else text
+
+
 def _cache_table(cache: pl.DataFrame, key: str, title: str, keys: list[date] | None) -> Table:
     """The cache's figures summed by `key` (a local day, in `keys`' order, or an agent)."""
     summed = cache.group_by(key).agg(
-        pl.col("calls", "prompt_tokens", "cache_read_tokens", "writes_unknown",
-               "unread_write_tokens", "breaks", "break_tokens").sum(),
+        pl.col("calls", "unpriced", "prompt_tokens", "cache_read_tokens", "writes_unknown",
+               "unread_write_tokens", "breaks", "unpriced_breaks", "break_tokens").sum(),
         *(pl.col(c).sum() for c in ("saved_usd", "unread_write_usd_low", "unread_write_usd_high",
                                     "break_cost_usd_low", "break_cost_usd_high")),
     )  # fmt: skip
@@ -541,9 +559,11 @@ def _cache_table(cache: pl.DataFrame, key: str, title: str, keys: list[date] | N
         rows.append([
             Cell(value.isoformat() if isinstance(value, date) else str(value)),
             Cell(n(r["calls"])), Cell(n(r["prompt_tokens"]), MEASURED),
-            Cell(n(rate, "%"), MEASURED), Cell(usd(r["saved_usd"]), PRICED),
+            Cell(n(rate, "%"), MEASURED),
+            Cell(_saved(r, "saved_usd", "saved_usd", "unpriced", "calls"), PRICED),
             Cell(unread, MEASURED), Cell(n(r["breaks"])),
-            Cell(usd(r["break_cost_usd_low"], r["break_cost_usd_high"]), PRICED),
+            Cell(_saved(r, "break_cost_usd_low", "break_cost_usd_high", "unpriced_breaks",
+                        "breaks"), PRICED),
         ])  # fmt: skip
     return Table([(title, False), ("calls", True), ("prompt tokens", True),
                   ("hit rate", True), ("saved (USD)", True), ("writes never read", True),

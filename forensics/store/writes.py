@@ -86,13 +86,26 @@ def set_session_family(store: Store, family: str, ingest_id: int) -> None:
 
 def insert_traced(store: Store, calls: list[TracedCall], ingest_id: int) -> int:
     """Store traced requests inside the caller's transaction; a request already stored (by
-    session id and event id) is kept as it was. Returns the requests newly stored."""
+    session id and event id) is kept as it was, but that one stored before schema 11
+    gains its system instruction's and tool declarations' digests and heads (and this
+    ingest's id: its session's facts and cache rows are then stale). Returns the
+    requests newly stored or so completed."""
     new = 0
     for call in calls:
-        (exists,) = store.run(
-            "SELECT count(*) FROM traced_calls WHERE session_id = ? AND event_id = ?",
+        (exists, digested) = store.run(
+            "SELECT count(*), count(system_sha256) FROM traced_calls"
+            " WHERE session_id = ? AND event_id = ?",
             [call.session_id, call.event_id],
         )[0]
+        if exists and not digested and call.system_sha256 is not None:
+            store.run(
+                "UPDATE traced_calls SET system_sha256 = ?, system_head = ?, tools_sha256 = ?,"
+                " tools_head = ?, ingest_id = ? WHERE session_id = ? AND event_id = ?",
+                [call.system_sha256, call.system_head, call.tools_sha256, call.tools_head,
+                 ingest_id, call.session_id, call.event_id],
+            )  # fmt: skip
+            new += 1
+            continue
         if exists:
             continue
         store.run(

@@ -12,7 +12,7 @@
 -- different system instruction / tool declarations: traced), `history` (the previous
 -- traced request's contents are not where this one's begin: traced), `ttl` (the calls are
 -- further apart than the cache lives,
--- 5 minutes, or an hour where the previous call wrote for an hour: inferred from the
+-- 5 minutes, or an hour where the thread's last write was for an hour: inferred from the
 -- measured times, which are when each response was stored), else `unexplained`.
 -- Calls without usage (estimated), failed requests without usage and responses copied
 -- from another session have no cache figures and are left out.
@@ -83,7 +83,12 @@ WITH branches AS (
            lag(CASE WHEN cache_write_tokens IS NOT NULL
                     THEN cache_read_tokens + cache_write_tokens ELSE input_tokens END) OVER w
                AS previous_prefix,
-           lag(coalesce(cache_write_1h_tokens, 0)) OVER w AS previous_write_1h,
+           -- whether the thread's last write before this call was for an hour: the
+           -- prefix it reads lives as long as that write (a read keeps it; a call that
+           -- wrote nothing leaves the lifetime as it was)
+           last_value(CASE WHEN cache_write_tokens > 0 THEN cache_write_1h_tokens > 0 END
+                      IGNORE NULLS) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+               AS previous_write_1h,
            -- a compaction appended between the previous call and this one
            compactions > lag(compactions) OVER w AS compacted,
            lag(system_key) OVER w AS previous_system_key,
@@ -105,7 +110,7 @@ WITH branches AS (
                greatest(least(previous_prefix, input_tokens) - cache_read_tokens, 0)
            END AS shortfall,
            started_at - previous_at AS gap_s,
-           CASE WHEN previous_write_1h > 0 THEN 3600 ELSE 300 END AS lifetime_s,
+           CASE WHEN previous_write_1h THEN 3600 ELSE 300 END AS lifetime_s,
            -- the rate of this call's writes: one lifetime's, or both's cheaper and dearer
            CASE WHEN coalesce(cache_write_1h_tokens, 0) = 0 THEN rate_write
                 WHEN cache_write_1h_tokens = cache_write_tokens THEN rate_write_1h
@@ -113,8 +118,8 @@ WITH branches AS (
            CASE WHEN coalesce(cache_write_1h_tokens, 0) = 0 THEN rate_write
                 WHEN cache_write_1h_tokens = cache_write_tokens THEN rate_write_1h
                 ELSE greatest(rate_write, rate_write_1h) END AS write_high,
-           coalesce(shortfall >= r.min_tokens AND shortfall >= r.min_share * prefix_tokens,
-                    false) AS is_break,
+           coalesce(shortfall > 0 AND shortfall >= r.min_tokens
+                    AND shortfall >= r.min_share * prefix_tokens, false) AS is_break,
            coalesce(system_key <> previous_system_key, false) AS system_changed,
            coalesce(tools_key <> previous_tools_key, false) AS tools_changed,
            -- the previous request's contents are not where this one's begin: an earlier
