@@ -53,7 +53,8 @@ def _longest(db: Path) -> tuple[str, str]:
 
 
 def commands(session: str, call: str, out: Path) -> list[tuple[str, list[str], float]]:
-    """(label, arguments, target seconds) of each command issue 27 names."""
+    """(label, arguments, target seconds) of each command issue 27 names, and issue 29's
+    `cache`."""
     return [
         ("sessions", ["sessions"], SECONDS),
         ("turns SESSION", ["turns", session], SECONDS),
@@ -65,6 +66,11 @@ def commands(session: str, call: str, out: Path) -> list[tuple[str, list[str], f
         ("cost --by session", ["cost", "--by", "session"], SECONDS),
         ("cost --share", ["cost", "--share"], SECONDS),
         ("cost --by tool", ["cost", "--by", "tool"], SECONDS),
+        # issue 29: `cache` within the same targets
+        ("cache", ["cache"], SECONDS),
+        ("cache --by day", ["cache", "--by", "day"], SECONDS),
+        ("cache --by agent", ["cache", "--by", "agent"], SECONDS),
+        ("cache SESSION", ["cache", session], SECONDS),
         ("growth --top 20", ["growth", "--top", "20"], SECONDS),
         ("failures", ["failures"], SECONDS),
         ("guards", ["guards"], SECONDS),
