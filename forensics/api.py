@@ -725,18 +725,21 @@ def whatif(
     context_limit: int | None = None,
     by: str = "turn",
     prices: PricesLike = None,
+    placement: str = "boundary",
 ) -> pl.DataFrame:
     """A guard replayed on the selection's history (whatif/), by turn, session, call or
     tool result: occupancy, cumulative input and cost as they were and under the guard,
     the context failures it would have prevented, and the extra turns its saving pays
-    for. The trajectory is held fixed."""
+    for. The trajectory is held fixed. `placement`: `boundary` (cut before the first
+    send) or `transcript` (rewritten after it, re-sending the cached prefix from it on:
+    docs/whatif.md)."""
     if by not in WHATIF_BY:
         raise ForensicsError(f"--by {by!r} is not a grouping",
                              hint=f"one of: {', '.join(WHATIF_BY)}")  # fmt: skip
     if context_limit is not None and context_limit < 1:
         raise ForensicsError(f"--context-limit {context_limit} is not a count of 1 or more")
     guard = Guard(row_cap=row_cap, token_cap=token_cap, page_size=page_size,
-                  chars_per_token=chars_per_token, tool=tool)  # fmt: skip
+                  chars_per_token=chars_per_token, tool=tool, placement=placement)  # fmt: skip
     with using(store) as s:
         found = Scope(s, selection).whatif(price_book(prices, s), guard, context_limit)
     if by == "result":

@@ -1508,6 +1508,12 @@ WHATIF_RESULTS = Spec(
     command="whatif --by result",
 )
 
+_INVALIDATED = Column(
+    "invalidated_tokens", I64, INFERRED, help="placed in the transcript (--placement "
+    "transcript): the tokens this request read from the cache beyond where a result it "
+    "rewrites begins (the window of the call that asked for it), written or sent uncached "
+    "instead, their cost in counterfactual_*; 0 at the tool boundary"
+)
 WHATIF_CALLS = Spec(
     "whatif_calls",
     (
@@ -1528,6 +1534,7 @@ WHATIF_CALLS = Spec(
         Column("cumulative_input", I64, "see occupancy_source", help="the turn's input so "
                "far: the sum of its calls' windows, a failed request's included"),
         Column("cumulative_input_counterfactual", I64, ESTIMATED),
+        _INVALIDATED,
         *_WHATIF_COST,
         Column("context_limit", I64, help="a failed call's model limit: "
                "--context-limit, else the one its error named"),
@@ -1552,6 +1559,7 @@ _WHATIF_GROUP = (
            "windows (`turns`' cumulative input; a failed request's included)"),
     Column("cumulative_input_counterfactual", I64, ESTIMATED),
     Column("saved_input_tokens", I64, ESTIMATED),
+    _INVALIDATED,
     *_WHATIF_COST,
     Column("context_failures", I64, help="failed calls that were context failures"),
     Column("prevented", I64, ESTIMATED, help="of them, those whose counterfactual window "

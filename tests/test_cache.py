@@ -458,3 +458,60 @@ def test_a_read_keeps_an_hour_long_write_alive_and_no_shortfall_is_no_break(tmp_
     planted = _planted(tmp_path / "p")
     loose = api.cache(planted, by="session", min_break_tokens=0, min_break_share=0)
     assert loose["breaks"].item() == 4
+
+
+def test_a_guard_placed_in_the_transcript_pays_for_the_prefix_it_rewrites(tmp_path):
+    """whatif --placement transcript: the result goes out whole at its first send and cut
+    from its second; that request re-sends, at its writes' rate instead of the read rate,
+    what it read beyond where the result begins (the window of the call that asked for
+    it). At the tool boundary none of that: the cut from the first send on."""
+    big = json.dumps({"orders": [{"id": i, "notes": "x" * 900} for i in range(40)]})
+    t = Transcript("s-place")
+    t.prompt("look at the orders")
+    t.response("m1", [tool_use("t1", "Read", file_path="orders.json")], usage(3, 0, 10_000, 5))
+    t.results([tool_result("t1", big)])
+    _step(t, 2, usage(3, 10_000, 12_000, 5))
+    _step(t, 3, usage(3, 22_000, 300, 5))
+    _step(t, 4, usage(3, 22_300, 200, 5))
+    t.write(tmp_path)
+    db = tmp_path / "p.duckdb"
+    api.ingest_claude_code(db, [tmp_path])
+    rows = {}
+    for placement in ("boundary", "transcript"):
+        frame = api.whatif(db, by="call", token_cap=2_000, placement=placement)
+        rows[placement] = frame.sort("call_id").rows(named=True)
+    boundary, transcript = rows["boundary"], rows["transcript"]
+    assert [r["call_id"] for r in boundary] == ["m1", "m2", "m3", "m4"]
+    assert [r["results_cut"] for r in boundary] == [0, 1, 1, 1]
+    assert [r["results_cut"] for r in transcript] == [0, 0, 1, 1]
+    assert [r["invalidated_tokens"] for r in boundary] == [0, 0, 0, 0]
+    # m3 read 22,000 tokens; the result begins after m1's window of 10,003
+    assert [r["invalidated_tokens"] for r in transcript] == [0, 0, 22_000 - 10_003, 0]
+    # the first send is whole: nothing saved there
+    assert transcript[1]["counterfactual_usd_low"] == transcript[1]["cost_usd_low"]
+    assert boundary[1]["counterfactual_usd_low"] < boundary[1]["cost_usd_low"]
+    # the rewrite: the same cut as at the boundary, plus the re-sent prefix at the
+    # one-hour write rate (twice the input price: Anthropic's) instead of the read rate
+    n, model = 22_000 - 10_003, SONNET
+    resent = 2 * _price(model, input_tokens=n) - _price(model, input_tokens=n,
+                                                       cache_read_tokens=n)  # fmt: skip
+    for bound in ("low", "high"):
+        key = f"counterfactual_usd_{bound}"
+        assert transcript[2][key] - boundary[2][key] == resent
+        assert transcript[3][key] == boundary[3][key]
+    assert "in the transcript after the first send" in transcript[0]["guard"]
+    with pytest.raises(ForensicsError, match="is not a placement"):
+        api.whatif(db, token_cap=2_000, placement="later")
+    out = runner.invoke(app, ["whatif", "--token-cap", "2000", "--placement", "transcript",
+                              "--by", "session", "--db", str(db), "-f", "json"])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)[0]["invalidated_tokens"] == n
+    # docs/whatif.md's figures: the bundled sample's session whose results the cap cuts
+    sample = tmp_path / "cc.duckdb"
+    api.ingest_claude_code(sample, [ROOT / "sample_data" / "claude_code"])
+    picked = api.Selection(session="e44e7cd1-38ef-43bc-9457-f3886f2aec8a")
+    at = {p: api.whatif(sample, picked, by="session", token_cap=2_000, placement=p).row(
+        0, named=True) for p in ("boundary", "transcript")}  # fmt: skip
+    assert at["transcript"]["invalidated_tokens"] == 140_062
+    assert round(at["boundary"]["saving_usd_low"], 2) == Decimal("0.95")
+    assert round(at["transcript"]["saving_usd_low"], 2) == Decimal("-0.48")

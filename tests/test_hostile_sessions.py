@@ -175,6 +175,7 @@ def every_command(db: Path, out: Path) -> int:
              ["cost", "--by", "tool"], ["cost", "--by", "day"], ["guards"], ["breakeven"],
              ["tasks"], ["failures"], ["whatif", "--token-cap", "50"], ["prices"],
              ["cache"], ["cache", "--by", "day"],
+             ["whatif", "--token-cap", "50", "--placement", "transcript"],
              ["report", "weekly", "--week", "2026-W43",
               "--out", str(out / "weekly.html")]]  # fmt: skip
     for args in whole:

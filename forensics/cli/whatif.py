@@ -34,6 +34,11 @@ CharsPerTokenOption = Annotated[
 ]
 
 
+class Placement(StrEnum):
+    boundary = "boundary"
+    transcript = "transcript"
+
+
 class WhatifBy(StrEnum):
     turn = "turn"
     session = "session"
@@ -72,6 +77,18 @@ def whatif(
             "each context failure's error named.",
         ),
     ] = None,
+    placement: Annotated[
+        Placement,
+        typer.Option(
+            "--placement",
+            help="boundary (the default): the guard cuts a result before its first send. "
+            "transcript: the result goes out whole once and is rewritten in the history "
+            "after, which breaks the cached prefix from it on: the request that first "
+            "carries the cut result re-sends what it read beyond it (invalidated_tokens), "
+            "priced in counterfactual_*. Compare the two in money.",
+            case_sensitive=False,
+        ),
+    ] = Placement.boundary,
     by: Annotated[
         WhatifBy,
         typer.Option(
@@ -106,6 +123,7 @@ def whatif(
     Example: forensics whatif --row-cap 200
     Example: forensics whatif --token-cap 16000 --page-size 200 --tool get_order_history
     Example: forensics whatif --token-cap 16000 --session incident --format json
+    Example: forensics whatif --token-cap 16000 --placement transcript --by session
     """
     from .. import api
     from ..columns import WHATIF_CALLS, WHATIF_RESULTS, WHATIF_SESSIONS, WHATIF_TURNS
@@ -122,6 +140,7 @@ def whatif(
         context_limit=context_limit,
         by=by.value,
         prices=book,
+        placement=placement.value,
     )
     spec = {"turn": WHATIF_TURNS, "session": WHATIF_SESSIONS, "call": WHATIF_CALLS,
             "result": WHATIF_RESULTS}[by.value]  # fmt: skip

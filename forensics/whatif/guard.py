@@ -18,6 +18,7 @@ from ..errors import ForensicsError
 
 CHARS_PER_TOKEN = 3.0  # the founding guard's estimate: serialised length / 3.0
 DEFAULT_CAP = 16_000  # the founding guard's budget (the incident report's what-if)
+PLACEMENTS = ("boundary", "transcript")
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,10 @@ class Guard:
     page_size: int | None = None
     chars_per_token: float = CHARS_PER_TOKEN
     tool: str | None = None  # only this tool's results are guarded
+    # where it cuts: at the tool boundary (before the result's first send), or in the
+    # transcript afterwards (the first send whole; later requests carry the cut result
+    # and the first of them re-sends its prefix from that result on: docs/whatif.md)
+    placement: str = "boundary"
 
     def __post_init__(self) -> None:
         if self.row_cap is None and self.token_cap is None and self.page_size is None:
@@ -38,6 +43,9 @@ class Guard:
                               ("--page-size", self.page_size)):  # fmt: skip
             if value is not None and value < 1:
                 raise ForensicsError(f"{option} {value} is not a count of 1 or more")
+        if self.placement not in PLACEMENTS:
+            raise ForensicsError(f"--placement {self.placement!r} is not a placement",
+                                 hint="boundary (the default) or transcript")  # fmt: skip
         if not (math.isfinite(self.chars_per_token) and self.chars_per_token > 0):
             raise ForensicsError(
                 f"--chars-per-token {self.chars_per_token} is not a positive number",
@@ -56,8 +64,10 @@ class Guard:
         where = f" on {self.tool}" if self.tool else ""
         ratio = f"{self.chars_per_token:.1f}" if float(self.chars_per_token).is_integer() \
             else f"{self.chars_per_token:g}"
+        placed = "; in the transcript after the first send" if self.placement != "boundary" \
+            else ""
         return (f"{', then '.join(parts)}{where}; estimate: json.dumps length / {ratio} chars "
-                "per token")  # fmt: skip
+                f"per token{placed}")  # fmt: skip
 
     def params(self) -> dict[str, object]:
         return {

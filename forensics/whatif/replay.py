@@ -96,6 +96,7 @@ class Replay:
                 pl.col("occupancy").max().alias("peak_occupancy"),
                 pl.col("occupancy_counterfactual").max().alias("peak_occupancy_counterfactual"),
                 pl.col("window").sum().alias("cumulative_input"),
+                pl.col("invalidated_tokens").sum().alias("invalidated_tokens"),
                 pl.col("window_counterfactual").sum().alias("cumulative_input_counterfactual"),
                 *(known_sum(c).alias(c) for c in ("cost_usd_low", "cost_usd_high",
                   "counterfactual_usd_low", "counterfactual_usd_high")),  # fmt: skip
@@ -166,6 +167,7 @@ def replay(
     saved = costing.query(
         "whatif/calls",
         {"whatif_results": found.select(*_KEY, "function_call_id", "saved_chars").to_arrow()},
+        placement=guard.placement,
     )
     limits = (
         failures.filter(pl.col("call_id").is_not_null())
@@ -232,9 +234,10 @@ def _priced(frame: pl.DataFrame) -> pl.DataFrame:
             .when(prevented).then(None)
             .otherwise(0.0)
         )  # fmt: skip
-        out.append(
+        out.append(  # (and a rewrite in the transcript re-sends what was read)
             (pl.col(f"cost_usd_{bound}") - pl.col(f"saving_usd_{bound}")
-             + billed.cast(pl.Decimal(38, 18))).alias(f"counterfactual_usd_{bound}")
+             + billed.cast(pl.Decimal(38, 18)) + pl.col(f"invalidation_usd_{bound}"))
+            .alias(f"counterfactual_usd_{bound}")
         )  # fmt: skip
     frame = frame.with_columns(out)
     return frame.with_columns(  # what the guard's world saves on each call, that call billed
