@@ -1511,8 +1511,9 @@ WHATIF_RESULTS = Spec(
 _INVALIDATED = Column(
     "invalidated_tokens", I64, INFERRED, help="placed in the transcript (--placement "
     "transcript): the tokens this request read from the cache beyond where a result it "
-    "rewrites begins (the window of the call that asked for it), written or sent uncached "
-    "instead, their cost in counterfactual_*; 0 at the tool boundary"
+    "rewrites begins (the window of the call that asked for it), less what the cut took "
+    "out of them, written or sent uncached instead, their cost in counterfactual_*; 0 at "
+    "the tool boundary"
 )
 WHATIF_CALLS = Spec(
     "whatif_calls",

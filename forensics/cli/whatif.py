@@ -84,8 +84,8 @@ def whatif(
             help="boundary (the default): the guard cuts a result before its first send. "
             "transcript: the result goes out whole once and is rewritten in the history "
             "after, which breaks the cached prefix from it on: the request that first "
-            "carries the cut result re-sends what it read beyond it (invalidated_tokens), "
-            "priced in counterfactual_*. Compare the two in money.",
+            "carries the cut result re-sends what it read beyond it, less the cut "
+            "(invalidated_tokens), priced in counterfactual_*. Compare the two in money.",
             case_sensitive=False,
         ),
     ] = Placement.boundary,

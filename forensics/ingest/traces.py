@@ -91,15 +91,20 @@ def ingest_traces(store: Store, paths: Sequence[Path]) -> IngestResult:
     try:
         with store.transaction():
             versions: set[str] = set()
+            completed = 0
             for path in paths:
                 skipped = len(result.skips)
                 calls = read_trace_file(Path(path), result.skips)
                 # read: the traced requests found, and what could not be read
                 result.rows_read += len(calls) + len(result.skips) - skipped
-                result.rows_loaded += insert_traced(store, calls, result.ingest_id)
+                loaded, done = insert_traced(store, calls, result.ingest_id)
+                result.rows_loaded += loaded
+                completed += done
                 versions |= {c.adk_version for c in calls if c.adk_version}
             if versions:
                 result.notes["adk_versions"] = sorted(versions)
+            if completed:  # stored before store schema 11: their texts' digests added
+                result.notes["traced_requests_completed"] = completed
             result.seconds = time.monotonic() - clock
             ledger.write(store, result, started, ledger.now(), "ok", None)
     except BaseException as e:

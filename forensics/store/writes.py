@@ -84,13 +84,16 @@ def set_session_family(store: Store, family: str, ingest_id: int) -> None:
     store.run(sql.load("store/set_session_family").sql, {"family": family, "ingest_id": ingest_id})
 
 
-def insert_traced(store: Store, calls: list[TracedCall], ingest_id: int) -> int:
+def insert_traced(
+    store: Store, calls: list[TracedCall], ingest_id: int
+) -> tuple[int, int]:
     """Store traced requests inside the caller's transaction; a request already stored (by
     session id and event id) is kept as it was, but that one stored before schema 11
-    gains its system instruction's and tool declarations' digests and heads (and this
-    ingest's id: its session's facts and cache rows are then stale). Returns the
-    requests newly stored or so completed."""
-    new = 0
+    gains its system instruction's and tool declarations' digests and heads (its ingest
+    stays the one that stored it; its session's facts are marked stale, so they and the
+    kept cache rows are built again). Returns (requests newly stored, requests so
+    completed)."""
+    new = completed = 0
     for call in calls:
         (exists, digested) = store.run(
             "SELECT count(*), count(system_sha256) FROM traced_calls"
@@ -100,11 +103,14 @@ def insert_traced(store: Store, calls: list[TracedCall], ingest_id: int) -> int:
         if exists and not digested and call.system_sha256 is not None:
             store.run(
                 "UPDATE traced_calls SET system_sha256 = ?, system_head = ?, tools_sha256 = ?,"
-                " tools_head = ?, ingest_id = ? WHERE session_id = ? AND event_id = ?",
+                " tools_head = ? WHERE session_id = ? AND event_id = ?",
                 [call.system_sha256, call.system_head, call.tools_sha256, call.tools_head,
-                 ingest_id, call.session_id, call.event_id],
+                 call.session_id, call.event_id],
             )  # fmt: skip
-            new += 1
+            # (a stamp no build gives: facts/stale_sessions.sql finds the session stale)
+            store.run("UPDATE fact_sessions SET stamp = '' WHERE session_id = ?",
+                      [call.session_id])  # fmt: skip
+            completed += 1
             continue
         if exists:
             continue
@@ -154,7 +160,7 @@ def insert_traced(store: Store, calls: list[TracedCall], ingest_id: int) -> int:
                 ],
             )
         new += 1
-    return new
+    return new, completed
 
 
 def insert_releases(

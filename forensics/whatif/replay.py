@@ -51,11 +51,13 @@ def results(costing: Costing, guard: Guard) -> pl.DataFrame:
         token_cap=guard.token_cap,
         chars_per_token=float(guard.chars_per_token),
     )
+    # placed in the transcript, a result's first send goes out whole
+    sends = pl.col("sends") - (0 if guard.placement == "boundary" else 1)
     return frame.with_columns(
-        ((pl.col("result_tokens_estimated") - pl.col("counterfactual_tokens")) * pl.col("sends"))
-        .alias("saved_input_tokens"),
+        ((pl.col("result_tokens_estimated") - pl.col("counterfactual_tokens"))
+         * sends.clip(lower_bound=0)).alias("saved_input_tokens"),
         pl.lit(guard.describe()).alias("guard"),
-    )
+    )  # fmt: skip
 
 
 @dataclass
@@ -142,10 +144,12 @@ def _extra_calls(calls: pl.DataFrame) -> pl.DataFrame:
     for r in frame.iter_rows(named=True):
         value = None
         parts = (r["cost_usd_low"], r["output_usd_low"], r["request_usd"], r["saving_usd_low"],
-                 r["outputs"])  # fmt: skip
+                 r["outputs"], r["invalidation_usd_low"])  # fmt: skip
         if all(p is not None for p in parts):
-            cost, output, request, saving, outputs = parts
-            value = (cost - output - saving) + (outputs / r["agent_calls"]).quantize(_CENT)
+            cost, output, request, saving, outputs, invalidation = parts
+            # the input less the guard's cut: a rewrite's one-off re-send is not a turn's
+            value = (cost - output - saving - invalidation
+                     + (outputs / r["agent_calls"]).quantize(_CENT))  # fmt: skip
             value = max(value, request)  # never less than the request fee alone
         rows.append({**{k: r[k] for k in _KEY}, "extra_call_usd_low": value})
     schema: dict[str, pl.DataType] = {k: pl.String() for k in _KEY}

@@ -1,14 +1,22 @@
 -- name: calls
--- Per model call of `cost_calls`: the characters a replayed guard (`whatif_results`) took out of its request, from every tool result it carried (a relayed result, quoted as another agent's text, in proportion to its relayed size), as tokens of the call's model (`scope_ratios`), and its blended input price per token (`cost_call_prices`). Placed in the transcript ($placement), a result goes out whole at its first send and cut from its second, and the call of its second send re-sends its request from that result on: the reads it made beyond where the result begins (the window of the call that asked for it) are written or sent uncached instead (`invalidated_tokens`, priced at the call's rates).
+-- Per model call of `cost_calls`: the characters a replayed guard (`whatif_results`) took out of its request, from every tool result it carried (a relayed result, quoted as another agent's text, in proportion to its relayed size), as tokens of the call's model (`scope_ratios`), and its blended input price per token (`cost_call_prices`). Placed in the transcript ($placement), a result goes out whole at its first send and cut from its second, and the call of its second send re-sends its request from that result on: the reads it made beyond where the result begins (the window of the call that asked for it), less what the cut took out of them, are written or sent uncached instead (`invalidated_tokens`, priced at the call's rates).
 -- params: $placement
 WITH sends AS (
-    -- each carried result, with which of its sends this call is (1: its first)
+    -- each carried result, with which of its sends this call is (1: its first; counted
+    -- only where the placement needs it: the default never pays for the window)
+    SELECT k.app_name, k.user_id, k.session_id, k.call_id, k.function_call_id, k.relayed,
+           0 AS send
+    FROM fact_carried AS k
+    SEMI JOIN scope_sessions USING (app_name, user_id, session_id)
+    WHERE $placement = 'boundary'
+    UNION ALL
     SELECT k.app_name, k.user_id, k.session_id, k.call_id, k.function_call_id, k.relayed,
            row_number() OVER (PARTITION BY k.app_name, k.user_id, k.session_id,
                                            k.function_call_id ORDER BY f.call_index) AS send
     FROM fact_carried AS k
     SEMI JOIN scope_sessions USING (app_name, user_id, session_id)
     JOIN fact_calls AS f USING (app_name, user_id, session_id, call_id)
+    WHERE $placement <> 'boundary'
 ), positions AS (
     -- where a result begins in a request: the window of the call that asked for it
     SELECT t.app_name, t.user_id, t.session_id, t.function_call_id,
@@ -22,16 +30,16 @@ WITH sends AS (
        AND f.call_id = t.source_call_id
     JOIN scope_ratios AS r ON r.model = f.model
     WHERE $placement <> 'boundary'
-), carried AS (
-    SELECT k.app_name, k.user_id, k.session_id, k.call_id,
-           count(*) FILTER (WHERE w.saved_chars > 0
-                            AND ($placement = 'boundary' OR k.send > 1)) AS results_cut,
-           sum(CASE WHEN $placement <> 'boundary' AND k.send = 1 THEN 0
-                    WHEN NOT k.relayed THEN w.saved_chars
-                    WHEN p.chars > 0 THEN w.saved_chars * p.relay_chars / p.chars
-                    ELSE 0 END) AS saved_chars,
+), carried_results AS (
+    SELECT k.app_name, k.user_id, k.session_id, k.call_id, k.send, w.saved_chars, o.position,
+           CASE WHEN $placement <> 'boundary' AND k.send = 1 THEN 0
+                WHEN NOT k.relayed THEN w.saved_chars
+                WHEN p.chars > 0 THEN w.saved_chars * p.relay_chars / p.chars
+                ELSE 0 END AS taken_chars,
            -- the earliest result rewritten at this call (its second send)
-           min(o.position) FILTER (WHERE k.send = 2 AND w.saved_chars > 0) AS rewritten_from
+           min(o.position) FILTER (WHERE k.send = 2 AND w.saved_chars > 0)
+               OVER (PARTITION BY k.app_name, k.user_id, k.session_id, k.call_id)
+               AS rewritten_from
     FROM sends AS k
     JOIN whatif_results AS w
         ON w.app_name = k.app_name AND w.user_id = k.user_id AND w.session_id = k.session_id
@@ -44,6 +52,15 @@ WITH sends AS (
         ON o.app_name = k.app_name AND o.user_id = k.user_id AND o.session_id = k.session_id
        AND o.function_call_id = k.function_call_id
     WHERE w.saved_chars IS NOT NULL
+), carried AS (
+    SELECT app_name, user_id, session_id, call_id,
+           count(*) FILTER (WHERE saved_chars > 0
+                            AND ($placement = 'boundary' OR send > 1)) AS results_cut,
+           sum(taken_chars) AS saved_chars,
+           min(rewritten_from) AS rewritten_from,
+           -- what the cut took out beyond that point: not sent, so not re-sent either
+           sum(taken_chars) FILTER (WHERE position >= rewritten_from) AS taken_after_chars
+    FROM carried_results
     GROUP BY ALL
 )
 , saved AS (
@@ -57,7 +74,10 @@ WITH sends AS (
            coalesce(k.results_cut, 0) AS results_cut,
            CAST(coalesce(round_even(k.saved_chars / r.chars_per_token, 0), 0) AS BIGINT)
                AS saved_tokens,
-           coalesce(greatest(c.cache_read_tokens - k.rewritten_from, 0), 0)
+           -- the reads beyond the rewritten result's start, less what the cut took out
+           -- of them (the counterfactual request sends those tokens no more)
+           coalesce(greatest(c.cache_read_tokens - k.rewritten_from - CAST(coalesce(
+               round_even(k.taken_after_chars / r.chars_per_token, 0), 0) AS BIGINT), 0), 0)
                AS invalidated_tokens,
            -- the rates those tokens are paid at instead of the read rate: where the call's
            -- writes are known and it wrote, the write rate of their lifetime (both: the
