@@ -1365,16 +1365,35 @@ def cache(
     previous call left cached) with what they cost and their cause (docs/cache.md)."""
     if by not in CACHE_BY:
         raise ForensicsError(f"cannot group the cache by {by!r}", hint="--by " + "|".join(CACHE_BY))
+    rules = _cache_rules(min_break_tokens, min_break_share)
+    with using(store) as s:
+        book = price_book(prices, s)
+        return Scope(s, selection).costing(book).cache(by, rules)
+
+
+def cache_in_runs(
+    store: StoreLike,
+    selection: SelectionLike = None,
+    *,
+    prices: PricesLike = None,
+    min_break_tokens: int = billed.CacheRules.min_tokens,
+    min_break_share: float = billed.CacheRules.min_share,
+) -> Iterator[pl.DataFrame]:
+    """`cache(by="call")` a run of sessions at a time: the same rows in the same order,
+    so that a whole store's calls are written without being held (`cache --by call`)."""
+    rules = _cache_rules(min_break_tokens, min_break_share)
+    with using(store) as s:
+        yield from Scope(s, selection).costing(price_book(prices, s)).cache_in_runs(rules)
+
+
+def _cache_rules(min_break_tokens: int, min_break_share: float) -> billed.CacheRules:
     if min_break_tokens < 0 or not 0 <= min_break_share <= 1:
         raise ForensicsError(
             f"a break is a shortfall of at least 0 tokens and a share from 0 to 1, not "
             f"{min_break_tokens} and {min_break_share}",
             hint="--min-break-tokens 1024 --min-break-share 0.1 (the defaults)",
         )
-    rules = billed.CacheRules(min_break_tokens, min_break_share)
-    with using(store) as s:
-        book = price_book(prices, s)
-        return Scope(s, selection).costing(book).cache(by, rules)
+    return billed.CacheRules(min_break_tokens, min_break_share)
 
 
 def cost_ccusage(

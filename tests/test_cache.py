@@ -525,3 +525,20 @@ def test_a_guard_placed_in_the_transcript_pays_for_the_prefix_it_rewrites(tmp_pa
     assert at["transcript"]["invalidated_tokens"] == 3_791 + 1_394
     assert round(at["boundary"]["saving_usd_low"], 2) == Decimal("0.95")
     assert round(at["transcript"]["saving_usd_low"], 2) == Decimal("0.29")
+
+
+def test_every_call_is_read_a_run_of_sessions_at_a_time_the_same_rows(tmp_path, monkeypatch):
+    """cache --by call of many sessions reads them in runs (never all at once): the runs
+    one after the other are the frame read whole, kept rows or computed per query."""
+    from forensics.cost import billed
+
+    db = tmp_path / "cc.duckdb"
+    api.ingest_claude_code(db, [ROOT / "sample_data" / "claude_code"])
+    whole = api.cache(db, by="call")
+    monkeypatch.setattr(billed, "CACHE_RUN_EVENTS", 20)  # a run of a session or two
+    runs = list(api.cache_in_runs(db))
+    assert len(runs) > 2 and pl.concat(runs).equals(whole)
+    monkeypatch.setattr(billed.Costing, "stored", property(lambda self: False))
+    assert pl.concat(list(api.cache_in_runs(db))).equals(whole)
+    out = runner.invoke(app, ["cache", "--by", "call", "--db", str(db), "-f", "csv"])
+    assert out.exit_code == 0 and len(out.stdout.splitlines()) == whole.height + 1

@@ -279,6 +279,10 @@ def cache(
     chosen = by.value if by is not None else ("call" if session_id else "session")
     picked = selection(app_name, user, session_id, since, until, source)
     book = api.price_book(prices, db if db is not None else api.default_db_path())
+    if chosen == "call" and fmt is not Format.table:  # a run of sessions at a time
+        emit(api.cache_in_runs(db, picked, prices=book, min_break_tokens=min_break_tokens,
+                               min_break_share=min_break_share), fmt, CACHE_CALLS)  # fmt: skip
+        return
     frame = api.cache(db, picked, by=chosen, prices=book, min_break_tokens=min_break_tokens,
                       min_break_share=min_break_share)  # fmt: skip
     if chosen in ("session", "agent"):  # the costliest breaks first

@@ -9,6 +9,7 @@ split and what tool results cost are sums of those rows, in exact Decimals.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -109,6 +110,7 @@ class CacheRules:
     min_share: float = 0.1
 
 
+CACHE_RUN_EVENTS = 50_000  # the sessions whose cache rows are read at once (cache_in_runs)
 _CACHE_RULES = pa.schema([("min_tokens", pa.int64()), ("min_share", pa.float64())])
 
 
@@ -241,7 +243,19 @@ class Costing:
             return CACHE_CALLS.from_query(self.cache_query(None, rules))
         return cache_spec(by).from_query(self.cache_query("cost/cache_grouped", rules, by=by))
 
+    def cache_in_runs(self, rules: CacheRules | None = None) -> Iterator[pl.DataFrame]:
+        """`cache("call")` a run of sessions at a time (CACHE_RUN_EVENTS events or so):
+        the same rows in the same order (a call's row depends on its session alone), never
+        all held at once. At least one frame."""
+        found = False
+        for part in self.facts.session_runs(CACHE_RUN_EVENTS):
+            found = True
+            yield CACHE_CALLS.from_query(self.cache_query(None, rules, sessions=part))
+        if not found:
+            yield self.cache("call", rules)
+
     def cache_query(self, name: str | None, rules: CacheRules | None = None,
+                    sessions: pa.Table | None = None,
                     **params: object) -> pl.DataFrame:  # fmt: skip
         """queries/`name`.sql over the calls' cache rows (`cost_cache_calls`); None: the
         rows themselves."""
@@ -257,10 +271,11 @@ class Costing:
         kept = whole.stored and chosen == CacheRules()
         reader = "cost/stored_cache_calls" if kept else "cost/cache_calls"
         if name is None:
-            return whole.facts.query(reader, tables, whole.views, scans=whole.scans)
+            return whole.facts.query(reader, tables, whole.views, sessions=sessions,
+                                     scans=whole.scans)  # fmt: skip
         views = {**whole.views, "cost_cache_calls": reader}
         scans = whole.scans | ({reader} if kept else frozenset())
-        return whole.facts.query(name, tables, views, scans=scans, **params)
+        return whole.facts.query(name, tables, views, sessions=sessions, scans=scans, **params)
 
     def share(self) -> pl.DataFrame:
         """The bill split: cache reads, cache writes, uncached input, output, and the tool
