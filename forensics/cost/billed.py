@@ -254,14 +254,21 @@ class Costing:
         if not found:
             yield self.cache("call", rules)
 
+    @cached_property
+    def _at_all_times(self) -> Costing:
+        """The same calls priced at all times: a thread's previous call may be before the
+        time asked (once per costing: its rates and whether its rows are kept)."""
+        if self.window == (None, None):
+            return self
+        return Costing(self.facts, self.book, (None, None))
+
     def cache_query(self, name: str | None, rules: CacheRules | None = None,
                     sessions: pa.Table | None = None,
                     **params: object) -> pl.DataFrame:  # fmt: skip
         """queries/`name`.sql over the calls' cache rows (`cost_cache_calls`); None: the
         rows themselves."""
         chosen = rules or CacheRules()
-        whole = self if self.window == (None, None) else Costing(self.facts, self.book,
-                                                                 (None, None))  # fmt: skip
+        whole = self._at_all_times
         since, until = self.window
         tables = {
             **whole.tables,
