@@ -32,6 +32,7 @@ from .columns import COST_BY, EVENTS, FIDELITY, INGEST_SKIPS, INGESTS, SESSIONS
 from .cost import billed
 from .cost.prices import PriceBook, read_overrides
 from .cost.stored import book_of
+from .cost.stored import current as priced_current
 from .engines.local import WORKERS, Refresh, refresh
 from .engines.local import workers as _local_workers
 from .errors import FactsInterrupted, ForensicsError, SourceError, StoreError
@@ -1344,6 +1345,17 @@ def cost(
                 hint="--by " + "|".join((*COST_BY, "tool", "tool-call", "call")),
             )
         return scope.cost(book, by)
+
+
+def priced_calls_current(store: StoreLike) -> bool:
+    """Whether the store keeps its calls priced by its own book as they are now
+    (cost/stored.py); False: every cost and cache command prices them all per query,
+    until `forensics analyze` (or the next ingest) keeps them priced again."""
+    with using(store) as s:
+        try:
+            return priced_current(s, book_of(s))
+        except ForensicsError:  # a kept prices file that cannot be read: the command says so
+            return True
 
 
 CACHE_BY = ("call", "turn", "session", "agent", "day")

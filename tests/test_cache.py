@@ -542,3 +542,35 @@ def test_every_call_is_read_a_run_of_sessions_at_a_time_the_same_rows(tmp_path, 
     assert pl.concat(list(api.cache_in_runs(db))).equals(whole)
     out = runner.invoke(app, ["cache", "--by", "call", "--db", str(db), "-f", "csv"])
     assert out.exit_code == 0 and len(out.stdout.splitlines()) == whole.height + 1
+
+
+def test_a_slow_command_on_stale_kept_prices_says_so(tmp_path, monkeypatch):
+    """Kept prices out of date (another release priced them: the stamp differs) make every
+    cost and cache command price all the calls again; a command that was slow says why
+    and what keeps them again. Given its own prices file, or on current ones, it does
+    not."""
+    from forensics.cli import cost as cost_cli
+
+    db = tmp_path / "cc.duckdb"
+    api.ingest_claude_code(db, [ROOT / "sample_data" / "claude_code"])
+    monkeypatch.setattr(cost_cli, "SLOW_S", 0.0)  # every command counts as slow here
+    assert api.priced_calls_current(db)
+    quiet = runner.invoke(app, ["cost", "--db", str(db)])
+    assert quiet.exit_code == 0 and "out of date" not in quiet.stderr
+    con = duckdb.connect(str(db))
+    try:
+        con.execute("UPDATE store_meta SET value = 'another release' WHERE key = 'priced_calls'")
+    finally:
+        con.close()
+    assert not api.priced_calls_current(db)
+    for args in (["cost"], ["cost", "--share"], ["cache"], ["cache", "--by", "call", "-f", "csv"]):
+        out = runner.invoke(app, [*args, "--db", str(db)])
+        assert out.exit_code == 0, out.output
+        assert "keeps priced are out of date" in out.stderr, args
+        assert "forensics analyze" in out.stderr
+    own = runner.invoke(app, ["cost", "--db", str(db), "--prices",
+                              str(ROOT / "sample_data" / "prices.toml")])  # fmt: skip
+    assert "out of date" not in own.stderr
+    api.analyze(db)
+    assert api.priced_calls_current(db)
+    assert "out of date" not in runner.invoke(app, ["cache", "--db", str(db)]).stderr

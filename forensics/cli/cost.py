@@ -142,6 +142,8 @@ def cost(
     Example: forensics cost --by day --source claude-code --ccusage-compatible
     Example: forensics cost --by day --ccusage-compatible --transcripts ~/.claude/projects
     """
+    import time
+
     from .. import api
     from ..columns import (
         COST_CALLS,
@@ -191,10 +193,12 @@ def cost(
         shown = frame["price_source"][0] if frame.height else "no Claude Code usage selected"
         emit(frame, fmt, spec, f"ccusage's rules, not the provider's bill; prices: {shown}")
         return
+    started = time.monotonic()
     book = api.price_book(prices, db if db is not None else api.default_db_path())
     note = _footnote(book.sources)
     if share:
         emit(api.cost_share(db, picked, prices=book), fmt, COST_SHARE, note)
+        _stale_hint(db, prices, started)
         return
     frame = api.cost(db, picked, by=chosen, prices=book)
     if chosen in BY_COST:  # the costliest first (a day, a turn, a call: in time order)
@@ -203,6 +207,29 @@ def cost(
     spec = specs.get(chosen) or cost_spec(chosen)
     emit(frame, fmt, spec, note)
     _unpriced_hint(frame, db, picked, book)
+    _stale_hint(db, prices, started)
+
+
+SLOW_S = 1.0  # a cost command slower than this looks for kept prices gone stale
+
+
+def _stale_hint(db: Path | None, prices: Path | None, started: float) -> None:
+    """A slow command on the store's own prices: say so when the calls it keeps priced
+    are out of date (each command then prices them all again, silently slower)."""
+    import time
+
+    from .. import api
+
+    if prices is not None or time.monotonic() - started < SLOW_S:
+        return
+    if api.priced_calls_current(db):
+        return
+    echo(
+        "Hint: the calls this store keeps priced are out of date (priced by another release "
+        "or another prices file), so each cost command prices them all again; "
+        "`forensics analyze` keeps them priced once more",
+        err=True,
+    )
 
 
 BY_COST = ("session", "agent", "model", "app", "user")
@@ -273,15 +300,19 @@ def cache(
     Example: forensics cache SESSION_ID
     Example: forensics cache --by call -f csv > calls.csv
     """
+    import time
+
     from .. import api
     from ..columns import CACHE_CALLS, cache_spec
 
+    started = time.monotonic()
     chosen = by.value if by is not None else ("call" if session_id else "session")
     picked = selection(app_name, user, session_id, since, until, source)
     book = api.price_book(prices, db if db is not None else api.default_db_path())
     if chosen == "call" and fmt is not Format.table:  # a run of sessions at a time
         emit(api.cache_in_runs(db, picked, prices=book, min_break_tokens=min_break_tokens,
                                min_break_share=min_break_share), fmt, CACHE_CALLS)  # fmt: skip
+        _stale_hint(db, prices, started)
         return
     frame = api.cache(db, picked, by=chosen, prices=book, min_break_tokens=min_break_tokens,
                       min_break_share=min_break_share)  # fmt: skip
@@ -290,6 +321,7 @@ def cache(
                            maintain_order=True)  # fmt: skip
     spec = CACHE_CALLS if chosen == "call" else cache_spec(chosen)
     emit(frame, fmt, spec, _cache_footnote(book.sources))
+    _stale_hint(db, prices, started)
 
 
 def _cache_footnote(sources: str) -> str:
