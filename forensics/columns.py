@@ -965,22 +965,23 @@ _PROMPT_SPLIT = (
            "empty where the writes are unknown"),
     Column("hit_rate", F64, MEASURED, help="cache reads over the prompt"),
 )
+_RANGED = "priced (a range where writes are unknown)"
 _SAVED = (
     Column("saved_usd", USD, PRICED, help="what the cache reads saved: their tokens at the "
            "uncached input rate less the read rate, USD, exact"),
 )
 _NET_SAVED = (
-    Column("net_saved_usd_low", USD, "priced (a range where writes are unknown)",
+    Column("net_saved_usd_low", USD, _RANGED,
            help="saved_usd less what the writes cost above the uncached rate; low: every "
            "unread token written where the writes are unknown"),
-    Column("net_saved_usd_high", USD, "priced (a range where writes are unknown)",
+    Column("net_saved_usd_high", USD, _RANGED,
            help="the same, high: no token written where the writes are unknown"),
 )
 _BREAK_COST = (
-    Column("break_cost_usd_low", USD, "priced (a range where writes are unknown)",
+    Column("break_cost_usd_low", USD, _RANGED,
            help="what the break's tokens cost, written or sent uncached, above reading them "
            "(the cheaper of the two where the writes are unknown)"),
-    Column("break_cost_usd_high", USD, "priced (a range where writes are unknown)",
+    Column("break_cost_usd_high", USD, _RANGED,
            help="the same, the dearer of the two where the writes are unknown"),
 )
 _UNREAD = (
@@ -1005,10 +1006,10 @@ CACHE_CALLS = Spec(
         *_PROMPT_SPLIT,
         Column("cache_write_source", S),
         *_SAVED,
-        Column("write_premium_usd_low", USD, "priced (a range where writes are unknown)",
+        Column("write_premium_usd_low", USD, _RANGED,
                help="what the unread tokens cost above the uncached input rate (the writes' "
                "surcharge); low: none written where the writes are unknown"),
-        Column("write_premium_usd_high", USD, "priced (a range where writes are unknown)",
+        Column("write_premium_usd_high", USD, _RANGED,
                help="the same, high: every unread token written where the writes are unknown"),
         *_UNREAD,
         Column("previous_call_id", S, help="the thread's previous call"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import date
 from enum import StrEnum
 from pathlib import Path
@@ -142,8 +143,6 @@ def cost(
     Example: forensics cost --by day --source claude-code --ccusage-compatible
     Example: forensics cost --by day --ccusage-compatible --transcripts ~/.claude/projects
     """
-    import time
-
     from .. import api
     from ..columns import (
         COST_CALLS,
@@ -216,8 +215,6 @@ SLOW_S = 1.0  # a cost command slower than this looks for kept prices gone stale
 def _stale_hint(db: Path | None, prices: Path | None, started: float) -> None:
     """A slow command on the store's own prices: say so when the calls it keeps priced
     are out of date (each command then prices them all again, silently slower)."""
-    import time
-
     from .. import api
 
     if prices is not None or time.monotonic() - started < SLOW_S:
@@ -300,8 +297,6 @@ def cache(
     Example: forensics cache SESSION_ID
     Example: forensics cache --by call -f csv > calls.csv
     """
-    import time
-
     from .. import api
     from ..columns import CACHE_CALLS, cache_spec
 
@@ -329,8 +324,7 @@ def _cache_footnote(sources: str) -> str:
         f"USD, priced with {sources}; tokens measured (writes where a record gives them); "
         "breaks inferred from the thread's previous call; low..high where the writes are "
         "unknown; a break's cause is measured (compaction, model), traced (system, tools, "
-        "history) "
-        "or inferred (ttl)"
+        "history) or inferred (ttl)"
     )
 
 

@@ -25,7 +25,7 @@ import polars as pl
 
 from .. import __version__, api
 from ..errors import ForensicsError
-from ..provenance import ESTIMATED, LOGGED, MEASURED, PRICED
+from ..provenance import ESTIMATED, INFERRED, LOGGED, MEASURED, PRICED
 from ..words import counted
 from .incident import Cell, n, portable, relative, usd
 
@@ -418,6 +418,9 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
         ],
         ESTIMATED: ["Tool-result tokens and what their sends cost: characters over the "
                     "chars-per-token ratio."],  # fmt: skip
+        INFERRED: ["Prefix breaks and cache writes never read: each call's cache reads "
+                   "against its thread's previous and next call (docs/cache.md)."]
+        if cache["calls"].sum() else [],  # fmt: skip
         LOGGED: ["Context failures' size figures and responses before them: the application's "
                  "logs and traces, where loaded."] if failures.height else [],  # fmt: skip
         "open": [
@@ -470,7 +473,7 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
             [("session", False), ("turn", True), ("agent", False), ("tokens re-sent", True),
              ("cost (USD)", True), ("cause", False)],
             [[Cell(r["session_id"]), Cell(n(r["turn"])), Cell(r["agent"] or "—"),
-              Cell(n(r["break_tokens"]), MEASURED),
+              Cell(n(r["break_tokens"]), INFERRED),
               Cell(usd(r["break_cost_usd_low"], r["break_cost_usd_high"]), PRICED),
               Cell(f"{r['cause']} ({r['cause_source']})" if r["cause_source"] else r["cause"])]
              for r in cache_breaks.iter_rows(named=True)],
@@ -508,50 +511,50 @@ TOP_BREAKS = 5
 
 def _cache_headline(cache: pl.DataFrame) -> list[str]:
     """What the cache read and saved, and what its breaks cost, in one line."""
-    prompt = int(cache["prompt_tokens"].sum() or 0)
-    if not prompt:
+    total = _cache_sums(cache)
+    if not total["prompt_tokens"]:
         return []
-    reads = int(cache["cache_read_tokens"].sum() or 0)
-    breaks = int(cache["breaks"].sum())
-    line = (f"The prompt cache read {reads / prompt * 100:.0f}% of the prompt tokens and "
-            f"saved {_saved(cache, 'saved_usd', 'saved_usd', 'unpriced', 'calls')}")  # fmt: skip
-    if breaks:
-        cost = _saved(cache, "break_cost_usd_low", "break_cost_usd_high", "unpriced_breaks",
-                      "breaks")  # fmt: skip
-        line += (f"; {counted(breaks, 'prefix break')} re-sent "
-                 f"{n(int(cache['break_tokens'].sum()))} tokens for {cost}")  # fmt: skip
+    share = total["cache_read_tokens"] / total["prompt_tokens"] * 100
+    saved = _saved(total, "saved_usd", "unpriced", "calls")
+    line = f"The prompt cache read {share:.0f}% of the prompt tokens and saved {saved}"
+    if total["breaks"]:
+        line += (f"; {counted(total['breaks'], 'prefix break')} re-sent "
+                 f"{n(total['break_tokens'])} tokens for "
+                 f"{_saved(total, 'break_cost_usd', 'unpriced_breaks', 'breaks')}")  # fmt: skip
     return [line + "."]
 
 
-def _saved(frame: pl.DataFrame | dict[str, Any], low: str, high: str, unpriced: str,
-           of: str) -> str:  # fmt: skip
-    """Money summed over the priced part of `of` (calls or breaks): '—' where none is
-    priced, never $0; the unpriced ones said beside a partial sum."""
-    if isinstance(frame, pl.DataFrame):
-        missing, count = int(frame[unpriced].sum()), int(frame[of].sum())
-        values = (_total(frame, low), _total(frame, high))
-    else:
-        missing, count = frame[unpriced], frame[of]
-        values = (frame[low] or Decimal(0), frame[high] or Decimal(0))
+_CACHE_COUNTS = ("calls", "unpriced", "prompt_tokens", "cache_read_tokens", "writes_unknown",
+                 "unread_write_tokens", "breaks", "unpriced_breaks", "break_tokens")  # fmt: skip
+_CACHE_MONEY = ("saved_usd", "break_cost_usd_low", "break_cost_usd_high")
+
+
+def _cache_sums(frame: pl.DataFrame) -> dict[str, Any]:
+    """The cache buckets of `frame` summed: counts as ints, money as exact Decimals over
+    the priced buckets (Decimal(0) where none is: `_saved` says unpriced then)."""
+    return {**{c: int(frame[c].sum() or 0) for c in _CACHE_COUNTS},
+            **{c: _total(frame, c) for c in _CACHE_MONEY}}  # fmt: skip
+
+
+def _saved(sums: dict[str, Any], money: str, unpriced: str, of: str) -> str:
+    """Money (`money`, or its `_low`/`_high` bounds) summed over the priced part of `of`
+    (calls or breaks): '—' where none is priced, never $0; the unpriced ones said beside
+    a partial sum."""
+    missing, count = sums[unpriced], sums[of]
     if count and missing == count:
         return "— (unpriced)"
-    text = usd(*values)
+    bounds = (sums[money],) if money in sums else (sums[f"{money}_low"], sums[f"{money}_high"])
+    text = usd(*bounds)
     return f"{text} (+ {n(missing)} unpriced)" if missing else text
 
 
 def _cache_table(cache: pl.DataFrame, key: str, title: str, keys: list[date] | None) -> Table:
     """The cache's figures summed by `key` (a local day, in `keys`' order, or an agent)."""
-    summed = cache.group_by(key).agg(
-        pl.col("calls", "unpriced", "prompt_tokens", "cache_read_tokens", "writes_unknown",
-               "unread_write_tokens", "breaks", "unpriced_breaks", "break_tokens").sum(),
-        *(pl.col(c).sum() for c in ("saved_usd", "unread_write_usd_low", "unread_write_usd_high",
-                                    "break_cost_usd_low", "break_cost_usd_high")),
-    )  # fmt: skip
-    rows_by = {r[key]: r for r in summed.iter_rows(named=True)}
-    order = keys if keys is not None else sorted(k for k in rows_by if k is not None)
+    groups = {value: _cache_sums(group) for (value,), group in cache.group_by(key)}
+    order = keys if keys is not None else sorted(k for k in groups if k is not None)
     rows = []
     for value in order:
-        r = rows_by.get(value)
+        r = groups.get(value)
         if r is None or not r["calls"]:
             continue
         rate = r["cache_read_tokens"] / r["prompt_tokens"] * 100 if r["prompt_tokens"] else None
@@ -560,10 +563,9 @@ def _cache_table(cache: pl.DataFrame, key: str, title: str, keys: list[date] | N
             Cell(value.isoformat() if isinstance(value, date) else str(value)),
             Cell(n(r["calls"])), Cell(n(r["prompt_tokens"]), MEASURED),
             Cell(n(rate, "%"), MEASURED),
-            Cell(_saved(r, "saved_usd", "saved_usd", "unpriced", "calls"), PRICED),
-            Cell(unread, MEASURED), Cell(n(r["breaks"])),
-            Cell(_saved(r, "break_cost_usd_low", "break_cost_usd_high", "unpriced_breaks",
-                        "breaks"), PRICED),
+            Cell(_saved(r, "saved_usd", "unpriced", "calls"), PRICED),
+            Cell(unread, INFERRED), Cell(n(r["breaks"]), INFERRED),
+            Cell(_saved(r, "break_cost_usd", "unpriced_breaks", "breaks"), PRICED),
         ])  # fmt: skip
     return Table([(title, False), ("calls", True), ("prompt tokens", True),
                   ("hit rate", True), ("saved (USD)", True), ("writes never read", True),
