@@ -1467,6 +1467,25 @@ _WHATIF_TURNS = (
            "rows it lost) before the saving is gone"),
 )
 
+_ANCHORS = (
+    Column("anchors", I64, INFERRED, help="Claude Code: strings of 20 or more characters a "
+           "later call of the thread reproduced from this result (a later tool call's "
+           "argument, Edit's old_string the canonical case, or the model's text), found "
+           "as whole lines or words of it (docs/whatif.md, Anchors); empty: not searched "
+           "(another family, or read before store schema 12)"),
+    Column("anchors_cut_head_tail", I64, ESTIMATED, help="with --token-cap, of those a "
+           "result over the cap loses when cut to the cap's share of its bytes by keeping "
+           "its first and last halves (a text guard that knows nothing)"),
+    Column("anchors_preserved_head_tail", I64, ESTIMATED),
+    Column("anchors_cut_elision", I64, ESTIMATED, help="... when, with the same budget, the "
+           "lines that hold anchors are kept and the rest elided with a marker that says "
+           "how to fetch them (hindsight: which lines later calls reproduced)"),
+    Column("anchors_preserved_elision", I64, ESTIMATED),
+)
+ANCHOR_COLUMNS = tuple(c.name for c in _ANCHORS)
+_ANCHOR_NOTE = ("anchors: strings a later call reproduced from a result (inferred); cut at "
+                "the cap by head/tail truncation or an anchor-preserving elision (estimated)")
+
 WHATIF_RESULTS = Spec(
     "whatif_results",
     (
@@ -1500,12 +1519,14 @@ WHATIF_RESULTS = Spec(
         Column("sends", I64, help="model calls that carried the result"),
         Column("saved_input_tokens", I64, ESTIMATED, help="(result - counterfactual) tokens "
                "times the sends: input the guard takes out of later requests"),
+        *_ANCHORS,
         _GUARD,
     ),
     table=("session_id", "turn", "tool_name", "payload", "rows", "rows_kept", "fired",
            "over_budget", "guard_tokens", "kept_guard_tokens", "result_tokens_estimated",
            "counterfactual_tokens", "sends", "saved_input_tokens"),  # fmt: skip
-    totals=("result_tokens_estimated", "counterfactual_tokens", "saved_input_tokens"),
+    totals=("result_tokens_estimated", "counterfactual_tokens", "saved_input_tokens",
+            *ANCHOR_COLUMNS),
     command="whatif --by result",
 )
 
@@ -1567,6 +1588,7 @@ _WHATIF_GROUP = (
     Column("prevented", I64, ESTIMATED, help="of them, those whose counterfactual window "
            "fits the limit"),
     *_WHATIF_TURNS,
+    *_ANCHORS,
 )
 _WHATIF_GROUP_TABLE = ("peak_occupancy", "peak_occupancy_counterfactual", "cumulative_input",
                        "cumulative_input_counterfactual", "saving_usd_low", "context_failures",
@@ -1574,7 +1596,8 @@ _WHATIF_GROUP_TABLE = ("peak_occupancy", "peak_occupancy_counterfactual", "cumul
 _WHATIF_TOTALS = ("calls", "results_cut", "cumulative_input", "cumulative_input_counterfactual",
                   "saved_input_tokens", "cost_usd_low", "cost_usd_high", "counterfactual_usd_low",
                   "counterfactual_usd_high", "saving_usd_low", "saving_usd_high",
-                  "context_failures", "prevented", "extra_turns_paid_for")  # fmt: skip
+                  "context_failures", "prevented", "extra_turns_paid_for",
+                  *ANCHOR_COLUMNS)  # fmt: skip
 _WHATIF_FOOTNOTE = ("the trajectory is held fixed: the same calls in the same order, each "
                     "request smaller by what the guard took out of the tool results it carried; "
                     "counterfactual_*, saving_*, extra_*: estimated; extra_turns_paid_for: "
@@ -1645,12 +1668,19 @@ GUARDS = Spec(
                "on one tool)"),
         Column("unsized", I64, help="results stored before store schema 9: not sized (ingest "
                "again with --full)"),
+        Column("anchored_results", I64, INFERRED, help="results with anchors: strings of 20 "
+               "or more characters a later call reproduced from them (Claude Code's Edit "
+               "old_string the canonical case), which a cap that cuts them breaks; empty: not "
+               "searched (another family, or read before store schema 12)"),
+        Column("anchors", I64, INFERRED, help="the anchors in those results (`whatif --by "
+               "result` says which a cap would cut)"),
     ),
     table=("tool_name", "results", "payloads", "over_budget", "max_tokens", "p95_tokens",
            "row_guard_silent", "dict_payloads", "rows_over_budget", "tokens_per_row",
            "markdown_ratio"),  # fmt: skip
     totals=("results", "over_budget", "row_guard_silent", "dict_payloads", "dict_over_budget",
-            "rows_over_budget", "flat_results", "unsized"),  # fmt: skip
+            "rows_over_budget", "flat_results", "unsized", "anchored_results",
+            "anchors"),  # fmt: skip
     footnote="tokens: the guard's estimate (json.dumps length over --chars-per-token, rounded "
     "up), not the fitted ratio; markdown_ratio: flat rows only",
 )

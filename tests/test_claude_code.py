@@ -685,7 +685,8 @@ def test_sessions_read_by_workers_store_what_one_process_stores(
             "SELECT table_name FROM information_schema.tables WHERE table_catalog = 's0'"
             " AND table_schema = 'main' AND table_name NOT IN ('ingests', 'store_meta')"
             " ORDER BY 1").fetchall()]  # fmt: skip
-        assert {"events", "parts", "transcript_events", "fact_calls"} <= set(tables)
+        assert {"events", "parts", "transcript_events", "fact_calls", "anchors"} <= set(tables)
+        assert con.execute("SELECT count(*) FROM s0.anchors").fetchone()[0] > 0
         for table in tables:
             columns = ", ".join(
                 f'"{c}"' for (c,) in con.execute(

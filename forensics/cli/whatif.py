@@ -4,7 +4,7 @@ history before it ships, and the audit of where a guard is missing or off."""
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +23,9 @@ from .common import (
     emit,
     selection,
 )
+
+if TYPE_CHECKING:
+    import polars as pl
 
 CharsPerTokenOption = Annotated[
     float,
@@ -120,6 +123,12 @@ def whatif(
     results it carried. A saving is never shown without extra_turns_paid_for: the turns
     (model calls) the saving pays for if the agent pages for what it lost.
 
+    Anchors (Claude Code): the strings a later call reproduced from a result (an Edit's
+    old_string). With --token-cap, each result over the cap says how many of them a text
+    cut to the cap loses by head/tail truncation and by an anchor-preserving elision of
+    the same size (anchors_cut_head_tail, anchors_cut_elision; the table's note sums
+    them, --columns or --format json shows them per row).
+
     Example: forensics whatif --row-cap 200
     Example: forensics whatif --token-cap 16000 --page-size 200 --tool get_order_history
     Example: forensics whatif --token-cap 16000 --session incident --format json
@@ -146,8 +155,23 @@ def whatif(
             "result": WHATIF_RESULTS}[by.value]  # fmt: skip
     guard = frame["guard"][0] if frame.height else None
     notes = [f"guard: {guard}" if guard else None, spec.footnote,
-             f"USD priced with {book.sources}"]  # fmt: skip
+             f"USD priced with {book.sources}", _anchor_note(frame)]  # fmt: skip
     emit(frame, fmt, spec, "; ".join(n for n in notes if n))
+
+
+def _anchor_note(frame: pl.DataFrame) -> str | None:
+    """What the cap does to the anchors of the results shown, where any are known."""
+    if "anchors" not in frame.columns or not frame["anchors"].sum():
+        return None
+    n = int(frame["anchors"].sum())
+    text = f"anchors: {n:,} string{'s' if n != 1 else ''} later calls reproduced from these " \
+        "results (inferred)"  # fmt: skip
+    cut = frame["anchors_cut_head_tail"]
+    if cut.null_count() < frame.height:
+        text += (f"; at the cap, head/tail truncation would cut {int(cut.sum()):,}, an "
+                 f"anchor-preserving elision {int(frame['anchors_cut_elision'].sum()):,} "
+                 "(estimated; docs/whatif.md, Anchors)")  # fmt: skip
+    return text
 
 
 @app.command()
@@ -175,9 +199,10 @@ def guards(
 
     Results over --budget (count, max, p95), those a row guard of --row-cap rows lets
     through, dict payloads (a row guard reads them as empty), single rows over the
-    budget on their own, tokens per row, and for flat rows (one scalar per column) a
-    markdown table's size against JSON. All on the guard's estimate: json.dumps length
-    over --chars-per-token.
+    budget on their own, tokens per row, for flat rows (one scalar per column) a
+    markdown table's size against JSON, and (Claude Code) the results that carry anchors:
+    strings later calls reproduced from them, which a cap must keep. All on the guard's
+    estimate: json.dumps length over --chars-per-token.
 
     Example: forensics guards --budget 16000
     """
@@ -191,4 +216,15 @@ def guards(
         row_cap=row_cap,
         chars_per_token=chars_per_token,
     )
-    emit(frame, fmt, GUARDS, f"budget {budget:,} tokens; {GUARDS.footnote}")
+    import polars as pl
+
+    anchored = (  # per tool, whatever its app
+        frame.filter(pl.col("anchors") > 0).group_by("tool_name")
+        .agg(pl.col("anchors").sum(), pl.col("anchored_results").sum())
+        .sort(["anchors", "tool_name"], descending=[True, False])
+    )  # fmt: skip
+    carry = ", ".join(f"{tool}: {n:,} in {results:,} result{'s' if results != 1 else ''}"
+                      for tool, n, results in anchored.iter_rows())  # fmt: skip
+    note = f"; results that carry anchors (strings later calls reproduced): {carry}" \
+        if carry else ""  # fmt: skip
+    emit(frame, fmt, GUARDS, f"budget {budget:,} tokens; {GUARDS.footnote}{note}")

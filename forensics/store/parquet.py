@@ -45,6 +45,8 @@ TABLES: dict[str, tuple[str, ...]] = {
     "traced_calls": (),
     "traced_parts": (),
     "transcript_events": ("app_name",),
+    "anchors": ("app_name",),
+    "anchor_sessions": ("app_name",),
     "logged": ("day",),
 }
 # the stored facts, exported for other engines and tools; an import rebuilds its own

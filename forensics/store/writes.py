@@ -43,6 +43,8 @@ def insert_batch(
 SIDE_TABLES = {
     "transcript_events": "store/insert_transcript_events",
     "transcript_files": "store/insert_transcript_files",
+    "anchors": "store/insert_anchors",
+    "anchor_sessions": "store/insert_anchor_sessions",
 }
 
 
@@ -61,7 +63,7 @@ def insert_side(store: Store, name: str, table: pa.Table, ingest_id: int) -> Non
 
 
 def replace_sessions(store: Store, keys: list[tuple[str, str, str]]) -> int:
-    """Delete the stored events, parts and transcript details of these sessions inside
+    """Delete the stored events, parts, transcript details and anchors of these sessions inside
     the caller's transaction (their source reads them whole again); returns the events
     deleted."""
     table = pa.table(

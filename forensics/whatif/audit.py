@@ -2,9 +2,11 @@
 budget and by how much, which of them a row guard lets through, the dict payloads a row
 guard reads as empty, the rows over budget on their own, tokens per row, and for flat
 rows the size of a markdown table against JSON (the founding document measured about
-2.5x fewer tokens per row on one tool): all on the guard's own estimate, each figure as
-the replay (replay.py `results`) gives it, from queries/whatif/guard_sizes.sql: the
-audit needs no rows kept, so the rows' sizes are reduced inside DuckDB."""
+2.5x fewer tokens per row on one tool), and which tools' results carry anchors (strings
+later calls reproduced from them, which a cap must not cut): all on the guard's own
+estimate, each figure as the replay (replay.py `results`) gives it, from
+queries/whatif/guard_sizes.sql: the audit needs no rows kept, so the rows' sizes are
+reduced inside DuckDB."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ def guards(facts: Facts, budget: int, row_cap: int = ROW_CAP,
     if found is None:
         found = facts.query("whatif/guard_sizes", budget=budget,
                             chars_per_token=float(chars_per_token))  # fmt: skip
+    anchored = {(r[0], r[1]): (r[2], r[3]) for r in facts.query("whatif/guard_anchors").iter_rows()}
     rows = []
     for (app, tool), group in found.group_by(["app_name", "tool_name"], maintain_order=True):
         sized = group.filter(pl.col("payload") != "unsized")
@@ -70,6 +73,8 @@ def guards(facts: Facts, budget: int, row_cap: int = ROW_CAP,
                 "markdown_ratio": round(json_tokens / markdown_tokens, 2)
                 if markdown_tokens else None,
                 "unsized": group.height - sized.height,
+                "anchored_results": anchored.get((app, tool), (None, None))[0],
+                "anchors": anchored.get((app, tool), (None, None))[1],
             }
         )
     frame = GUARDS.frame(rows)

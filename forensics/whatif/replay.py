@@ -22,8 +22,9 @@ from decimal import Decimal
 import polars as pl
 import pyarrow as pa
 
-from ..columns import WHATIF_CALLS, WHATIF_RESULTS, WHATIF_SESSIONS, WHATIF_TURNS
+from ..columns import ANCHOR_COLUMNS, WHATIF_CALLS, WHATIF_RESULTS, WHATIF_SESSIONS, WHATIF_TURNS
 from ..cost.billed import Costing, known_sum
+from .anchors import anchor_figures
 from .fit import fit
 from .guard import Guard
 
@@ -32,9 +33,10 @@ RESULT_RUN_EVENTS = 100_000  # the sessions whose results' rows are fitted at on
 _CENT = Decimal("0.000000000001")  # money computed in floating point is kept to 12 places
 
 
-def results(costing: Costing, guard: Guard) -> pl.DataFrame:
+def results(costing: Costing, guard: Guard, searched: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per tool result of the selection: the guard's cut (queries/whatif/results.sql), with
-    every column the audit and the calls need (WHATIF_RESULTS is a subset)."""
+    every column the audit and the calls need (WHATIF_RESULTS is a subset), and what the
+    cap does to its anchors (anchors.py; `searched`: the sessions searched for them)."""
     # a run of sessions at a time: the rows' sizes of every result at once were 274 MB
     # of lists at 1,000,000 events, and DuckDB's join over them more (1.76 GB peak, 1.15
     # GB by runs, 4.2 s against 6.2 s: each run reads the parts again)
@@ -53,6 +55,12 @@ def results(costing: Costing, guard: Guard) -> pl.DataFrame:
     )
     # placed in the transcript, a result's first send goes out whole
     sends = pl.col("sends") - (0 if guard.placement == "boundary" else 1)
+    anchors = anchor_figures(
+        frame, costing.query("whatif/anchors", tool=guard.tool),
+        costing.query("whatif/anchor_sessions") if searched is None else searched,
+        guard.token_cap,
+    )  # fmt: skip
+    frame = frame.join(anchors, on=[*_KEY, "function_call_id"], how="left", maintain_order="left")
     return frame.with_columns(
         ((pl.col("result_tokens_estimated") - pl.col("counterfactual_tokens"))
          * sends.clip(lower_bound=0)).alias("saved_input_tokens"),
@@ -67,6 +75,7 @@ class Replay:
     guard: Guard
     results: pl.DataFrame  # results(): every column
     calls: pl.DataFrame  # WHATIF_CALLS plus the columns the groupings need
+    searched: pl.DataFrame  # the sessions searched for anchors (app, user, session)
 
     def result_frame(self) -> pl.DataFrame:
         return WHATIF_RESULTS.from_query(self.results)
@@ -107,6 +116,7 @@ class Replay:
                 (pl.col("failure") == "prevented").sum().alias("prevented"),
             )
             .join(cut, on=by, how="left", nulls_equal=True)
+            .join(self._anchors(by), on=by, how="left", nulls_equal=True)
             .join(_extra_calls(calls), on=_KEY, how="left")
             .with_columns(
                 pl.col("results_cut").fill_null(0).cast(pl.Int64),
@@ -128,6 +138,23 @@ class Replay:
                   / pl.col("extra_call_usd_low").cast(pl.Float64))
             .alias("extra_turns_paid_for")  # fmt: skip
         )
+
+
+    def _anchors(self, by: list[str]) -> pl.DataFrame:
+        """Per group, its results' anchor figures summed (unknown where any is); 0 for a
+        group without results of a session searched for them."""
+        sums = self.results.group_by(by).agg(
+            pl.len().alias("with_results"), *(known_sum(c).alias(c) for c in ANCHOR_COLUMNS)
+        )
+        searched = self.searched.with_columns(pl.lit(True).alias("searched"))
+        groups = self.calls.select(by).unique().join(searched, on=_KEY, how="left")
+        capped = self.guard.token_cap is not None
+        none = pl.col("with_results").is_null() & pl.col("searched").fill_null(False)
+        return groups.join(sums, on=by, how="left", nulls_equal=True).select(
+            *by,
+            *(pl.when(none & pl.lit(capped or c == "anchors")).then(0)
+              .otherwise(pl.col(c)).cast(pl.Int64).alias(c) for c in ANCHOR_COLUMNS),
+        )  # fmt: skip
 
 
 def _extra_calls(calls: pl.DataFrame) -> pl.DataFrame:
@@ -167,7 +194,8 @@ def replay(
     """Replay `guard` on the selection `costing` prices. `calls` is the CALLS frame of the
     same selection (each call's occupancy as it ran), `failures` its context failures
     (the limit each named)."""
-    found = results(costing, guard)
+    searched = costing.query("whatif/anchor_sessions")
+    found = results(costing, guard, searched)
     saved = costing.query(
         "whatif/calls",
         {"whatif_results": found.select(*_KEY, "function_call_id", "saved_chars").to_arrow()},
@@ -218,7 +246,7 @@ def replay(
         .alias("cumulative_input_counterfactual"),
         pl.lit(guard.describe()).alias("guard"),
     )  # fmt: skip
-    return Replay(guard, found, frame)
+    return Replay(guard, found, frame, searched)
 
 
 def _priced(frame: pl.DataFrame) -> pl.DataFrame:

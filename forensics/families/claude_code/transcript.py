@@ -35,7 +35,9 @@ rows are measured by the same code as ADK's. A tool result is stored as
 return), sized as its text (its tool's name and the text, as ADK sizes a response by
 name and payload), an image as its type and size only. What the store's event columns cannot
 hold (the cache writes by TTL, message and request ids, the file and line, a
-boundary's trigger and preTokens) is kept per event in `transcript_events`.
+boundary's trigger and preTokens) is kept per event in `transcript_events`. While a
+thread is read, its tool results are searched for anchors (anchors.py: the strings a
+later call reproduced from them), emitted at the end of each file.
 
 Within one file, events keep the file's order: an event stamped at most an hour before
 the one before it is placed 1 microsecond after it (a time further back is kept, so one
@@ -58,6 +60,7 @@ from typing import Any, Protocol
 from ...model import parse_version
 from ..fields import count, epoch, json_error
 from ..fields import number as finite
+from .anchors import AnchorIndex, strings
 
 FAMILY = "claude-code"
 MAIN_AGENT = "main"
@@ -84,6 +87,7 @@ class Sink(Protocol):
     def event(self, row: dict[str, Any]) -> None: ...
     def detail(self, row: dict[str, Any]) -> None: ...
     def skip(self, locator: str, reason: str) -> None: ...
+    def anchor(self, row: dict[str, Any]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -192,8 +196,9 @@ def _result_value(text: str) -> Any:
     return text
 
 
-def _result_parts(block: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    """A tool_result block as one function_response part, and its images beside it."""
+def _result_parts(block: dict[str, Any], name: str) -> tuple[list[dict[str, Any]], str]:
+    """A tool_result block as one function_response part, and its images beside it; and
+    the text the model read."""
     content = block.get("content")
     images: list[dict[str, Any]] = []
     if isinstance(content, list):
@@ -226,7 +231,7 @@ def _result_parts(block: dict[str, Any], name: str) -> list[dict[str, Any]]:
             "chars": len(name) + len(text),
         }
     }
-    return [part, *images]
+    return [part, *images], text
 
 
 _USAGE_FIELDS = (
@@ -443,6 +448,7 @@ class _Thread:
     message: _Message | None = None  # the response being read
     results: _Event | None = None  # tool results since that response began
     boundary: _Event | None = None  # a compaction waiting for its summary line
+    anchors: AnchorIndex = field(default_factory=AnchorIndex)  # its results, indexed
 
 
 @dataclass
@@ -508,6 +514,10 @@ class SessionReader:
             self._close(thread)
             self._flush_results(thread)
             self._flush_boundary(thread, None)
+        for thread in self.threads.values():
+            for row in thread.anchors.rows():
+                self.sink.anchor({"app_name": self.app, "user_id": self.user,
+                                  "session_id": self.session_id, **row})  # fmt: skip
 
     def _line(self, number: int, text: str) -> None:
         self.number = number
@@ -676,9 +686,10 @@ class SessionReader:
                 body["model_version"] = model
             event = self._new_event(thread, key[0], when, locator, body)
             current = _Message(key, event, None, {})
+            thread.anchors.began()
             thread.message = current
         for block in blocks:
-            part = self._block(block, thread)
+            part = self._block(block, thread, current)
             if part is not None:
                 current.parts.append(part)
         total = usage_total(usage)
@@ -688,13 +699,16 @@ class SessionReader:
             current.usage, current.total = usage, total
             current.detail = call_detail(line, message, number, when)
 
-    def _block(self, block: Any, thread: _Thread) -> dict[str, Any] | None:
+    def _block(self, block: Any, thread: _Thread, message: _Message) -> dict[str, Any] | None:
         if not isinstance(block, dict):
             return None
         kind = block.get("type")
         if kind == "text":
             text = block.get("text")
-            return {"text": text} if isinstance(text, str) else None
+            if not isinstance(text, str):
+                return None
+            thread.anchors.reproduced([("text", text)], message.event.event_id, None, None)
+            return {"text": text}
         if kind == "thinking":
             text = block.get("thinking")
             part: dict[str, Any] = {"text": text if isinstance(text, str) else "", "thought": True}
@@ -716,6 +730,8 @@ class SessionReader:
                     prompt = tool_input.get("prompt")
                     if isinstance(prompt, str):
                         self.task_prompts[_digest(prompt)] = agent_type
+            thread.anchors.reproduced(strings(tool_input, "input"), message.event.event_id,
+                                      call_id if isinstance(call_id, str) else None, name)
             return {
                 "function_call": {
                     "id": call_id if isinstance(call_id, str) else None,
@@ -731,6 +747,7 @@ class SessionReader:
         if current is None:
             return
         thread.message = None
+        thread.anchors.responded()
         self.seen_calls.add(current.key)
         event = current.event
         event.body["content"] = {"role": "model", "parts": current.parts}
@@ -795,6 +812,7 @@ class SessionReader:
             and not _text_of(content).lstrip().startswith(LOCAL_OUTPUT)
         )
         self._author(thread, _text_of(content))
+        thread.anchors.sent(_text_of(content))
         event = self._new_event(thread, uuid, when, locator, {"author": "user"})
         if starts_turn:
             self.turns.append((event.epoch, event.event_id))
@@ -836,7 +854,9 @@ class SessionReader:
                     if isinstance(call_id, str)
                     else ("unknown")
                 )
-                parts += _result_parts(b, name)
+                found_parts, text = _result_parts(b, name)
+                parts += found_parts
+                thread.anchors.result(call_id if isinstance(call_id, str) else None, name, text)
             elif b.get("type") == "text" and isinstance(b.get("text"), str):
                 parts.append({"text": b["text"]})
             else:
@@ -941,6 +961,7 @@ class SessionReader:
         )
         thread.boundary = event
         thread.started = None
+        thread.anchors.compacted()
 
     def _flush_boundary(self, thread: _Thread, summary: str | None) -> None:
         """Emit a waiting compaction, with its summary when the line after it held one."""
@@ -949,6 +970,7 @@ class SessionReader:
             return
         thread.boundary = None
         if summary is not None:
+            thread.anchors.sent(summary)
             event.body["actions"]["compaction"]["compacted_content"] = {
                 "role": "user",
                 "parts": [{"text": summary}],

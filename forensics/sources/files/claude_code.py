@@ -80,6 +80,43 @@ DETAIL_SCHEMA = pa.schema(
 )
 
 
+# anchors and the sessions searched for them, as queries/store/migrate_12.sql holds them
+ANCHOR_SCHEMA = pa.schema(
+    [
+        ("app_name", pa.string()),
+        ("user_id", pa.string()),
+        ("session_id", pa.string()),
+        ("function_call_id", pa.string()),
+        ("tool_name", pa.string()),
+        ("anchor_index", pa.int32()),
+        ("event_id", pa.string()),
+        ("by_call_id", pa.string()),
+        ("by_tool", pa.string()),
+        ("field", pa.string()),
+        ("result_bytes", pa.int64()),
+        ("anchor_bytes", pa.int64()),
+        ("line_starts", pa.list_(pa.int64())),
+        ("line_ends", pa.list_(pa.int64())),
+    ]
+)
+SEARCHED_SCHEMA = pa.schema(
+    [("app_name", pa.string()), ("user_id", pa.string()), ("session_id", pa.string())]
+)
+
+
+def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Rows as a table, by name, each row's missing keys null (Table.from_pylist reads the
+    first row's); none: an empty table, without pyarrow's builders (which import pandas:
+    0.25 s of an ingest that finds every file unchanged)."""
+    if not rows:
+        return pa.Table.from_batches([], schema)
+    known = set(schema.names)
+    for row in rows:  # a key the table lacks is a bug, not a null
+        if not known.issuperset(row):
+            raise ValueError(f"no column {sorted(set(row) - known)} in {schema.names}")
+    return pa.table({n: [row.get(n) for row in rows] for n in schema.names}, schema=schema)
+
+
 FILE_SCHEMA = pa.schema(
     [
         ("path", pa.string()),
@@ -294,6 +331,7 @@ class _Sink:
     def __init__(self, batcher: EventBatcher):
         self.batcher = batcher
         self.details: list[dict[str, Any]] = []
+        self.anchors: list[dict[str, Any]] = []
         self.replaces: list[tuple[str, str, str]] = []
 
     def event(self, row: dict[str, Any]) -> None:
@@ -303,25 +341,24 @@ class _Sink:
     def detail(self, row: dict[str, Any]) -> None:
         self.details.append(row)
 
+    def anchor(self, row: dict[str, Any]) -> None:
+        self.anchors.append(row)
+
     def skip(self, locator: str, reason: str) -> None:
         self.batcher.rows_read += 1
         self.batcher.skip(locator, reason)
 
     def take(self) -> Batch:
         batch = self.batcher.take()
-        names = DETAIL_SCHEMA.names
-        known = set(names)
-        for row in self.details:  # a key the table lacks is a bug, not a null
-            if not known.issuperset(row):
-                raise ValueError(f"transcript details have no column {sorted(set(row) - known)}")
-        # by name, each row's missing keys null (Table.from_pylist reads the first row's);
-        # none: an empty table, without pyarrow's builders (which import pandas: 0.25 s of
-        # an ingest that finds every file unchanged)
-        table = pa.Table.from_batches([], DETAIL_SCHEMA) if not self.details else pa.table(
-            {n: [row.get(n) for row in self.details] for n in names}, schema=DETAIL_SCHEMA
-        )  # fmt: skip
-        self.details = []
-        batch.side["transcript_events"] = table
+        batch.side["transcript_events"] = _table(self.details, DETAIL_SCHEMA)
+        batch.side["anchors"] = _table(self.anchors, ANCHOR_SCHEMA)
+        # a session read whole is searched for anchors whole (those of its files still
+        # to read come in later batches of the same run)
+        batch.side["anchor_sessions"] = _table(
+            [dict(zip(SEARCHED_SCHEMA.names, key, strict=True)) for key in self.replaces],
+            SEARCHED_SCHEMA,
+        )
+        self.details, self.anchors = [], []
         batch.replaces, self.replaces = self.replaces, []
         return batch
 
@@ -360,6 +397,10 @@ class _Recorder:
 
     def detail(self, row: dict[str, Any]) -> None:
         self.calls.append(("detail", row))
+        self.told = True
+
+    def anchor(self, row: dict[str, Any]) -> None:
+        self.calls.append(("anchor", row))
         self.told = True
 
     def skip(self, locator: str, reason: str) -> None:
@@ -562,6 +603,8 @@ def _replay(calls: list[tuple[Any, ...]], sink: _Sink) -> Iterator[Batch]:
             sink.event(call[1])
         elif what == "detail":
             sink.detail(call[1])
+        elif what == "anchor":
+            sink.anchor(call[1])
         elif what == "skip":
             sink.skip(call[1], call[2])
         elif sink.batcher.full():  # a tick

@@ -111,6 +111,9 @@ class _Skips:
     def detail(self, row: dict[str, Any]) -> None:
         raise AssertionError("the usage reader emits no details")
 
+    def anchor(self, row: dict[str, Any]) -> None:
+        raise AssertionError("the usage reader emits no anchors")
+
 
 def _usage_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
     """(offset, bytes) of each line of a file holding MARKER, read a piece at a time."""
