@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -204,7 +205,9 @@ def test_the_cut_figures_are_those_of_the_cut_texts(seed: int) -> None:
     anchors = [sorted(rng.sample(spans, rng.randint(1, 3))) for _ in range(rng.randint(1, 8))]
     guard_tokens = len(data) // 3 + 1
     cap = rng.randint(1, guard_tokens + 50)
-    truncated, elided = cut_anchors(anchors, len(data), guard_tokens, cap)
+    # each anchor's keys are whole lines here: a key's place is its line's
+    pieces = [[(s, e, s, e) for s, e in a] for a in anchors]
+    truncated, elided = cut_anchors(pieces, len(data), guard_tokens, cap)
     if guard_tokens <= cap:
         assert (truncated, elided) == (0, 0)
         return
@@ -219,7 +222,7 @@ def test_the_cut_figures_are_those_of_the_cut_texts(seed: int) -> None:
     # no anchor it cut would have fitted beside them
     chosen: set[tuple[int, int]] = set()
     cut = 0
-    for a in sorted(anchors, key=lambda a: a[0]):
+    for a in sorted(anchors, key=lambda a: (sum(e - s + 1 for s, e in a), a)):
         text = _elided(data, sorted(chosen | set(a)))
         if len(text) <= budget:
             chosen |= set(a)
@@ -230,6 +233,16 @@ def test_the_cut_figures_are_those_of_the_cut_texts(seed: int) -> None:
     assert len(text) == elided_size(sorted(chosen), len(data))
     if chosen:  # (nothing kept: the one marker, which may be over a budget that small)
         assert len(text) <= budget
+
+
+def test_a_word_is_cut_where_its_bytes_go_and_an_elision_keeps_whole_lines() -> None:
+    # one line of 50,000 bytes (a result of one line of JSON), a word of it at bytes 5-30
+    # and one at 49,000-49,030: head/tail keeps both, an elision has no line that fits
+    word = [[(5, 30, 0, 50_000)], [(49_000, 49_030, 0, 50_000)]]
+    assert cut_anchors(word, 50_000, 12_500, 2_500) == (0, 2)
+    # the middle goes with head and tail, and stays with an elision of its short line
+    middle = [[(25_000, 25_040, 24_990, 25_050)]]
+    assert cut_anchors(middle, 50_000, 12_500, 2_500) == (1, 0)
 
 
 def _elided(data: bytes, lines: list[tuple[int, int]]) -> bytes:
@@ -300,9 +313,10 @@ def _result_text(block: dict[str, Any]) -> str:
     return "" if content is None else json.dumps(content, ensure_ascii=False)
 
 
-def brute_force(path: Path) -> set[tuple[str, str | None, str]]:
+def brute_force(path: Path) -> Counter[tuple[str, str, str | None, str]]:
     """The anchors of a session file's main thread, by the definition, the slow way:
-    (result's call id, the reproducing call's id or None for text, the field)."""
+    how many of (result's call id, the reproducing response's id, its call's id or None
+    for text, the field)."""
     results: list[tuple[int, str, bytes]] = []  # since the last compaction
     own: set[bytes] = set()
     pending: set[bytes] = set()
@@ -310,7 +324,7 @@ def brute_force(path: Path) -> set[tuple[str, str | None, str]]:
     current: tuple[str, str] | None = None
     before = count = 0
     boundary = False  # a compaction waiting for its summary line
-    found = set()
+    found: Counter[tuple[str, str, str | None, str]] = Counter()
 
     def close() -> None:
         nonlocal current, pending
@@ -354,15 +368,19 @@ def brute_force(path: Path) -> set[tuple[str, str | None, str]]:
                 else:
                     continue
                 for field, text in values:
+                    hit = set()  # one string is one anchor of each result it reproduces
                     for key_ in _later(text):
                         pending.add(key_)
                         if key_ in own:
                             continue
-                        for number, call_id, data in reversed(results):
+                        for number, _, data in reversed(results):
                             if number < before and (key_ in _line_keys(data)
                                                     or key_ in _word_keys(data)):
-                                found.add((call_id, by, field))
+                                hit.add(number)
                                 break
+                    for number in hit:
+                        call_id = next(c for n, c, _ in results if n == number)
+                        found[(call_id, current[0], by, field)] += 1
         elif kind == "user":
             if line.get("isCompactSummary") is True and boundary:
                 own |= _later(_result_text({"content": content}))
@@ -390,16 +408,16 @@ def brute_force(path: Path) -> set[tuple[str, str | None, str]]:
     return found
 
 
-def _main_thread_anchors(db: Path) -> dict[str, set[tuple[str, str | None, str]]]:
+def _main_thread_anchors(db: Path) -> dict[str, Counter[tuple[str, str, str | None, str]]]:
     """Per session, the stored anchors whose reproducing event is of its main thread."""
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute(
-            "SELECT a.session_id, a.function_call_id, a.by_call_id, a.field FROM anchors a "
-            "JOIN events e USING (app_name, user_id, session_id, event_id) "
+            "SELECT a.session_id, a.function_call_id, a.event_id, a.by_call_id, a.field "
+            "FROM anchors a JOIN events e USING (app_name, user_id, session_id, event_id) "
             "WHERE e.branch IS NULL").fetchall()  # fmt: skip
-    out: dict[str, set[tuple[str, str | None, str]]] = {}
+    out: dict[str, Counter[tuple[str, str, str | None, str]]] = {}
     for session, *anchor in rows:
-        out.setdefault(session, set()).add(tuple(anchor))  # type: ignore[arg-type]
+        out.setdefault(session, Counter())[tuple(anchor)] += 1  # type: ignore[index]
     return out
 
 
@@ -412,8 +430,8 @@ def _check_against_brute_force(projects: Path, tmp_path: Path) -> int:
         if path.parent.name == "subagents" or path.name.startswith("agent-"):
             continue
         expected = brute_force(path)
-        assert stored.get(path.stem, set()) == expected, path.name
-        total += len(expected)
+        assert stored.get(path.stem, Counter()) == expected, path.name
+        total += expected.total()
     return total
 
 
@@ -450,3 +468,79 @@ def test_anchors_travel_in_a_parquet_export(tmp_path: Path) -> None:
     assert _rows(copy) == _rows(db) and len(_rows(db)) == 4
     assert api.whatif(copy, token_cap=1_000, by="session")["anchors_cut_head_tail"].to_list() \
         == [2]  # fmt: skip
+
+
+def test_one_call_id_twice_and_two_strings_of_one_call_are_each_kept(tmp_path: Path) -> None:
+    t = Transcript("s-twice")
+    t.prompt("go")
+    used = usage(3, 0, 1_000, 5)
+    t.response("m1", [tool_use("dup", "Read", file_path="/a.py")], used)
+    t.results([tool_result("dup", read_output(SOURCE[:100]))])
+    t.response("m2", [tool_use("e1", "Edit", file_path="/a.py", old_string=SOURCE[10],
+                               new_string="")], used)  # fmt: skip
+    t.results([tool_result("e1", "ok")])
+    t.response("m3", [tool_use("dup", "Read", file_path="/b.py")], used)  # the id again
+    t.results([tool_result("dup", read_output(SOURCE[100:200]))])
+    # one MultiEdit, two old_strings of the same result: two anchors
+    t.response("m4", [tool_use("me", "MultiEdit", file_path="/b.py", edits=[
+        {"old_string": SOURCE[110], "new_string": ""},
+        {"old_string": SOURCE[190], "new_string": ""}])], used)  # fmt: skip
+    t.results([tool_result("me", "ok")])
+    t.write(tmp_path)
+    db = tmp_path / "t.duckdb"
+    api.ingest_claude_code(db, [tmp_path])
+    rows = _rows(db)
+    assert [(r["function_call_id"], r["anchor_index"], r["by_call_id"], r["field"])
+            for r in rows] == [("dup", 0, "e1", "old_string"), ("dup", 1, "me", "old_string"),
+                               ("dup", 2, "me", "old_string")]  # fmt: skip
+    assert len({tuple(r["line_starts"]) for r in rows}) == 3
+
+
+def test_a_huge_result_adds_a_bounded_number_of_keys_and_chunks_split_no_word(monkeypatch):
+    words = " ".join(f"identifier_number_{i:08d}" for i in range(5_000))
+    whole = index._result_keys(words.encode())
+    monkeypatch.setattr(index, "WORD_CHUNK", 1_000)  # a piece ends mid-word: extended
+    chunked = index._result_keys(words.encode())
+    assert chunked == whole and len(whole.keys) == 5_001  # the one line, and its words
+    monkeypatch.setattr(index, "MAX_RESULT_KEYS", 300)
+    capped = index._result_keys(words.encode())
+    assert capped.keys == whole.keys[:300] and capped.starts == whole.starts[:300]
+
+
+def test_a_session_with_a_file_that_cannot_be_read_has_its_anchors_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from forensics.sources.files import claude_code
+
+    _planted(tmp_path)
+    agent = tmp_path / "projects" / "-home-dev-p" / "s-anchor" / "subagents"
+    agent.mkdir(parents=True)
+    (agent / "agent-a1.jsonl").write_text('{"type":"user","sessionId":"s-anchor"}\n')
+    reading = claude_code.read_lines
+
+    def failing(path: Path, skip: Any):  # the subagent's file fails as it is read
+        if path.name == "agent-a1.jsonl":
+            raise OSError("input/output error")
+        return reading(path, skip)
+
+    monkeypatch.setattr(claude_code, "read_lines", failing)
+    db = tmp_path / "u.duckdb"
+    api.ingest_claude_code(db, [tmp_path])
+    assert api.whatif(db, token_cap=1_000, by="session")["anchors"].to_list() == [None]
+
+
+def test_a_tool_name_from_data_stays_on_its_line_in_the_guards_note(tmp_path: Path) -> None:
+    t = Transcript("s-name")
+    t.prompt("go")
+    used = usage(3, 0, 1_000, 5)
+    t.response("m1", [tool_use("r1", "Read\nFAKE LINE: all clear", file_path="/a.py")], used)
+    t.results([tool_result("r1", read_output(SOURCE[:20]))])
+    t.response("m2", [tool_use("e1", "Edit", file_path="/a.py", old_string=SOURCE[3],
+                               new_string="")], used)  # fmt: skip
+    t.write(tmp_path)
+    db = tmp_path / "n.duckdb"
+    api.ingest_claude_code(db, [tmp_path])
+    out = runner.invoke(app, ["guards", "--db", str(db)])
+    assert out.exit_code == 0, out.output
+    assert "\nFAKE LINE" not in out.output
+    assert "Read\\x0aFAKE LINE: all clear: 1 in 1" in out.output

@@ -218,13 +218,17 @@ def guards(
     )
     import polars as pl
 
+    from ..sanitize import visible
+
     anchored = (  # per tool, whatever its app
         frame.filter(pl.col("anchors") > 0).group_by("tool_name")
         .agg(pl.col("anchors").sum(), pl.col("anchored_results").sum())
         .sort(["anchors", "tool_name"], descending=[True, False])
     )  # fmt: skip
-    carry = ", ".join(f"{tool}: {n:,} in {results:,} result{'s' if results != 1 else ''}"
-                      for tool, n, results in anchored.iter_rows())  # fmt: skip
+    carry = ", ".join(
+        f"{visible(tool)}: {n:,} in {results:,} result{'s' if results != 1 else ''}"
+        for tool, n, results in anchored.iter_rows()  # a name from data: one line, shown
+    )
     note = f"; results that carry anchors (strings later calls reproduced): {carry}" \
         if carry else ""  # fmt: skip
     emit(frame, fmt, GUARDS, f"budget {budget:,} tokens; {GUARDS.footnote}{note}")

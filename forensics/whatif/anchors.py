@@ -4,16 +4,18 @@ ways of bringing a result over the cap down to it, with the same budget:
 
 - **head/tail truncation**: the result's first and last halves of the budget are kept
   (the budget is the cap's share of the result: its UTF-8 bytes times the cap over the
-  guard's estimate of the whole result); an anchor survives when every line of the
-  result that holds it lies inside one of them;
-- **anchor-preserving elision**: the lines that hold anchors are kept whole, in the order
-  of their anchors' first lines, while they and a marker for each run of lines elided
-  (ELISION_MARKER, naming the bytes and how to get them back) fit the budget; the rest
-  is elided. An anchor that does not fit is cut with its lines.
+  guard's estimate of the whole result); an anchor survives when every line or word of
+  it found in the result lies inside one of them;
+- **anchor-preserving elision**: the lines that hold anchors are kept whole, the anchor
+  whose lines take fewest bytes first (then by place), while they and a marker for each
+  run of lines elided (ELISION_MARKER, naming the bytes and how to get them back) fit the
+  budget; the rest is elided. An anchor that does not fit is cut with its lines.
 
 The elision knows which lines later calls reproduced: hindsight a live guard does not
-have. It is the upper bound of what keeping the right lines can save, as head/tail is
-what a guard that knows nothing keeps. A result within the cap is kept whole both ways.
+have. It keeps whole lines and pays for its markers, so it is not always better: an
+anchor word on a long line (a result of one line of JSON), or anchors far apart in a
+small budget, can survive head/tail and not the elision. A result within the cap is
+kept whole both ways.
 A result of a session not searched for anchors (any family but Claude Code, or read
 before store schema 12) has its anchors unknown (null), never none.
 """
@@ -45,23 +47,28 @@ def elided_size(lines: list[tuple[int, int]], size: int) -> int:
     return total
 
 
+Piece = tuple[int, int, int, int]  # a key's [start, end) in the result, and its line's
+
+
 def cut_anchors(
-    spans: list[list[tuple[int, int]]], size: int, guard_tokens: int, token_cap: int
+    anchors: list[list[Piece]], size: int, guard_tokens: int, token_cap: int
 ) -> tuple[int, int]:
-    """How many of one result's anchors (each the [start, end) of the lines holding it)
-    head/tail truncation and the anchor-preserving elision cut, at `token_cap`."""
+    """How many of one result's anchors (each its pieces: where each key is, and its
+    line) head/tail truncation and the anchor-preserving elision cut, at `token_cap`."""
     if guard_tokens <= token_cap:
         return 0, 0
     budget = size * token_cap // guard_tokens
     tail = budget // 2
     head, tail_from = budget - tail, size - tail
     truncated = sum(
-        1 for lines in spans if not all(e <= head or s >= tail_from for s, e in lines)
-    )
+        1 for pieces in anchors
+        if not all(e <= head or s >= tail_from for s, e, _, _ in pieces)
+    )  # fmt: skip
+    lines = [sorted({(ls, le) for _, _, ls, le in pieces}) for pieces in anchors]
     kept: set[tuple[int, int]] = set()
     elided = 0
-    for lines in sorted(spans, key=lambda lines: lines[0]):
-        trial = kept.union(lines)
+    for spans in sorted(lines, key=lambda spans: (sum(e - s + 1 for s, e in spans), spans)):
+        trial = kept.union(spans)
         if elided_size(sorted(trial), size) <= budget:
             kept = trial
         else:
@@ -77,13 +84,13 @@ def anchor_figures(
 ) -> pl.DataFrame:
     """Per result of `results` (its key and guard_tokens): ANCHOR_COLUMNS. `anchors` are
     the stored rows of its sessions, `searched` those sessions searched for them."""
-    found: dict[tuple[str, ...], list[list[tuple[int, int]]]] = {}
+    found: dict[tuple[str, ...], list[list[Piece]]] = {}
     sizes: dict[tuple[str, ...], int] = {}
     for row in anchors.iter_rows(named=True):
         key = tuple(row[k] for k in _KEY)
-        found.setdefault(key, []).append(
-            list(zip(row["line_starts"], row["line_ends"], strict=True))
-        )
+        found.setdefault(key, []).append(list(zip(
+            row["key_starts"], row["key_ends"], row["line_starts"], row["line_ends"],
+            strict=True)))  # fmt: skip
         sizes[key] = row["result_bytes"]
     tokens = {
         tuple(r[:4]): r[4]

@@ -19,16 +19,17 @@ tool call's arguments or the model's later text reproduced from it (docs/whatif.
   since the thread's last compaction (a result compacted away is no longer there to
   copy from); a string the thread had sent itself before (a prompt, the model's own
   earlier output) is not reproduced from a result and is not counted;
-- one later string's hits in one result are one anchor, placed by the lines of the
-  result that hold them (byte offsets in its UTF-8 text).
+- one later string's hits in one result are one anchor, placed by where its keys are in
+  the result and by the lines that hold them (byte offsets in its UTF-8 text).
 
 So a string is found when it is a whole line or a whole word of the result, not a
 fragment of a line that is neither. The index keeps hashes, not text: the last
 GENERATION_KEYS to 2 x GENERATION_KEYS keys (two generations; the older goes when the
 newer fills), some tens of context windows of results, so a session of any length is
-read in bounded memory. Results are scanned as bytes (one regular expression for the
-lines, numpy for the words), the keys hashed and inserted by C loops: the scan costs
-about a fifth of what reading the transcript's JSON does.
+read in bounded memory (a result adds MAX_RESULT_KEYS keys at most: its first). Results
+are scanned as bytes (one regular expression for the lines, numpy for the words, a
+megabyte at a time), the keys hashed and inserted by C loops: on generated transcripts
+that is about half again the reader's own CPU (docs/claude-code.md).
 """
 
 from __future__ import annotations
@@ -53,8 +54,13 @@ _LINE = re.compile(
 )
 _DELIMITERS = b" \t\n\r\x0b\x0c\"'`()[]{}<>,;"
 _WORD = re.compile(rb"[^\s\"'`()\[\]{}<>,;]{%d,}" % MIN_CHARS)  # the same words, for short text
+_DELIMITER_AT = re.compile(rb"[\s\"'`()\[\]{}<>,;]")
 _DELIMITER = np.zeros(256, dtype=bool)
 _DELIMITER[list(_DELIMITERS)] = True
+WORD_CHUNK = 1 << 20  # bytes of a result whose words numpy finds at once (8 bytes a word edge)
+# keys of one result, at most (its lines' first, then its words'): a result of many
+# megabytes of words is indexed by its first GENERATION_KEYS, so memory stays bounded
+MAX_RESULT_KEYS = GENERATION_KEYS
 
 
 def _long(key: bytes) -> bool:
@@ -62,34 +68,67 @@ def _long(key: bytes) -> bool:
     return key.isascii() or len(key.decode("utf-8", "replace")) >= MIN_CHARS
 
 
-def _result_keys(data: bytes) -> tuple[list[bytes], list[int], list[int]]:
-    """A result's keys, in order (its lines', then its words'), and the [start, end) of the
-    line that holds each."""
-    found = list(_LINE.finditer(data))
-    keys = [m.group(1) for m in found]
-    starts = [m.start() for m in found]
-    ends = [m.end() for m in found]
-    if len(data) >= MIN_CHARS:
-        codes = np.frombuffer(data, dtype=np.uint8)
-        cut = _DELIMITER[codes]
-        edges = np.flatnonzero(np.diff(np.concatenate(([True], cut, [True])).view(np.int8)))
+@dataclass
+class _Keys:
+    """A result's keys, in order, and for each its own [start, end) and its line's."""
+
+    keys: list[bytes] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+    line_starts: list[int] = field(default_factory=list)
+    line_ends: list[int] = field(default_factory=list)
+
+
+def _result_keys(data: bytes) -> _Keys:
+    """A result's keys: its lines', then its words' (MAX_RESULT_KEYS at most)."""
+    found = _Keys()
+    for m in _LINE.finditer(data):
+        if len(found.keys) >= MAX_RESULT_KEYS:
+            break
+        found.keys.append(m.group(1))
+        found.starts.append(m.start(1))
+        found.ends.append(m.end(1))
+        found.line_starts.append(m.start())
+        found.line_ends.append(m.end())
+    at, size = 0, len(data)
+    while at < size and size >= MIN_CHARS and len(found.keys) < MAX_RESULT_KEYS:
+        end = min(at + WORD_CHUNK, size)
+        if end < size:  # to the next delimiter: no word is split between two pieces
+            hit = _DELIMITER_AT.search(data, end)
+            end = size if hit is None else hit.start()
+        codes = np.frombuffer(data, dtype=np.uint8, count=end - at, offset=at)
+        edges = np.flatnonzero(
+            np.diff(np.concatenate(([True], _DELIMITER[codes], [True])).view(np.int8))
+        )
         first, last = edges[0::2], edges[1::2]
         long = (last - first) >= MIN_CHARS
         if long.any():
-            first, last = first[long], last[long]
+            first, last = first[long] + at, last[long] + at
+            room = MAX_RESULT_KEYS - len(found.keys)
+            first, last = first[:room], last[:room]
             # the line around each: from the newline before it (or the start) to the next
-            bounds = np.concatenate(([-1], np.flatnonzero(codes == 10), [len(data)]))
-            at = np.searchsorted(bounds, first, side="right")
-            keys += [data[a:b] for a, b in zip(first.tolist(), last.tolist(), strict=True)]
-            starts += (bounds[at - 1] + 1).tolist()
-            ends += bounds[at].tolist()
+            bounds = np.concatenate((
+                [data.rfind(b"\n", 0, at)], np.flatnonzero(codes == 10) + at,
+                [size if (n := data.find(b"\n", end)) < 0 else n],
+            ))  # fmt: skip
+            line = np.searchsorted(bounds, first, side="right")
+            found.keys += [data[a:b] for a, b in zip(first.tolist(), last.tolist(), strict=True)]
+            found.starts += first.tolist()
+            found.ends += last.tolist()
+            found.line_starts += (bounds[line - 1] + 1).tolist()
+            found.line_ends += bounds[line].tolist()
+        at = end
     if not data.isascii():  # a key of MIN_CHARS bytes may be fewer characters
-        chosen = [i for i, key in enumerate(keys) if _long(key)]
-        if len(chosen) < len(keys):
-            keys = [keys[i] for i in chosen]
-            starts = [starts[i] for i in chosen]
-            ends = [ends[i] for i in chosen]
-    return keys, starts, ends
+        chosen = [i for i, key in enumerate(found.keys) if _long(key)]
+        if len(chosen) < len(found.keys):
+            found = _Keys(
+                [found.keys[i] for i in chosen],
+                [found.starts[i] for i in chosen],
+                [found.ends[i] for i in chosen],
+                [found.line_starts[i] for i in chosen],
+                [found.line_ends[i] for i in chosen],
+            )
+    return found
 
 
 def later_keys(text: str) -> set[bytes]:
@@ -104,6 +143,9 @@ def later_keys(text: str) -> set[bytes]:
     return {k for k in found if len(k) >= MIN_CHARS and _long(k)}
 
 
+_Piece = tuple[int, int, int, int]  # a key's [start, end) in the result, and its line's
+
+
 @dataclass
 class _Result:
     number: int  # in its thread, from 0
@@ -111,8 +153,11 @@ class _Result:
     tool: str
     size: int  # bytes of its UTF-8 text
     serial: int  # its first key's serial
-    starts: array[int]  # each key's line (8 bytes a key, not a Python int's 32)
+    # each key's place (8 bytes a figure, not a Python int's 32)
+    starts: array[int]
     ends: array[int]
+    line_starts: array[int]
+    line_ends: array[int]
 
 
 @dataclass
@@ -121,10 +166,11 @@ class _Generation:
     serials: list[int] = field(default_factory=list)  # each result's first serial
     results: list[_Result] = field(default_factory=list)
 
-    def find(self, serial: int) -> tuple[_Result, int, int]:
+    def find(self, serial: int) -> tuple[_Result, _Piece]:
         result = self.results[bisect_right(self.serials, serial) - 1]
         at = serial - result.serial
-        return result, result.starts[at], result.ends[at]
+        return result, (result.starts[at], result.ends[at], result.line_starts[at],
+                        result.line_ends[at])  # fmt: skip
 
 
 @dataclass
@@ -134,7 +180,7 @@ class _Anchor:
     by_call_id: str | None
     by_tool: str | None
     argument: str  # its name, or `text`
-    lines: dict[tuple[int, int], None] = field(default_factory=dict)
+    pieces: dict[_Piece, None] = field(default_factory=dict)
     size: int = 0  # bytes of the keys that hit
 
 
@@ -147,9 +193,10 @@ class AnchorIndex:
         self.results = 0  # results read
         self.serial = 0
         self.pending: set[int] = set()  # what the response being read sent
+        self.strings = 0  # strings of the response being read, looked up
         self.open = False  # a response is being read
         self.queued: list[tuple[str, str, str]] = []  # results read while it was
-        self.anchors: dict[tuple[int, str, str | None, str], _Anchor] = {}
+        self.anchors: dict[tuple[int, str, int], _Anchor] = {}
 
     def result(self, call_id: str | None, tool: str, text: str) -> None:
         """A tool result, read: its lines and words become keys of the newer generation,
@@ -168,15 +215,17 @@ class AnchorIndex:
             newer = _Generation()
             self.generations = [newer, self.generations[0]]
         data = text.encode("utf-8", "surrogatepass")
-        keys, starts, ends = _result_keys(data)
+        found = _result_keys(data)
         result = _Result(self.results, call_id, tool, len(data), self.serial,
-                         array("q", starts), array("q", ends))  # fmt: skip
+                         *(array("q", c) for c in (found.starts, found.ends, found.line_starts,
+                                                   found.line_ends)))  # fmt: skip
         self.results += 1
         newer.serials.append(self.serial)
         newer.results.append(result)
+        keys = found.keys
         n = len(keys)
         if n:
-            keys.reverse()  # a key's first line in the result is the one kept
+            keys.reverse()  # a key's first place in the result is the one kept
             newer.keys.update(zip(map(hash, keys), range(self.serial + n - 1, self.serial - 1, -1),
                                   strict=True))  # fmt: skip
         self.serial += n
@@ -184,6 +233,7 @@ class AnchorIndex:
     def began(self) -> None:
         """A response begins: results read from now on are indexed once it is complete."""
         self.open = True
+        self.strings = 0
 
     def compacted(self) -> None:
         """A compaction: the results before it are no longer in the thread's window."""
@@ -207,10 +257,12 @@ class AnchorIndex:
         by_tool: str | None,
     ) -> None:
         """Look up the (field, string) `values` of one block of the response being read (a
-        tool call's arguments, or a text); what it sent becomes the thread's own when the
-        response is complete (`responded`)."""
+        tool call's arguments, or a text), each string an anchor of each result it hits;
+        what the response sent becomes the thread's own when it is complete
+        (`responded`)."""
         newer, older = self.generations
         for name, text in values:
+            self.strings += 1
             for key in later_keys(text):
                 h = hash(key)
                 self.pending.add(h)
@@ -222,14 +274,14 @@ class AnchorIndex:
                     serial, generation = older.keys.get(h), older
                     if serial is None:
                         continue
-                result, start, end = generation.find(serial)
-                slot = (result.number, event_id, by_call_id, name)
+                result, piece = generation.find(serial)
+                slot = (result.number, event_id, self.strings)
                 anchor = self.anchors.get(slot)
                 if anchor is None:
                     anchor = _Anchor(result, event_id, by_call_id, by_tool, name)
                     self.anchors[slot] = anchor
-                if (start, end) not in anchor.lines:
-                    anchor.lines[(start, end)] = None
+                if piece not in anchor.pieces:
+                    anchor.pieces[piece] = None
                     anchor.size += len(key)
 
     def responded(self) -> None:
@@ -243,31 +295,27 @@ class AnchorIndex:
             self._index(call_id, tool, text)
 
     def rows(self) -> list[dict[str, Any]]:
-        """The anchors found, per result in order of reading: the store's `anchors` row
-        (without the session's key), and forget them."""
+        """The anchors found, per result in order of reading (the store's `anchors` rows
+        without the session's key and the anchor's index), and forget them."""
         found = sorted(self.anchors.values(), key=lambda a: a.result.number)
         self.anchors = {}
         rows = []
-        index = 0
-        for i, anchor in enumerate(found):
-            if i and found[i - 1].result.number == anchor.result.number:
-                index += 1
-            else:
-                index = 0
-            spans = sorted(anchor.lines)
+        for anchor in found:
+            pieces = sorted(anchor.pieces)
             rows.append(
                 {
                     "function_call_id": anchor.result.call_id,
                     "tool_name": anchor.result.tool,
-                    "anchor_index": index,
                     "event_id": anchor.event_id,
                     "by_call_id": anchor.by_call_id,
                     "by_tool": anchor.by_tool,
                     "field": anchor.argument,
                     "result_bytes": anchor.result.size,
                     "anchor_bytes": anchor.size,
-                    "line_starts": [s for s, _ in spans],
-                    "line_ends": [e for _, e in spans],
+                    "key_starts": [p[0] for p in pieces],
+                    "key_ends": [p[1] for p in pieces],
+                    "line_starts": [p[2] for p in pieces],
+                    "line_ends": [p[3] for p in pieces],
                 }
             )
         return rows

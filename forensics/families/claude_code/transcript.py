@@ -490,6 +490,7 @@ class SessionReader:
         self.seen_calls: set[tuple[str, str]] = set()
         self.event_ids: dict[str, tuple[str, int]] = {}  # id -> (file, line) that took it
         self.kinds: Counter[str] = Counter()
+        self.anchor_counts: Counter[str] = Counter()  # anchors emitted per result's call id
 
     # -- the session's timeline ---------------------------------------------------
 
@@ -515,9 +516,12 @@ class SessionReader:
             self._flush_results(thread)
             self._flush_boundary(thread, None)
         for thread in self.threads.values():
-            for row in thread.anchors.rows():
+            for row in thread.anchors.rows():  # numbered per result's call id, whatever file
+                index = self.anchor_counts[row["function_call_id"]]
+                self.anchor_counts[row["function_call_id"]] += 1
                 self.sink.anchor({"app_name": self.app, "user_id": self.user,
-                                  "session_id": self.session_id, **row})  # fmt: skip
+                                  "session_id": self.session_id, "anchor_index": index,
+                                  **row})  # fmt: skip
 
     def _line(self, number: int, text: str) -> None:
         self.number = number

@@ -95,6 +95,8 @@ ANCHOR_SCHEMA = pa.schema(
         ("field", pa.string()),
         ("result_bytes", pa.int64()),
         ("anchor_bytes", pa.int64()),
+        ("key_starts", pa.list_(pa.int64())),
+        ("key_ends", pa.list_(pa.int64())),
         ("line_starts", pa.list_(pa.int64())),
         ("line_ends", pa.list_(pa.int64())),
     ]
@@ -332,6 +334,7 @@ class _Sink:
         self.batcher = batcher
         self.details: list[dict[str, Any]] = []
         self.anchors: list[dict[str, Any]] = []
+        self.searched: list[tuple[str, str, str]] = []  # sessions whose files were all read
         self.replaces: list[tuple[str, str, str]] = []
 
     def event(self, row: dict[str, Any]) -> None:
@@ -352,13 +355,13 @@ class _Sink:
         batch = self.batcher.take()
         batch.side["transcript_events"] = _table(self.details, DETAIL_SCHEMA)
         batch.side["anchors"] = _table(self.anchors, ANCHOR_SCHEMA)
-        # a session read whole is searched for anchors whole (those of its files still
-        # to read come in later batches of the same run)
+        # a session is searched for anchors once every file of it is read (a file that
+        # could not be read leaves its anchors unknown, not none)
         batch.side["anchor_sessions"] = _table(
-            [dict(zip(SEARCHED_SCHEMA.names, key, strict=True)) for key in self.replaces],
+            [dict(zip(SEARCHED_SCHEMA.names, key, strict=True)) for key in self.searched],
             SEARCHED_SCHEMA,
         )
-        self.details, self.anchors = [], []
+        self.details, self.anchors, self.searched = [], [], []
         batch.replaces, self.replaces = self.replaces, []
         return batch
 
@@ -501,6 +504,7 @@ class ClaudeCodeSource:
             sink.replaces.append((entry.app, self.user, entry.session_id))
             own = next((p for p, f in entry.files if f.role == "main"), entry.files[0][0])
             self._sources[(entry.app, self.user, entry.session_id)] = f"{self.kind}:{own}"
+            unread = False
             for i, (path, file) in enumerate(entry.files):
                 files += 1
                 count = 0
@@ -524,6 +528,7 @@ class ClaudeCodeSource:
                         error = f"cannot read the file: {e}"
                 if error is not None:
                     sink.skip(str(path), error)
+                    unread = True
                     continue
                 lines += count
                 size, mtime = stats[str(path)]
@@ -536,6 +541,8 @@ class ClaudeCodeSource:
                         "lines": count,
                     }
                 )
+            if not unread:
+                sink.searched.append((entry.app, self.user, entry.session_id))
             kinds.update(reader.kinds if recorded is None else recorded[1])
         self.notes["files"] = files
         self.notes["lines"] = lines
