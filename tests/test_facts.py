@@ -555,3 +555,28 @@ def test_the_ratio_fit_is_stored_with_the_facts(tmp_path):
     with Store.open(db) as store:
         store.run("UPDATE events SET ingest_id = ingest_id + 100 WHERE session_id = 'incident'")
         assert stored_fits(store) is None
+
+
+def test_the_growth_kept_at_refresh_is_the_growth_computed(store: Path, monkeypatch) -> None:
+    """analysis/kept_growth.py: the figures kept for every session, read for the whole
+    store and for one session, equal those computed per query; an ingest that changes
+    the facts leaves the kept figures unread until the refresh keeps them again."""
+    from forensics.analysis import kept_growth
+
+    sessions = api.sessions(store)["session_id"].to_list()
+    assert _count(store, "SELECT count(*) FROM growth_kept") == _count(
+        store, "SELECT count(*) FROM fact_tool_calls") > 0  # fmt: skip
+    picks = [None, sessions[0], sessions[-1]]
+    kept = [api.growth(store, pick) for pick in picks]
+    used = []
+    original = kept_growth.current
+    monkeypatch.setattr(kept_growth, "current", lambda f: used.append(original(f)) or False)
+    computed = [api.growth(store, pick) for pick in picks]
+    assert used == [True, True, True]
+    for a, b in zip(kept, computed, strict=True):
+        assert_frame_equal(a, b)
+    monkeypatch.setattr(kept_growth, "current", original)
+    with duckdb.connect(str(store)) as con:  # a fit kept again: the stamp no longer holds
+        con.execute("UPDATE store_meta SET value = value || ' ' WHERE key = 'fitted_ratios'")
+    with api.open_store(store) as s:
+        assert not kept_growth.current(api.Scope(s, None).facts)

@@ -373,7 +373,12 @@ class Facts:
         return calls.filter(pl.col("kind") == "failed"), loaded
 
     def growth(self, top: int | None = None) -> pl.DataFrame:
-        return self._frame("facts/growth", GROWTH, top=top or None)  # 0: no limit, as before
+        from . import kept_growth  # (it reads this module's Facts)
+
+        # the figures kept at the last refresh when they are those of these ratios
+        figures = "facts/growth_kept_rows" if kept_growth.current(self) else "facts/growth_figures"
+        return self._frame("facts/growth", GROWTH, views={"growth_figures": figures},
+                           top=top or None)  # 0: no limit, as before  # fmt: skip
 
     def turns(self) -> pl.DataFrame:
         return self._frame("facts/turns", TURNS)

@@ -29,6 +29,7 @@ from operator import itemgetter
 import duckdb
 import pyarrow as pa
 
+from ..analysis import kept_growth
 from ..analysis.facts import (
     FACT_SCHEMAS,
     FACT_TABLES,
@@ -145,7 +146,7 @@ def refresh(
         priced.mark(store, book)  # no fact nor ratio changed: the priced calls stand
     else:
         _price(store, book)  # and the calls every cost command would price
-    _keep_guards(store)  # and what the guards audit reads of every tool result
+    _keep_guards(store)  # and what the guards audit and the growth read of every tool call
     seconds = time.perf_counter() - started
     return Refresh(len(todo), done.events, done.calls, seconds, tuple(done.failed), count)
 
@@ -162,11 +163,13 @@ def _release_freed() -> None:
 
 
 def _keep_guards(store: Store) -> None:
-    """whatif/kept.py; a store the audit cannot read is told by the audit itself."""
-    try:
-        guard_kept.keep(store)
-    except duckdb.Error:
-        return
+    """whatif/kept.py and analysis/kept_growth.py; a store the audit or the growth
+    cannot read is told by the command itself."""
+    for kept in (guard_kept, kept_growth):
+        try:
+            kept.keep(store)
+        except duckdb.Error:
+            continue
 
 
 def _kept_ratios(store: Store) -> object:
