@@ -857,3 +857,26 @@ def test_pricing_that_needs_more_than_its_cap_still_prices(sample, tmp_path, mon
         assert con.execute(f"SELECT count(*) FROM {stored.TABLE}").fetchall()[0][0] > 0  # noqa: S608
     for by in ("day", "tool"):
         assert api.cost(db, by=by).equals(api.cost(sample, by=by))
+
+
+@pytest.mark.parametrize("projects", ["adk", "claude-code"])
+def test_tools_in_a_time_range_sum_their_runs_of_sessions(projects, sample, tmp_path,
+                                                           monkeypatch):  # fmt: skip
+    """With a time range each tool call is priced over the calls in it, a run of sessions
+    at a time (billed.TOOL_RUN_EVENTS): the runs' sums summed are the one query's rows,
+    whatever the runs, priced or not (unknown sums stay unknown)."""
+    from forensics.cost import billed
+
+    db = sample
+    if projects == "claude-code":
+        db = tmp_path / "cc.duckdb"
+        api.ingest_claude_code(db, [SAMPLES / "claude_code"])
+    times = api.cost(db, by="call")["started_at"].drop_nulls().sort()
+    middle = times[len(times) // 3].timestamp()
+    for window in (api.Selection(since=0.0), api.Selection(since=middle)):
+        for prices in (None, PRICES):
+            monkeypatch.setattr(billed, "TOOL_RUN_EVENTS", 10**9)  # one run
+            whole = api.cost(db, window, by="tool", prices=prices)
+            monkeypatch.setattr(billed, "TOOL_RUN_EVENTS", 1)  # a session a run
+            runs = api.cost(db, window, by="tool", prices=prices)
+            assert whole.height >= 2 and runs.equals(whole), (runs, whole)

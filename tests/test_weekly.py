@@ -279,3 +279,35 @@ def test_the_cache_section_never_says_zero_for_what_has_no_price(store: Path) ->
     assert "saved — (unpriced)" in line and "for — (unpriced)" in line
     assert all(row[4].text == "— (unpriced)" for row in context.cache_days.rows)
     assert not any("unexplained" in claim for claim in context.evidence["open"])
+
+
+def test_a_review_that_meets_its_memory_cap_is_built_again_above_it(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB's buffers are capped while the review is built (weekly.MEMORY_LIMIT) and
+    while the week's tool costs are priced (billed.TOOL_MEMORY_LIMIT); a build that meets
+    either cap is done again with it doubled: the same review as one never capped."""
+    from forensics.cost import billed
+    from forensics.reports import weekly
+    from forensics.store.handle import Store
+
+    uncapped = build_weekly(store, week_label="2026-W43", prices=PRICES)
+    met = []
+    raise_limit = Store.raise_memory_limit
+
+    def counted(self: Store, *args: object, **kwargs: object) -> bool:
+        met.append(1)
+        return raise_limit(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Store, "raise_memory_limit", counted)
+    monkeypatch.setattr(weekly, "MEMORY_LIMIT", "1MB")
+    monkeypatch.setattr(billed, "TOOL_MEMORY_LIMIT", "1MB")
+    capped = build_weekly(store, week_label="2026-W43", prices=PRICES)
+    assert met  # the caps were met, and raised
+    import dataclasses
+
+    def timeless(context: object) -> object:  # (when it was generated differs)
+        method = [m for m in context.method if m[0] != "generated"]  # type: ignore[attr-defined]
+        return dataclasses.replace(context, method=method)  # type: ignore[type-var]
+
+    assert timeless(capped) == timeless(uncapped)
