@@ -707,6 +707,7 @@ def failures_by(frame: pl.DataFrame, by: str) -> pl.DataFrame:
 # ---------------------------------------------------------------------------
 
 WHATIF_BY = ("turn", "session", "call", "result")
+BREAKEVEN_MEMORY_LIMIT = "192MB"  # DuckDB's buffers while breakeven reads (doubled when met)
 WHATIF_ASSUMPTION = (
     "The trajectory is held fixed: the same calls in the same order, each request smaller by "
     "what the guard took out of the tool results it carried. What the agent would have done "
@@ -884,7 +885,9 @@ def breakeven(store: StoreLike, selection: SelectionLike = None, *, agent: str |
         )
     with using(store) as s:
         scope = Scope(s, selection)
-        found = scope.costing(price_book(prices, s)).query("cost/breakeven")
+        costing = scope.costing(price_book(prices, s))
+        # DuckDB's buffers capped: every call is read, and its blocks stayed cached
+        found = s.capped(BREAKEVEN_MEMORY_LIMIT, lambda: costing.query("cost/breakeven"))
     rows = {(r["agent"], r["whole"]): r for r in found.iter_rows(named=True)}
     names = sorted(a for (a, whole), r in rows.items() if not whole and a is not None
                    and r["agent_calls"])  # fmt: skip

@@ -9,7 +9,7 @@ split and what tool results cost are sums of those rows, in exact Decimals.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -233,7 +233,10 @@ class Costing:
         if kept:
             frame = self.facts.query("cost/tool_costs", self.tables, views, scans=self.scans)
             return COST_TOOLS.from_query(frame)
-        parts = self._under_cap(lambda: [
+        # DuckDB's buffers capped: the scans of every carried result (5 million rows at
+        # 1,000,000 events) leave fewer of their blocks cached (the weekly review's tool
+        # costs: 457 MB resident uncapped, 293 MB at 128 MB, 0.1 s slower)
+        parts = self.facts.store.capped(TOOL_MEMORY_LIMIT, lambda: [
             self.facts.query("cost/tool_costs", self.tables, views, sessions=run,
                              scans=self.scans)  # fmt: skip
             for run in self.facts.session_runs(TOOL_RUN_EVENTS)
@@ -243,20 +246,6 @@ class Costing:
         if not parts:  # nothing selected: the query's empty frame, its columns typed
             parts = [self.facts.query("cost/tool_costs", self.tables, views, scans=self.scans)]
         return COST_TOOLS.from_query(_tool_sums(pl.concat(parts, how="vertical_relaxed")))
-
-    def _under_cap(self, work: Callable[[], list[pl.DataFrame]]) -> list[pl.DataFrame]:
-        """`work` with DuckDB's buffers capped at TOOL_MEMORY_LIMIT, doubled while it meets
-        the cap: its scans of every carried result (5 million rows at 1,000,000 events)
-        then leave fewer of their blocks cached (the weekly review's tool costs: 457 MB
-        resident uncapped, 293 MB at 128 MB, 0.1 s slower)."""
-        store = self.facts.store
-        with store.memory_limit(TOOL_MEMORY_LIMIT):
-            while True:
-                try:
-                    return work()
-                except duckdb.OutOfMemoryException:
-                    if not store.raise_memory_limit():
-                        raise
 
     def cache(self, by: str, rules: CacheRules | None = None) -> pl.DataFrame:
         """The prompt cache per call (`by` call) or summed by turn, session, agent or day:

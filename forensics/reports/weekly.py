@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import duckdb
 import polars as pl
 
 from .. import __version__, api
@@ -213,13 +212,8 @@ def build_weekly(
         # DuckDB's buffers capped (doubled while the review meets the cap): each section
         # reads the facts again, and uncapped the blocks they read stayed cached (505 MB
         # resident at 1,000,000 events, 380 MB capped)
-        with opened.memory_limit(MEMORY_LIMIT):
-            while True:
-                try:
-                    return _build(opened, period, app, budget, book, arms)
-                except duckdb.OutOfMemoryException:
-                    if not opened.raise_memory_limit():
-                        raise
+        return opened.capped(MEMORY_LIMIT, lambda: _build(opened, period, app, budget, book,
+                                                          arms))  # fmt: skip
 
 
 def _incident_command(store: api.Store, row: dict[str, Any], book: api.PriceBook) -> str:

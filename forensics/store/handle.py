@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import polars as pl
@@ -18,6 +18,8 @@ import pyarrow as pa
 from .. import sql
 from ..errors import StoreError
 from . import migrations
+
+T = TypeVar("T")
 
 DEFAULT_DB = "forensics.duckdb"
 
@@ -243,6 +245,18 @@ class Store:
             return False
         self.run("SET memory_limit = ?", [f"{raised}MiB"])
         return True
+
+    def capped(self, limit: str, work: Callable[[], T]) -> T:
+        """`work` (reads, or writes undone when they fail) with DuckDB's buffers capped at
+        `limit`, doubled and `work` done again while it meets the cap: the blocks a scan
+        reads stay cached up to the cap, so a command that scans much holds less."""
+        with self.memory_limit(limit):
+            while True:
+                try:
+                    return work()
+                except duckdb.OutOfMemoryException:
+                    if not self.raise_memory_limit():
+                        raise
 
     @contextmanager
     def memory_limit(self, limit: str) -> Iterator[None]:
