@@ -21,7 +21,11 @@ from typer.testing import CliRunner
 
 from forensics import api
 from forensics.cli import app
-from forensics.families.adk.releases import from_pickled_actions, uncertain_rules
+from forensics.families.adk.releases import (
+    from_event_keys,
+    from_pickled_actions,
+    uncertain_rules,
+)
 from forensics.families.adk.windows import calls, rules_for, window
 from forensics.model import Event, Part, Release, Session
 from forensics.store import Store
@@ -158,9 +162,11 @@ def test_a_release_given_at_ingest_rules_and_an_unknown_one_is_assumed(releases,
     seen = _compare(assumed, folder)
     # 2.13's quoted relay on a 2.0 session: every call after a hand-over is too big
     assert seen["exact"] < 10 and seen["responses"] == 20
+    # V1 rows say 2.0.0 or later (node_info in every event), not which side of 2.7/2.8
     with Store.open(assumed, read_only=True) as con:
         assert {rules_for(s.release).label for s in load_sessions(con)} == {
-            "google-adk 2.13.0 rules (assumed)"
+            "google-adk 2.0.0 or later rules (inferred; assumed the newer summary voice, "
+            "relay format)"
         }
 
 
@@ -323,3 +329,96 @@ def test_traced_calls_use_the_traced_window(releases, tmp_path):
     untraced = tmp_path / "untraced.duckdb"
     _ingest(folder, untraced, traces=False)
     assert set(api.calls(untraced)["window_source"].drop_nulls()) == {"rebuilt"}
+
+
+def test_json_events_bound_the_release_by_their_keys(releases, tmp_path):
+    """Events stored as JSON (schema V1, a saved session) carry the keys their release
+    writes in every event: 2.0.0 and 2.13.0's V1 rows say 2.0.0 or later, 1.18.0's saved
+    session (snake_case, as `adk run --save_session` wrote it then) 1.18.0 to before
+    2.0.0; every range holds the release that wrote it."""
+    for release, files in (("2.0.0", "sessions.db"), ("2.13.0", "sessions.db"),
+                           ("1.18.0", "compaction.session.json")):  # fmt: skip
+        db = tmp_path / f"{release}.duckdb"
+        if files.endswith(".db"):
+            api.ingest_sqlite(db, releases / release / files)
+        else:
+            api.ingest_json(db, [releases / release / files], app="shop", user="u-3")
+        with Store.open(db, read_only=True) as con:
+            found = {s.release for s in load_sessions(con)}
+        assert found and all(r is not None and r.basis == "inferred" for r in found)
+        for r in found:
+            assert r.since is not None
+            assert _v(r.since) <= _v(release) and (r.until is None or _v(release) < _v(r.until))
+        expected = ("2.0.0", None) if release != "1.18.0" else ("1.18.0", "2.0.0")
+        assert {(r.since, r.until) for r in found} == {expected}
+
+
+def _v(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("."))
+
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "real_data" / "adk_traces"
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_data is absent")
+def test_real_sessions_without_their_traces_are_placed_by_their_keys(tmp_path):
+    """The public session+trace pairs (google-adk 1.18.0, the web API's camelCase): read
+    without their traces, each session's keys say 1.18.0 to before 2.0.0, and the rules of
+    that range's newest release put every traced request within 2% (the 2.13 rules
+    assumed before put 18 of 54 off by more)."""
+    import polars as pl
+
+    sessions = sorted(REAL.glob("*__session_*.json"))
+    traces = sorted(REAL.glob("*__trace_*.json"))
+    db = tmp_path / "keys.duckdb"
+    result = api.ingest_json(db, sessions, app="w", user="u")
+    assert result.notes["adk_release"] == (
+        f"{len(sessions)} sessions inferred: 1.18.0 to before 2.0.0, from the keys of its "
+        "stored events"
+    )
+    with Store.open(db, read_only=True) as con:
+        (found,) = {s.release for s in load_sessions(con)}
+    assert found is not None and found.version == "1.39.99"
+    for version, within in ((found.version, 54), ("2.13.0", 36)):
+        given = tmp_path / f"{version}.duckdb"
+        api.ingest_json(given, sessions, app="w", user="u", adk_version=version)
+        api.ingest_traces(given, traces)
+        fidelity = api.fidelity(given)
+        assert fidelity.height == 54
+        assert fidelity.filter(pl.col("chars_diff_pct").abs() <= 2).height == within
+        # the same windows as the ingest that inferred the release builds
+        if version == found.version:
+            ours = api.calls(db).select("call_id", "occupancy")
+            theirs = api.calls(given).select("call_id", "occupancy")
+            assert ours.sort("call_id").equals(theirs.sort("call_id"))
+
+
+def _keys(**found: object) -> dict[str, object]:
+    return {"whole_events": 3, "without_confirmations": 0, "without_node_info": 3, **found}
+
+
+def test_event_keys_bound_the_release():
+    r = from_event_keys(_keys(model_version=True))
+    assert r is not None and (r.since, r.until, r.version) == ("1.18.0", "2.0.0", "1.39.99")
+    assert uncertain_rules(r) == ["empty-event test", "compaction superseding"]
+    old = from_event_keys(_keys(without_confirmations=3))
+    assert old is not None and (old.since, old.until) == ("1.5.0", "1.14.0")
+    two = from_event_keys(_keys(without_node_info=0, node_info=True))
+    assert two is not None and (two.since, two.until, two.version) == ("2.0.0", None, "2.13.0")
+    assert uncertain_rules(two) == ["summary voice", "relay format"]
+    # turn_complete_reason: 1.34.2 to 1.39.x, then again from 2.2.0
+    late = from_event_keys(_keys(turn_complete_reason=True))
+    assert late is not None and (late.since, late.until) == ("1.34.2", "2.0.0")
+    again = from_event_keys(_keys(without_node_info=0, node_info=True, turn_complete_reason=True))
+    assert again is not None and again.since == "2.2.0"
+    fenced = from_event_keys(_keys(without_node_info=0, node_info=True, transfer_reason=True))
+    assert fenced is not None and fenced.since == "2.9.0" and uncertain_rules(fenced) == []
+
+
+def test_event_keys_that_do_not_bound_the_release():
+    assert from_event_keys({}) is None
+    assert from_event_keys(_keys(whole_events=0)) is None  # no whole event
+    # events with node_info and events without: two releases wrote the session
+    assert from_event_keys(_keys(without_node_info=1, node_info=True)) is None
+    # one event without the 1.14 key, one with a key of 1.18: not one release
+    assert from_event_keys(_keys(without_confirmations=1, model_version=True)) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 from typer.testing import CliRunner
@@ -45,14 +46,22 @@ def test_every_traced_call_is_rebuilt_with_its_releases_rules(traced_db):
     assert relayed.height >= 10
 
 
-def test_without_the_trace_the_newest_rules_are_assumed_and_miss(traced_db, tmp_path):
+def test_without_the_trace_the_keys_place_the_release_and_2_13_would_miss(traced_db, tmp_path):
     db, _ = traced_db
-    untraced = tmp_path / "untraced.duckdb"
+    untraced, assumed = tmp_path / "untraced.duckdb", tmp_path / "assumed.duckdb"
     api.ingest_json(untraced, sorted(TRACES.glob("*__session_*.json")))
-    calls = api.calls(untraced, "session_8f8025ca-605b-4747-ba19-b61643f65164")
-    traced = api.calls(db, "session_8f8025ca-605b-4747-ba19-b61643f65164")
+    api.ingest_json(assumed, sorted(TRACES.glob("*__session_*.json")), adk_version="2.13.0")
+    session = "session_8f8025ca-605b-4747-ba19-b61643f65164"
+    calls, traced = api.calls(untraced, session), api.calls(db, session)
+    # the events' keys say 1.18.0 to before 2.0.0: the 1.x relay, as the trace's 1.18.0
+    with duckdb.connect(str(untraced), read_only=True) as con:
+        assert con.execute(
+            "SELECT basis, since_version, until_version FROM session_releases"
+            " WHERE session_id = ?", [session]).fetchall() == [("inferred", "1.18.0", "2.0.0")]
+    assert ((calls["chars"] - traced["chars"]).abs() <= traced["chars"] * 0.02).all()
     # 2.13's quoted relay adds ~2,000 characters per relaying call of this 1.18 session
-    assert (calls["chars"] - traced["chars"]).max() > 1_500
+    wrong = api.calls(assumed, session)
+    assert (wrong["chars"] - traced["chars"]).max() > 1_500
     assert api.fidelity(untraced).is_empty()
 
 

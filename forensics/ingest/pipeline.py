@@ -15,7 +15,7 @@ import pyarrow as pa
 from .. import sql
 from ..errors import FactsInterrupted
 from ..families.adk.normalize import Normalized, Normalizer
-from ..families.adk.releases import from_pickled_actions
+from ..families.adk.releases import from_event_keys, from_pickled_actions
 from ..model import Release
 from ..sources.base import ActionFields, Source
 from ..store import Store, ledger
@@ -128,6 +128,8 @@ class _Run:
         self.label = f"{source.kind}:{source.location}"
         self.family: str | None = getattr(source, "family", None)
         self.seen: set[tuple[str, str, str]] = set()
+        # per session, what its events' keys say of its ADK release, the batches merged
+        self.keys: dict[tuple[str, str, str], dict[str, object]] = {}
         self.conflicts: list[int] = []
         self.replaced = 0  # stored events of sessions read whole again
         self.started = ledger.now()
@@ -150,6 +152,8 @@ class _Run:
         result = self.result
         if self.release is not None:
             self.seen |= _keys(batch.events)
+        for row in batch.release_keys:
+            _merge(self.keys, row)
         result.rows_read += batch.rows_read
         result.skips.extend(batch.skipped)
         self.replaced += replaced
@@ -196,7 +200,7 @@ class _Run:
     def finish(self) -> None:
         store, source, result = self.store, self.source, self.result
         self._sources()
-        found = _releases(source, self.seen, self.release)
+        found = _releases(source, self.seen, self.release, self.keys)
         insert_releases(store, found, result.ingest_id)
         result.seconds = time.monotonic() - self.clock
         result.notes = dict(source.notes)
@@ -233,17 +237,43 @@ def _keys(events: pa.Table) -> set[tuple[str, str, str]]:
 
 
 def _releases(
-    source: Source, seen: set[tuple[str, str, str]], release: Release | None
+    source: Source,
+    seen: set[tuple[str, str, str]],
+    release: Release | None,
+    keys: dict[tuple[str, str, str], dict[str, object]],
 ) -> dict[tuple[str, str, str], Release]:
+    """Each session's release: the one given; else inferred from its V0 pickles' fields
+    or, for events stored as JSON, from their keys (never for a V0 session: its rows
+    are not the JSON ADK wrote)."""
     if release is not None:
         return dict.fromkeys(seen, release)
     fields: ActionFields | None = getattr(source, "action_fields", None)
     found = {}
-    for key, sets in (fields.by_session if fields else {}).items():
+    pickled = fields.by_session if fields else {}
+    for key, sets in pickled.items():
         inferred = from_pickled_actions(sets)
         if inferred is not None:
             found[key] = inferred
+    if getattr(source, "family", "adk") == "adk":
+        for key, evidence in keys.items():
+            if key not in pickled:
+                inferred = from_event_keys(evidence)
+                if inferred is not None:
+                    found[key] = inferred
     return found
+
+
+def _merge(into: dict[tuple[str, str, str], dict[str, object]], row: dict[str, object]) -> None:
+    """One batch's release_keys row into a session's: counts summed, flags or-ed."""
+    key = (str(row["app_name"]), str(row["user_id"]), str(row["session_id"]))
+    mine = into.setdefault(key, {})
+    for name, value in row.items():
+        if name in ("app_name", "user_id", "session_id"):
+            continue
+        if isinstance(value, bool) or value is None:
+            mine[name] = bool(mine.get(name)) or bool(value)
+        else:
+            mine[name] = int(mine.get(name) or 0) + int(value)  # type: ignore[call-overload]
 
 
 def _release_note(found: dict[tuple[str, str, str], Release]) -> str:

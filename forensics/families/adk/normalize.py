@@ -47,6 +47,8 @@ class Normalized:
     newest: float | None = None  # the newest event timestamp in the batch (epoch seconds)
     side: dict[str, pa.Table] = field(default_factory=dict)  # the batch's, passed through
     replaces: list[tuple[str, str, str]] = field(default_factory=list)  # the same
+    # per session, what its events' keys say of the ADK release (release_keys.sql)
+    release_keys: list[dict[str, object]] = field(default_factory=list)
 
 
 class Normalizer:
@@ -116,6 +118,9 @@ class Normalizer:
             (newest,) = self.con.execute(
                 "SELECT max(coalesce(column_epoch, epoch)) FROM staged WHERE valid"
             ).fetchall()[0]
+            keys = self.con.execute(sql.load("families/adk/release_keys").sql)
+            names = [d[0] for d in keys.description]
+            release_keys = [dict(zip(names, row, strict=True)) for row in keys.fetchall()]
             return Normalized(
                 events=self._table("event_rows"),
                 parts=self._table("part_rows"),
@@ -125,6 +130,7 @@ class Normalizer:
                 newest=newest,
                 side=batch.side,
                 replaces=batch.replaces,
+                release_keys=release_keys,
             )
         finally:
             for name in ("raw_batch", "raw_sessions", "sized_results", "results_to_size"):

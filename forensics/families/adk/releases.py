@@ -4,7 +4,10 @@ The release is known from the user (`--adk-version` at ingest), from ADK's own t
 (the request's `google-adk/X.Y.Z` header, or the OTLP scope's version), or inferred
 from the data where that is conclusive: a schema V0 row pickles every EventActions
 field of the release that wrote it, so the field names bound the release (a field
-it lacks was added later; one it has was there already). Otherwise the newest
+it lacks was added later; one it has was there already); an event stored as JSON
+(schema V1, SQLite, the web API's and `adk run`'s exports) writes the keys whose
+default is not None in every event, and the others only when set, so the first bound
+it on both sides at 1.14.0 and 2.0.0, the others from below. Otherwise the newest
 modelled release is assumed, and every output that depends on it says so.
 
 The boundaries are from docs/adk-window-rules-by-release.md (each read from the
@@ -138,3 +141,55 @@ def uncertain_rules(release: Release) -> list[str]:
     high = parse(release.until) if release.until else _OPEN
     names = [RULE_NAMES[k] for k, first in RULE_SINCE.items() if low < first < high]
     return list(dict.fromkeys(names))
+
+
+# What a stored event's keys say (docs/adk-window-rules-by-release.md, "What a stored
+# event says of its release"): queries/families/adk/release_keys.sql's flags, each the
+# first release that writes that key; a key written only when set bounds from below.
+KEY_SINCE: dict[str, Version] = {
+    "finish_reason": (1, 12, 0),
+    "compaction": (1, 15, 0),
+    "since_1_16": (1, 16, 0),  # end_of_agent
+    "rewind": (1, 17, 0),
+    "model_version": (1, 18, 0),
+    "interaction_id": (1, 21, 0),
+    "node_info": (2, 0, 0),
+    "since_2_0": (2, 0, 0),  # isolation_scope, route
+    "environment_id": (2, 4, 0),
+    "interaction_status": (2, 8, 0),
+    "transfer_reason": (2, 9, 0),
+    "turn_complete_reason": (1, 34, 2),  # and not 2.0.x-2.1.x: see from_event_keys
+}
+# keys every whole event has from a release on: one without them is from before it
+ALWAYS_SINCE = {"without_confirmations": (1, 14, 0), "without_node_info": (2, 0, 0)}
+
+
+def from_event_keys(found: dict[str, object]) -> Release | None:
+    """The release range a session's stored event keys allow (release_keys.sql's row,
+    its batches merged), or None when they do not bound it or contradict each other (a
+    session written by two releases: resumed, or migrated)."""
+    whole = int(found.get("whole_events") or 0)  # type: ignore[call-overload]
+    if not whole:
+        return None
+    # a whole event with `requested_tool_confirmations`: written from 1.14.0 on
+    without = int(found.get("without_confirmations") or 0)  # type: ignore[call-overload]
+    since: Version = (1, 14, 0) if without < whole else (1, 5, 0)
+    until: Version = _OPEN
+    for name, first in ALWAYS_SINCE.items():
+        if found.get(name):
+            until = min(until, first)
+    for name, first in KEY_SINCE.items():
+        if found.get(name):
+            since = max(since, first)
+    if found.get("turn_complete_reason") and since >= (2, 0, 0):
+        since = max(since, (2, 2, 0))  # (removed in 2.0.0, back in 2.2.0)
+    if since >= until:
+        return None
+    if until == _OPEN:
+        span = f"{show(since)} or later"
+        representative = NEWEST if parse(NEWEST) >= since else show(since)
+    else:
+        span = f"{show(since)} to before {show(until)}"
+        representative = _newest_below(until)
+    return Release(representative, "inferred", f"{span}, from the keys of its stored events",
+                   show(since), None if until == _OPEN else show(until))  # fmt: skip

@@ -7,7 +7,9 @@
 -- read: snake_case (model_dump) and camelCase (web API). A field of the wrong
 -- type becomes NULL; an event that is not valid JSON, or not an object, gets
 -- e = NULL; such rows, and rows with an impossible timestamp, have valid = false
--- and are reported by invalid_events; the other queries read only valid rows.
+-- and are reported by invalid_events; the other queries read only valid rows. Keys read
+-- only for whether they are there (JSON-typed) say which ADK release wrote the event
+-- (release_keys.sql).
 -- The loaders drop an event repeated within one batch (first wins).
 CREATE OR REPLACE TEMP TABLE staged AS
 SELECT
@@ -35,6 +37,11 @@ SELECT
         "error_code": "VARCHAR", "errorCode": "VARCHAR",
         "error_message": "VARCHAR", "errorMessage": "VARCHAR",
         "long_running_tool_ids": "VARCHAR[]", "longRunningToolIds": "VARCHAR[]",
+        "node_info": "JSON", "nodeInfo": "JSON",
+        "turn_complete_reason": "JSON", "turnCompleteReason": "JSON",
+        "interaction_id": "JSON", "interactionId": "JSON",
+        "environment_id": "JSON", "environmentId": "JSON",
+        "interaction_status": "JSON", "interactionStatus": "JSON",
         "usage_metadata": {
             "prompt_token_count": "BIGINT", "candidates_token_count": "BIGINT",
             "cached_content_token_count": "BIGINT", "thoughts_token_count": "BIGINT",
@@ -55,6 +62,10 @@ SELECT
                 "code_execution_result": "JSON", "codeExecutionResult": "JSON"}]},
         "actions": {
             "transfer_to_agent": "VARCHAR", "transferToAgent": "VARCHAR",
+            "requested_auth_configs": "JSON", "requestedAuthConfigs": "JSON",
+            "requested_tool_confirmations": "JSON", "requestedToolConfirmations": "JSON",
+            "end_of_agent": "JSON", "endOfAgent": "JSON",
+            "route": "JSON", "transfer_reason": "JSON", "transferReason": "JSON",
             "rewind_before_invocation_id": "VARCHAR", "rewindBeforeInvocationId": "VARCHAR",
             "compaction": {
                 "start_timestamp": "DOUBLE", "startTimestamp": "DOUBLE",
