@@ -422,3 +422,57 @@ def test_event_keys_that_do_not_bound_the_release():
     assert from_event_keys(_keys(without_node_info=1, node_info=True)) is None
     # one event without the 1.14 key, one with a key of 1.18: not one release
     assert from_event_keys(_keys(without_confirmations=1, model_version=True)) is None
+
+
+def _export(path: Path, events: list[dict[str, Any]]) -> None:
+    path.write_text(json.dumps({"id": "s-keys", "app_name": "a", "user_id": "u", "state": {},
+                                "last_update_time": 1.0, "events": events}))  # fmt: skip
+
+
+def _event(n: int, **extra: Any) -> dict[str, Any]:
+    actions = {"state_delta": {}, "artifact_delta": {}, "requested_auth_configs": {},
+               "requested_tool_confirmations": {}}  # fmt: skip
+    return {"id": f"e{n}", "invocation_id": "i1", "author": "user" if n % 2 else "agent",
+            "timestamp": 1_760_000_000.0 + n, "actions": actions,
+            "content": {"role": "user", "parts": [{"text": f"message {n}"}]}, **extra}  # fmt: skip
+
+
+def _inferred(db: Path) -> list[tuple[Any, ...]]:
+    with Store.open(db, read_only=True) as con:
+        return con.run("SELECT session_id, since_version, until_version, ingest_id"
+                       " FROM session_releases WHERE basis = 'inferred'")  # fmt: skip
+
+
+def test_an_inferred_range_is_narrowed_across_ingests_and_forgotten_when_they_disagree(tmp_path):
+    """Each ingest infers from the events it reads; what an earlier one stored narrows it
+    (never widened by fewer keys), a range that stays as stored is not written again (its
+    ingest is in the facts' stamp), and a session two releases wrote is not placed."""
+    db, export = tmp_path / "k.duckdb", tmp_path / "s.json"
+    _export(export, [_event(1), _event(2, model_version="gemini-2.5-flash")])
+    api.ingest_json(db, [export])
+    assert _inferred(db) == [("s-keys", "1.18.0", "2.0.0", 1)]
+    api.ingest_json(db, [export])  # the same events read again: nothing written
+    assert _inferred(db) == [("s-keys", "1.18.0", "2.0.0", 1)]
+    # later events of the same writer without model_version: not widened back to 1.14
+    _export(export, [_event(1), _event(2, model_version="gemini-2.5-flash"), _event(3)])
+    api.ingest_json(db, [export])
+    assert _inferred(db) == [("s-keys", "1.18.0", "2.0.0", 1)]
+    # then events with node_info: a 2.x release wrote them too, so no range holds
+    _export(export, [_event(1), _event(2, model_version="gemini-2.5-flash"), _event(3),
+                     _event(4, node_info={"path": ""})])  # fmt: skip
+    result = api.ingest_json(db, [export])
+    assert _inferred(db) == [] and "adk_release" not in result.notes
+    with Store.open(db, read_only=True) as con:
+        assert {rules_for(s.release).basis for s in load_sessions(con)} == {"assumed"}
+
+
+def test_pickles_then_json_rows_of_the_same_sessions_keep_the_narrower_range(tmp_path):
+    """The sample's V0 store (pickles: 2.9.0 or later) then its V1 store of the same
+    sessions (keys: 2.0.0 or later): what both allow, 2.9.0 or later."""
+    samples = Path(__file__).resolve().parents[1] / "sample_data"
+    db = tmp_path / "v.duckdb"
+    api.ingest_sqlite(db, samples / "adk_v0.db")
+    first = {r[0]: r[1:3] for r in _inferred(db)}
+    api.ingest_sqlite(db, samples / "adk_v1.db")
+    after = {r[0]: r[1:3] for r in _inferred(db)}
+    assert first and all(after[s] == first[s] for s in first), (first, after)

@@ -294,3 +294,38 @@ def test_a_store_in_a_missing_folder_names_the_folder(tmp_path):
     assert result.exit_code == 1
     assert f"the folder {target.parent} does not exist" in result.output
     assert not target.parent.exists()
+
+
+def test_capped_work_runs_as_before_where_the_cap_cannot_hold(tmp_path):
+    """Store.capped: work that meets the cap is done again with it doubled; where the cap
+    cannot hold (a cap DuckDB refuses, spilling where it cannot write: an IO error) the
+    work runs at the limit the connection had, and that limit is back after it."""
+    import duckdb
+
+    from forensics import api
+    from forensics.store.handle import Store
+
+    db = tmp_path / "c.duckdb"
+    api.ingest_sqlite(db, Path(__file__).resolve().parents[1] / "sample_data" / "adk_v1.db")
+    with Store.open(db, read_only=True) as store:
+        (before,) = store.run("SELECT current_setting('memory_limit')")[0]
+        seen: list[str] = []
+        fail = [True]
+
+        def spills() -> int:
+            seen.append(store.run("SELECT current_setting('memory_limit')")[0][0])
+            if fail and fail.pop():
+                raise duckdb.IOException('Failed to create directory "x.duckdb.tmp"')
+            return 42
+
+        def limit() -> str:
+            return store.run("SELECT current_setting('memory_limit')")[0][0]
+
+        assert store.capped("64MB", spills) == 42
+        # capped, then as before (DuckDB shows a limit rounded: set back, it reads as the
+        # rounded figure, '18.8 GiB' as '18.7 GiB')
+        assert seen[0] == "61.0 MiB" and seen[1] == limit() and seen[1][:2] == before[:2]
+        seen.clear()
+        again = limit()
+        assert store.capped("not a size", spills) == 42 and seen == [again]  # as it was
+        assert limit() == again

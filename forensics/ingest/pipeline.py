@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from .. import sql
 from ..errors import FactsInterrupted
+from ..families.adk import releases
 from ..families.adk.normalize import Normalized, Normalizer
 from ..families.adk.releases import from_event_keys, from_pickled_actions
 from ..model import Release
@@ -201,6 +202,8 @@ class _Run:
         store, source, result = self.store, self.source, self.result
         self._sources()
         found = _releases(source, self.seen, self.release, self.keys)
+        if self.release is None:  # narrowed by what earlier ingests inferred, said once
+            found = _narrowed(store, found, self.keys)
         insert_releases(store, found, result.ingest_id)
         result.seconds = time.monotonic() - self.clock
         result.notes = dict(source.notes)
@@ -261,6 +264,50 @@ def _releases(
                 if inferred is not None:
                     found[key] = inferred
     return found
+
+
+def _narrowed(
+    store: Store,
+    found: dict[tuple[str, str, str], Release],
+    keys: dict[tuple[str, str, str], dict[str, object]],
+) -> dict[tuple[str, str, str], Release]:
+    """This ingest's inferred ranges (each from the events it read) narrowed by those an
+    earlier ingest stored; a range that stays as stored is not written again (its ingest
+    is what the facts' stamp reads: writing it would rebuild them); a session whose
+    ranges allow no release in common, or whose events this time contradict each other,
+    has its inferred range forgotten (two releases wrote it)."""
+    contradicted = {k for k, row in keys.items() if k not in found and releases.contradicted(row)}
+    asked = [k for k, r in found.items() if r.basis == "inferred"] + sorted(contradicted)
+    if not asked:
+        return found
+    table = pa.table({name: [k[i] for k in asked]
+                      for i, name in enumerate(("app_name", "user_id", "session_id"))})  # fmt: skip
+    store.con.register("release_keys_of", table)
+    try:
+        out = dict(found)
+        for app, user, session, version, detail, since, until in store.run(
+            sql.load("store/inferred_releases").sql
+        ):
+            key = (app, user, session)
+            if key not in out:
+                continue
+            stored = Release(version, "inferred", detail, since, until)
+            both = releases.narrowed(stored, out[key])
+            if both is None:
+                contradicted.add(key)
+                del out[key]
+            elif (both.since, both.until) == (since, until):
+                del out[key]  # as stored: its row and its ingest stay
+            else:
+                out[key] = both
+        if contradicted:
+            store.con.register("release_keys_of", pa.table(
+                {name: [k[i] for k in sorted(contradicted)]
+                 for i, name in enumerate(("app_name", "user_id", "session_id"))}))  # fmt: skip
+            store.run(sql.load("store/delete_inferred_releases").sql)
+        return out
+    finally:
+        store.unregister("release_keys_of")
 
 
 def _merge(into: dict[tuple[str, str, str], dict[str, object]], row: dict[str, object]) -> None:

@@ -249,14 +249,30 @@ class Store:
     def capped(self, limit: str, work: Callable[[], T]) -> T:
         """`work` (reads, or writes undone when they fail) with DuckDB's buffers capped at
         `limit`, doubled and `work` done again while it meets the cap: the blocks a scan
-        reads stay cached up to the cap, so a command that scans much holds less."""
-        with self.memory_limit(limit):
+        reads stay cached up to the cap, so a command that scans much holds less. Where
+        the cap cannot hold (the connection holds more already; spilling to disk where
+        it cannot write, a read-only folder; doubled past MAX_MEMORY_MIB) `work` runs as
+        it did before: at the limit the connection had."""
+        (before,) = self.run("SELECT current_setting('memory_limit')")[0]
+        try:
+            self.run("SET memory_limit = ?", [limit])
+        except duckdb.Error:
+            return work()
+        try:
             while True:
                 try:
                     return work()
                 except duckdb.OutOfMemoryException:
                     if not self.raise_memory_limit():
-                        raise
+                        break
+                except duckdb.IOException:
+                    break
+        finally:
+            try:
+                self.run("SET memory_limit = ?", [before])
+            except (duckdb.Error, KeyboardInterrupt):
+                pass
+        return work()
 
     @contextmanager
     def memory_limit(self, limit: str) -> Iterator[None]:

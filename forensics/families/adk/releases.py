@@ -72,19 +72,31 @@ def from_pickled_actions(field_sets: Iterable[frozenset[str]]) -> Release | None
                 until = min(until, first)
     if not seen or since >= until:
         return None
+    return _ranged(since, until, "from the EventActions fields of its schema V0 pickles")
+
+
+def _ranged(since: Version, until: Version, evidence: str) -> Release:
+    """The inferred release [since, until): the rules of its newest release apply."""
     if until == _OPEN:
         span = f"{show(since)} or later"
         representative = NEWEST if parse(NEWEST) >= since else show(since)
     else:
         span = f"{show(since)} to before {show(until)}"
         representative = _newest_below(until)
-    return Release(
-        representative,
-        "inferred",
-        f"{span}, from the EventActions fields of its schema V0 pickles",
-        show(since),
-        None if until == _OPEN else show(until),
-    )
+    return Release(representative, "inferred", f"{span}, {evidence}", show(since),
+                   None if until == _OPEN else show(until))  # fmt: skip
+
+
+def narrowed(stored: Release, new: Release) -> Release | None:
+    """Two inferred ranges of one session (an earlier ingest's, this one's: each from the
+    events it read) as what both allow; None when nothing does (two releases wrote it)."""
+    since = max(parse(stored.since or "0.0.0"), parse(new.since or "0.0.0"))
+    until = min(parse(stored.until) if stored.until else _OPEN,
+                parse(new.until) if new.until else _OPEN)  # fmt: skip
+    if since >= until:
+        return None
+    evidence = [r.detail.split(", ", 1)[-1] for r in (stored, new)]
+    return _ranged(since, until, " and ".join(dict.fromkeys(evidence)))
 
 
 def _newest_below(until: Version) -> str:
@@ -167,7 +179,21 @@ ALWAYS_SINCE = {"without_confirmations": (1, 14, 0), "without_node_info": (2, 0,
 def from_event_keys(found: dict[str, object]) -> Release | None:
     """The release range a session's stored event keys allow (release_keys.sql's row,
     its batches merged), or None when they do not bound it or contradict each other (a
-    session written by two releases: resumed, or migrated)."""
+    session written by two releases: resumed, or migrated; `contradicted` says which)."""
+    bounds = _key_bounds(found)
+    if bounds is None or bounds[0] >= bounds[1]:
+        return None
+    return _ranged(*bounds, "from the keys of its stored events")
+
+
+def contradicted(found: dict[str, object]) -> bool:
+    """Whether a session's event keys allow no release at all (two releases wrote it)."""
+    bounds = _key_bounds(found)
+    return bounds is not None and bounds[0] >= bounds[1]
+
+
+def _key_bounds(found: dict[str, object]) -> tuple[Version, Version] | None:
+    """[since, until) from the keys, or None without a whole event."""
     whole = int(found.get("whole_events") or 0)  # type: ignore[call-overload]
     if not whole:
         return None
@@ -183,13 +209,4 @@ def from_event_keys(found: dict[str, object]) -> Release | None:
             since = max(since, first)
     if found.get("turn_complete_reason") and since >= (2, 0, 0):
         since = max(since, (2, 2, 0))  # (removed in 2.0.0, back in 2.2.0)
-    if since >= until:
-        return None
-    if until == _OPEN:
-        span = f"{show(since)} or later"
-        representative = NEWEST if parse(NEWEST) >= since else show(since)
-    else:
-        span = f"{show(since)} to before {show(until)}"
-        representative = _newest_below(until)
-    return Release(representative, "inferred", f"{span}, from the keys of its stored events",
-                   show(since), None if until == _OPEN else show(until))  # fmt: skip
+    return since, until
