@@ -69,3 +69,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG0
     terminalreporter.write_sep("-", "skipped, by reason")
     for reason, count in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
         terminalreporter.write_line(f"{count:4d}  {reason}")
+
+
+@pytest.fixture
+def caps_met(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gains an item each time a DuckDB memory cap is met and doubled
+    (Store.raise_memory_limit), for tests of capped work."""
+    from forensics.store.handle import Store
+
+    met: list[int] = []
+    raise_limit = Store.raise_memory_limit
+
+    def counted(self: Store, *args: object, **kwargs: object) -> bool:
+        met.append(1)
+        return raise_limit(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Store, "raise_memory_limit", counted)
+    return met
