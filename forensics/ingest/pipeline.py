@@ -201,9 +201,9 @@ class _Run:
     def finish(self) -> None:
         store, source, result = self.store, self.source, self.result
         self._sources()
-        found = _releases(source, self.seen, self.release, self.keys)
+        found, contradicted = _releases(source, self.seen, self.release, self.keys)
         if self.release is None:  # narrowed by what earlier ingests inferred, said once
-            found = _narrowed(store, found, self.keys)
+            found = _narrowed(store, found, contradicted)
         insert_releases(store, found, result.ingest_id)
         result.seconds = time.monotonic() - self.clock
         result.notes = dict(source.notes)
@@ -244,12 +244,12 @@ def _releases(
     seen: set[tuple[str, str, str]],
     release: Release | None,
     keys: dict[tuple[str, str, str], dict[str, object]],
-) -> dict[tuple[str, str, str], Release]:
+) -> tuple[dict[tuple[str, str, str], Release], set[tuple[str, str, str]]]:
     """Each session's release: the one given; else inferred from its V0 pickles' fields
     or, for events stored as JSON, from their keys (never for a V0 session: its rows
-    are not the JSON ADK wrote)."""
+    are not the JSON ADK wrote); and the sessions whose keys contradict each other."""
     if release is not None:
-        return dict.fromkeys(seen, release)
+        return dict.fromkeys(seen, release), set()
     fields: ActionFields | None = getattr(source, "action_fields", None)
     found = {}
     pickled = fields.by_session if fields else {}
@@ -257,26 +257,29 @@ def _releases(
         inferred = from_pickled_actions(sets)
         if inferred is not None:
             found[key] = inferred
+    contradicted = set()
     if getattr(source, "family", "adk") == "adk":
         for key, evidence in keys.items():
             if key not in pickled:
                 inferred = from_event_keys(evidence)
                 if inferred is not None:
                     found[key] = inferred
-    return found
+                elif releases.contradicted(evidence):
+                    contradicted.add(key)
+    return found, contradicted
 
 
 def _narrowed(
     store: Store,
     found: dict[tuple[str, str, str], Release],
-    keys: dict[tuple[str, str, str], dict[str, object]],
+    contradicted: set[tuple[str, str, str]],
 ) -> dict[tuple[str, str, str], Release]:
     """This ingest's inferred ranges (each from the events it read) narrowed by those an
     earlier ingest stored; a range that stays as stored is not written again (its ingest
     is what the facts' stamp reads: writing it would rebuild them); a session whose
     ranges allow no release in common, or whose events this time contradict each other,
     has its inferred range forgotten (two releases wrote it)."""
-    contradicted = {k for k, row in keys.items() if k not in found and releases.contradicted(row)}
+    contradicted = set(contradicted)
     asked = [k for k, r in found.items() if r.basis == "inferred"] + sorted(contradicted)
     if not asked:
         return found

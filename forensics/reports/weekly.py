@@ -211,7 +211,7 @@ def build_weekly(
             period = week_of(datetime.fromtimestamp(newest, UTC), tz)
         # DuckDB's buffers capped (doubled while the review meets the cap): each section
         # reads the facts again, and uncapped the blocks they read stayed cached (505 MB
-        # resident at 1,000,000 events, 380 MB capped)
+        # resident at 1,000,000 events, 332 MB capped at 128 MB)
         api.Scope(opened)  # the facts brought up to date first (a refresh is not capped)
         return opened.capped(MEMORY_LIMIT, lambda: _build(opened, period, app, budget, book,
                                                           arms))  # fmt: skip
