@@ -476,3 +476,32 @@ def test_pickles_then_json_rows_of_the_same_sessions_keep_the_narrower_range(tmp
     api.ingest_sqlite(db, samples / "adk_v1.db")
     after = {r[0]: r[1:3] for r in _inferred(db)}
     assert first and all(after[s] == first[s] for s in first), (first, after)
+
+
+def test_the_tables_that_hold_the_events_narrow_the_range_where_they_agree():
+    """DatabaseSessionService writes schema V1 from 1.22.0, ADK's SqliteSessionService
+    exists from 1.19.0: a session read from them is of that release or later, unless its
+    keys are older (a history migrated into them keeps the keys' range)."""
+    r = from_event_keys(_keys(model_version=True), "v1")
+    assert r is not None and (r.since, r.until) == ("1.22.0", "2.0.0")
+    assert r.detail.endswith("from the keys of its stored events and a schema V1 database")
+    assert uncertain_rules(r) == ["compaction superseding"]
+    svc = from_event_keys(_keys(), "sqlite-service")
+    assert svc is not None and (svc.since, svc.until) == ("1.19.0", "2.0.0")
+    migrated = from_event_keys(_keys(without_confirmations=3), "v1")  # 1.13 keys in V1
+    assert migrated is not None and (migrated.since, migrated.until) == ("1.5.0", "1.14.0")
+    newer = from_event_keys(_keys(without_node_info=0, node_info=True), "v1")
+    assert newer is not None and (newer.since, newer.detail) == (
+        "2.0.0", "2.0.0 or later, from the keys of its stored events")
+
+
+REAL_ADK = Path(__file__).resolve().parents[2] / "shared" / "real_data" / "adk"
+
+
+@pytest.mark.skipif(not REAL_ADK.is_dir(), reason="shared/real_data is absent")
+def test_a_real_sqlite_service_file_is_placed_by_its_keys_and_its_tables(tmp_path):
+    result = api.ingest_sqlite(tmp_path / "w.duckdb", REAL_ADK / "adk-web_tools_agent_session.db")
+    assert result.notes["adk_release"] == (
+        "5 sessions inferred: 1.19.0 to before 2.0.0, from the keys of its stored events and "
+        "a SqliteSessionService file"
+    )

@@ -259,9 +259,10 @@ def _releases(
             found[key] = inferred
     contradicted = set()
     if getattr(source, "family", "adk") == "adk":
+        layout = getattr(source, "layout", None)  # the tables read, where a release made them
         for key, evidence in keys.items():
             if key not in pickled:
-                inferred = from_event_keys(evidence)
+                inferred = from_event_keys(evidence, layout if isinstance(layout, str) else None)
                 if inferred is not None:
                     found[key] = inferred
                 elif releases.contradicted(evidence):

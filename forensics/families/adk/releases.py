@@ -174,16 +174,29 @@ KEY_SINCE: dict[str, Version] = {
 }
 # keys every whole event has from a release on: one without them is from before it
 ALWAYS_SINCE = {"without_confirmations": (1, 14, 0), "without_node_info": (2, 0, 0)}
+# the tables a source read its events from, and the first release that writes them
+# (sources' `layout`): DatabaseSessionService's schema V1, ADK's SqliteSessionService
+LAYOUT_SINCE: dict[str, tuple[Version, str]] = {
+    "v1": ((1, 22, 0), "a schema V1 database"),
+    "sqlite-service": ((1, 19, 0), "a SqliteSessionService file"),
+}
 
 
-def from_event_keys(found: dict[str, object]) -> Release | None:
+def from_event_keys(found: dict[str, object], layout: str | None = None) -> Release | None:
     """The release range a session's stored event keys allow (release_keys.sql's row,
-    its batches merged), or None when they do not bound it or contradict each other (a
-    session written by two releases: resumed, or migrated; `contradicted` says which)."""
+    its batches merged), narrowed by the tables that hold them (`layout`, LAYOUT_SINCE)
+    where the two agree, or None when the keys do not bound it or contradict each other
+    (a session written by two releases: resumed, or migrated; `contradicted` says
+    which). Keys older than their tables (a migrated history) keep the keys' range."""
     bounds = _key_bounds(found)
     if bounds is None or bounds[0] >= bounds[1]:
         return None
-    return _ranged(*bounds, "from the keys of its stored events")
+    since, until = bounds
+    evidence = "from the keys of its stored events"
+    floor = LAYOUT_SINCE.get(layout or "")
+    if floor is not None and since < floor[0] < until:
+        since, evidence = floor[0], f"{evidence} and {floor[1]}"
+    return _ranged(since, until, evidence)
 
 
 def contradicted(found: dict[str, object]) -> bool:
