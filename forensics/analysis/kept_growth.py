@@ -53,12 +53,8 @@ def current(facts: Facts) -> bool:
     figures kept with them."""
     if not facts.ratios_kept:
         return False
-    rows = facts.store.run(
-        "SELECT value FROM store_meta WHERE key = ? AND EXISTS (SELECT 1 FROM"
-        " information_schema.tables WHERE table_name = ? AND table_schema = 'main')",
-        [STAMP_KEY, TABLE],
-    )
-    return bool(rows) and rows[0][0] == stamp(facts.store)
+    kept = facts.store.kept_stamp(STAMP_KEY, TABLE)
+    return kept is not None and kept == stamp(facts.store)
 
 
 def keep(store: Store) -> None:

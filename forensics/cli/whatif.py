@@ -229,6 +229,6 @@ def guards(
         f"{visible(tool)}: {n:,} in {results:,} result{'s' if results != 1 else ''}"
         for tool, n, results in anchored.iter_rows()  # a name from data: one line, shown
     )
-    note = f"; results that carry anchors (strings later calls reproduced): {carry}" \
-        if carry else ""  # fmt: skip
+    note = f"; results that carry anchors (strings later calls reproduced): {carry} " \
+        "(inferred)" if carry else ""  # fmt: skip
     emit(frame, fmt, GUARDS, f"budget {budget:,} tokens; {GUARDS.footnote}{note}")

@@ -16,10 +16,10 @@ from .. import sql
 from ..errors import FactsInterrupted
 from ..families.adk import releases
 from ..families.adk.normalize import Normalized, Normalizer
-from ..families.adk.releases import from_event_keys, from_pickled_actions
 from ..model import Release
 from ..sources.base import ActionFields, Source
 from ..store import Store, ledger
+from ..store.arrow import session_keys_table
 from ..store.ledger import WATERMARK_OVERLAP_S, IngestResult
 from ..store.writes import (
     insert_batch,
@@ -254,15 +254,16 @@ def _releases(
     found = {}
     pickled = fields.by_session if fields else {}
     for key, sets in pickled.items():
-        inferred = from_pickled_actions(sets)
+        inferred = releases.from_pickled_actions(sets)
         if inferred is not None:
             found[key] = inferred
     contradicted = set()
     if getattr(source, "family", "adk") == "adk":
         layout = getattr(source, "layout", None)  # the tables read, where a release made them
+        tables = layout if isinstance(layout, str) else None
         for key, evidence in keys.items():
             if key not in pickled:
-                inferred = from_event_keys(evidence, layout if isinstance(layout, str) else None)
+                inferred = releases.from_event_keys(evidence, tables)
                 if inferred is not None:
                     found[key] = inferred
                 elif releases.contradicted(evidence):
@@ -284,9 +285,7 @@ def _narrowed(
     asked = [k for k, r in found.items() if r.basis == "inferred"] + sorted(contradicted)
     if not asked:
         return found
-    table = pa.table({name: [k[i] for k in asked]
-                      for i, name in enumerate(("app_name", "user_id", "session_id"))})  # fmt: skip
-    store.con.register("release_keys_of", table)
+    store.con.register("release_keys_of", session_keys_table(asked))
     try:
         out = dict(found)
         for app, user, session, version, detail, since, until in store.run(
@@ -305,9 +304,7 @@ def _narrowed(
             else:
                 out[key] = both
         if contradicted:
-            store.con.register("release_keys_of", pa.table(
-                {name: [k[i] for k in sorted(contradicted)]
-                 for i, name in enumerate(("app_name", "user_id", "session_id"))}))  # fmt: skip
+            store.con.register("release_keys_of", session_keys_table(sorted(contradicted)))
             store.run(sql.load("store/delete_inferred_releases").sql)
         return out
     finally:

@@ -47,3 +47,14 @@ def _polars(kind: pa.DataType) -> pl.DataType:
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         return pl.List(_polars(kind.value_type))
     raise TypeError(f"no polars type for {kind}")
+
+
+SESSION_KEYS = pa.schema([("app_name", pa.string()), ("user_id", pa.string()),
+                          ("session_id", pa.string())])  # fmt: skip
+
+
+def session_keys_table(keys: Sequence[tuple[str, str, str]]) -> pa.Table:
+    """(app, user, session) keys as a table of SESSION_KEYS, for a query to join."""
+    return columns_table(
+        {name: [k[i] for k in keys] for i, name in enumerate(SESSION_KEYS.names)}, SESSION_KEYS
+    )

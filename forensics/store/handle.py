@@ -246,6 +246,16 @@ class Store:
         self.run("SET memory_limit = ?", [f"{raised}MiB"])
         return True
 
+    def kept_stamp(self, key: str, table: str) -> str | None:
+        """The stamp kept in store_meta under `key` for the figures kept in `table`, None
+        when either is missing (a store kept by an older release, or never)."""
+        rows = self.run(
+            "SELECT value FROM store_meta WHERE key = ? AND EXISTS (SELECT 1 FROM"
+            " information_schema.tables WHERE table_name = ? AND table_schema = 'main')",
+            [key, table],
+        )
+        return rows[0][0] if rows else None
+
     def capped(self, limit: str, work: Callable[[], T]) -> T:
         """`work` (reads, or writes undone when they fail) with DuckDB's buffers capped at
         `limit`, doubled and `work` done again while it meets the cap: the blocks a scan

@@ -6,6 +6,7 @@ import pyarrow as pa
 
 from .. import sql
 from ..model import Release, TracedCall
+from .arrow import session_keys_table
 from .handle import Store
 
 
@@ -66,10 +67,7 @@ def replace_sessions(store: Store, keys: list[tuple[str, str, str]]) -> int:
     """Delete the stored events, parts, transcript details and anchors of these sessions inside
     the caller's transaction (their source reads them whole again); returns the events
     deleted."""
-    table = pa.table(
-        {name: [k[i] for k in keys] for i, name in enumerate(("app_name", "user_id", "session_id"))}
-    )
-    store.con.register("replaced_sessions", table)
+    store.con.register("replaced_sessions", session_keys_table(keys))
     try:
         # a session never stored has nothing to delete: the deletes scan whole tables (a
         # quadratic cost over an ingest's batches), `sessions` holds a row per stored one

@@ -38,12 +38,7 @@ def stamp(store: Store) -> str:
 
 
 def current(store: Store) -> bool:
-    rows = store.run(
-        "SELECT value FROM store_meta WHERE key = ? AND EXISTS (SELECT 1 FROM"
-        " information_schema.tables WHERE table_name = ? AND table_schema = 'main')",
-        [STAMP_KEY, TABLE],
-    )
-    return bool(rows) and rows[0][0] == stamp(store)
+    return store.kept_stamp(STAMP_KEY, TABLE) == stamp(store)
 
 
 def keep(store: Store) -> None:
