@@ -227,6 +227,27 @@ CALLS = Spec(
             "fitted chars-per-token ratio",
         ),
         Column(
+            "occupancy_estimated_low",
+            I64,
+            ESTIMATED,
+            help="where the session's ADK release is not known (inferred as a range, or "
+            "never) and the releases it may be rebuild this window differently: the "
+            "lowest estimate among them (`occupancy_estimated` is the newest's); empty "
+            "otherwise. --adk-version at ingest, or the session's trace, removes it",
+        ),
+        Column(
+            "occupancy_estimated_high",
+            I64,
+            ESTIMATED,
+            help="... and the highest",
+        ),
+        Column(
+            "rules_range",
+            S,
+            help="the release boundaries that make a call's estimate a range, each with "
+            "the release that brought it (e.g. `relay format (2.8.0)`)",
+        ),
+        Column(
             "occupancy",
             I64,
             help="measured where the call has usage, else the estimate plus the agent's "

@@ -17,7 +17,7 @@ import math
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from pathlib import Path
 from types import ModuleType
@@ -50,7 +50,7 @@ FACT_SCHEMAS: dict[str, pa.Schema] = {
         ("rules", _S), ("main_model", _S), ("events", _I), ("calls", _I), ("compactions", _I),
         ("first_compaction_index", _I), ("last_range_end", _F), ("retained_events_after", _I),
         ("retained_chars_after", _L), ("largest_retained_tool_result", _S),
-        ("largest_retained_result_chars", _L), ("error", _S),
+        ("largest_retained_result_chars", _L), ("error", _S), ("rules_range", _S),
     ]),
     "fact_calls": pa.schema(_KEY + [
         ("call_id", _S), ("call_index", _I), ("kind", _S), ("turn", _I), ("invocation_id", _S),
@@ -58,6 +58,7 @@ FACT_SCHEMAS: dict[str, pa.Schema] = {
         ("prompt_tokens", _L), ("cached_tokens", _L), ("error_code", _S),
         ("chars_user", _L), ("chars_model", _L), ("chars_tool", _L), ("chars_summary", _L),
         ("window_source", _S), ("system_tools_chars", _L),
+        ("chars_low", _L), ("chars_high", _L),
     ]),
     "fact_carried": pa.schema(_KEY + [
         ("call_id", _S), ("function_call_id", _S), ("relayed", _B),
@@ -328,10 +329,14 @@ def session_facts(session: Session, traced: TracedSizes | None = None) -> Sessio
     """Every fact of one session (its calls rebuilt, traced sizes applied)."""
     found = session_calls(session)
     apply_traces(found, traced or {})
+    spread = _Spread()
+    alternatives = _windows.readings(session) if rules_of(session) is _windows else []
+    if alternatives:
+        session, found, spread = _settled(session, found, alternatives, traced or {})
     key = {"app_name": session.app_name, "user_id": session.user_id,
            "session_id": session.session_id}  # fmt: skip
     facts = SessionFacts(key)
-    facts.rows["fact_calls"] = [_call_row(key, c) for c in found]
+    facts.rows["fact_calls"] = [_call_row(key, c, spread.chars.get(c.index)) for c in found]
     facts.carried = [
         (c.event.event_id, fcid, relayed)
         for c in found
@@ -343,7 +348,89 @@ def session_facts(session: Session, traced: TracedSizes | None = None) -> Sessio
     compactions = _compactions(key, session, found)
     facts.rows["fact_compactions"] = compactions
     facts.rows["fact_sessions"] = [_session_row(key, session, found, len(compactions))]
+    facts.rows["fact_sessions"][0]["rules_range"] = spread.rules
     return facts
+
+
+@dataclass
+class _Spread:
+    """What the releases a session's range allows leave open: per call index whose
+    window they rebuild differently, its lowest and highest characters; and the rule
+    boundaries inside the range, in words (releases.boundaries)."""
+
+    chars: dict[int, tuple[int, int]] = field(default_factory=dict)
+    rules: str | None = None
+
+
+# A reading fits the measured prompts when they are a linear function of its windows'
+# characters (a ratio per model, a constant per agent: its instruction and tools) to
+# within this share of each prompt; judged only with this many more measured calls than
+# the fit has unknowns.
+FIT_WITHIN = 0.02
+FIT_SPARE = 2
+
+
+def _settled(session: Session, found: list[Call], alternatives: list[_model.Release],
+             traced: TracedSizes) -> tuple[Session, list[Call], _Spread]:  # fmt: skip
+    """The session under the rule set the measured prompts choose, where they fit one
+    and not another (its release then says `inferred from usage`); else the newest rule
+    set the range allows (as rules_for), with each call's range over the rule sets left."""
+    readings: list[tuple[_model.Release, list[Call]]] = []
+    for release in alternatives[:-1]:
+        calls = session_calls(replace(session, release=release))
+        apply_traces(calls, traced)
+        readings.append((release, calls))
+    readings.append((alternatives[-1], found))  # the rules rules_for applies already
+    totals = [[sum(c.chars_by_role.values()) for c in calls] for _, calls in readings]
+    if all(t == totals[-1] for t in totals):
+        return session, found, _Spread()
+    fits = [_fits(calls) for _, calls in readings]
+    left = [i for i, fit in enumerate(fits) if fit]
+    if not left or len(left) == len(readings):
+        left = list(range(len(readings)))
+    release, calls = readings[left[-1]]
+    since = _releases.span(readings[left[0]][0])
+    until = _releases.span(release)
+    assert since is not None and until is not None  # (readings are inferred ranges)
+    if len(left) < len(readings):  # the prompts ruled some out: what is left, said so
+        session = replace(session, release=_releases.sub_range(
+            session.release, since[0], until[1],
+            f"{_windows.USAGE_CHOSE} (the measured prompts fit these rules' windows"
+            " and not the others')",
+        ))  # fmt: skip
+    spread = _Spread()
+    for k, call in enumerate(calls):
+        if call.kind == "summarizer" or call.window_source == "traced":
+            continue
+        sizes = [totals[i][k] for i in left]
+        if min(sizes) != max(sizes):
+            spread.chars[call.index] = (min(sizes), max(sizes))
+    if spread.chars:
+        hit = _windows.triggered(session)
+        spread.rules = _releases.boundaries(since[0], until[1], hit) or None
+    return session, calls, spread
+
+
+def _fits(calls: list[Call]) -> bool | None:
+    """Whether the calls' measured prompts are, within FIT_WITHIN of each, a ratio (per
+    model) times their windows' characters plus a constant per agent and model; None
+    when too few calls are measured to tell (FIT_SPARE more than the unknowns)."""
+    rows = [(c.model or "", c.event.author or "", sum(c.chars_by_role.values()),
+             c.event.prompt_tokens) for c in calls
+            if c.kind != "summarizer" and c.event.prompt_tokens]  # fmt: skip
+    models = sorted({m for m, _, _, _ in rows})
+    groups = sorted({(m, a) for m, a, _, _ in rows})
+    unknowns = len(models) + len(groups)
+    if len(rows) < unknowns + FIT_SPARE:
+        return None
+    design = np.zeros((len(rows), unknowns))
+    for i, (m, a, chars, _) in enumerate(rows):
+        design[i, models.index(m)] = chars
+        design[i, len(models) + groups.index((m, a))] = 1.0
+    measured = np.array([float(t) for _, _, _, t in rows])
+    solution = np.linalg.lstsq(design, measured, rcond=None)[0]
+    misfit = np.abs(design @ solution - measured) / measured
+    return bool(misfit.max() <= FIT_WITHIN)
 
 
 def failed_facts(key: _store_facts.Key, events: int, error: Exception) -> SessionFacts:
@@ -358,12 +445,12 @@ def failed_facts(key: _store_facts.Key, events: int, error: Exception) -> Sessio
         "calls": 0, "compactions": 0, "first_compaction_index": None, "last_range_end": None,
         "retained_events_after": 0, "retained_chars_after": 0,
         "largest_retained_tool_result": None, "largest_retained_result_chars": None,
-        "error": f"{type(error).__name__}: {error}"[:500],
+        "error": f"{type(error).__name__}: {error}"[:500], "rules_range": None,
     }]  # fmt: skip
     return facts
 
 
-def _call_row(key: Row, call: Call) -> Row:
+def _call_row(key: Row, call: Call, spread: tuple[int, int] | None = None) -> Row:
     e = call.event
     return {
         **key,
@@ -382,6 +469,8 @@ def _call_row(key: Row, call: Call) -> Row:
         **{f"chars_{role}": call.chars_by_role.get(role, 0) for role in ROLES},
         "window_source": call.window_source,
         "system_tools_chars": call.system_tools_chars,
+        "chars_low": spread[0] if spread else None,
+        "chars_high": spread[1] if spread else None,
     }
 
 

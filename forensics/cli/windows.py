@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..words import counted
 from .common import (
     AppPick,
     DbOption,
@@ -120,6 +121,17 @@ def calls(
         spec = dataclasses.replace(CALLS, table=("session_id", *CALLS.table))
     note = _ESTIMATE_NOTE.format(ratio=_ratio_note(frame))
     note += "; user..summary: estimated tokens by role"
+    ranged = frame.filter(frame["occupancy_estimated_low"].is_not_null())
+    if ranged.height and spec.table is not None:  # the release is not known: say so
+        at = spec.table.index("occupancy_estimated") + 1
+        shown = ("occupancy_estimated_low", "occupancy_estimated_high")
+        spec = dataclasses.replace(spec, table=(*spec.table[:at], *shown, *spec.table[at:]))
+        rules = ", ".join(sorted(set(ranged["rules_range"].drop_nulls().to_list())))
+        note += (
+            f"; {counted(ranged.height, 'call')} rebuilt differently by"
+            f" the ADK releases the session may be from ({rules}): occupancy_estimated is the"
+            " newest's, _low/_high the range; --adk-version at ingest or a trace removes it"
+        )
     emit(frame, fmt, spec, footnote=note)
 
 

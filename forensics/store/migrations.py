@@ -14,7 +14,7 @@ from typing import Any
 from .. import sql
 from ..errors import StoreError
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 Run = Callable[..., list[tuple[Any, ...]]]
 
 

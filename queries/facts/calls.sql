@@ -1,14 +1,15 @@
 -- name: calls
--- Per call of the sessions in `scope_sessions`: occupancy measured, estimated (characters over `scope_ratios`' ratio of the call's model) and by role, cumulative input in its turn, in session and call order.
+-- Per call of the sessions in `scope_sessions`: occupancy measured, estimated (characters over `scope_ratios`' ratio of the call's model; where the session's ADK release is not known and its rule sets rebuild the window differently, the lowest and highest estimate and the rule boundaries that cause them) and by role, cumulative input in its turn, in session and call order.
 -- params: $turn
 WITH c AS (
-    SELECT f.*, s.source, r.chars_per_token AS cpt, r.source AS ratio_source,
+    SELECT f.*, s.source, r.chars_per_token AS cpt, fs.rules_range, r.source AS ratio_source,
            r.model AS ratio_model, r.note AS ratio_note, r.shown_chars_per_token,
            r.shown_mean_abs_error, k.constant, o.ordinal AS session_ordinal,
            f.chars_user + f.chars_model + f.chars_tool + f.chars_summary AS all_chars
     FROM fact_calls AS f
     JOIN scope_sessions AS o USING (app_name, user_id, session_id)
     JOIN sessions AS s USING (app_name, user_id, session_id)
+    JOIN fact_sessions AS fs USING (app_name, user_id, session_id)
     JOIN scope_ratios AS r ON r.model = f.model
     LEFT JOIN scope_constants AS k
         ON k.model = f.model AND k.app_name = f.app_name AND k.agent = coalesce(f.author, '')
@@ -17,6 +18,8 @@ WITH c AS (
            prompt_tokens AS measured,
            CASE WHEN kind <> 'summarizer' THEN round_even(all_chars / cpt, 0)::BIGINT END
                AS estimated,
+           round_even(chars_low / cpt, 0)::BIGINT AS estimated_low,
+           round_even(chars_high / cpt, 0)::BIGINT AS estimated_high,
            round_even(chars_user / cpt, 0)::BIGINT AS t_user,
            round_even(chars_model / cpt, 0)::BIGINT AS t_model,
            round_even(chars_tool / cpt, 0)::BIGINT AS t_tool,
@@ -55,6 +58,10 @@ SELECT call_id, session_id, app_name, user_id, invocation_id, turn,
        kind, epoch AS "timestamp", model_version,
        measured AS occupancy_measured,
        estimated AS occupancy_estimated,
+       CASE WHEN kind <> 'summarizer' THEN estimated_low END AS occupancy_estimated_low,
+       CASE WHEN kind <> 'summarizer' THEN estimated_high END AS occupancy_estimated_high,
+       CASE WHEN kind <> 'summarizer' AND chars_low IS NOT NULL THEN rules_range END
+           AS rules_range,
        best AS occupancy,
        best_source AS occupancy_source,
        CASE WHEN kind <> 'summarizer' THEN run_measured END AS cumulative_input_measured,

@@ -16,7 +16,7 @@ release's own wheel).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from ...model import Release, parse_version
 
@@ -50,6 +50,7 @@ ACTIONS_FIELD_SINCE: dict[str, Version] = {
     "set_model_response": (2, 0, 0),
     "transfer_reason": (2, 9, 0),
 }
+FIRST_MODELLED: Version = (1, 5, 0)
 _BASE_FIELDS = {k for k, v in ACTIONS_FIELD_SINCE.items() if v == (1, 5, 0)}
 # the release after the newest one modelled, so an open range reads "2.9.0 or later"
 _OPEN = (99, 0, 0)
@@ -143,6 +144,33 @@ RULE_NAMES = {
     "agent_voiced_summary": "summary voice",
     "fenced_relay": "relay format",
 }
+
+
+def span(release: Release | None) -> tuple[Version, Version] | None:
+    """The releases a session's may be, [since, until): an inferred range, or every
+    modelled release when nothing is known; None when it is known (given, traced)."""
+    if release is None:
+        return FIRST_MODELLED, _OPEN
+    if release.basis != "inferred" or release.since is None:
+        return None
+    return parse(release.since), parse(release.until) if release.until else _OPEN
+
+
+def sub_range(release: Release | None, since: Version, until: Version,
+              how: str | None = None) -> Release:  # fmt: skip
+    """The part [since, until) of `release`'s span as an inferred release of its own,
+    with `release`'s evidence (`how` first where given)."""
+    evidence = release.detail.split(", ", 1)[-1] if release is not None else ""
+    said = "; ".join(x for x in (how, evidence) if x) or "from no evidence: any release"
+    return _ranged(since, until, said)
+
+
+def boundaries(since: Version, until: Version, names: Collection[str]) -> str:
+    """The rules of `names` whose first release lies inside [since, until), in words
+    with that release: 'summary voice (2.7.0), relay format (2.8.0)'."""
+    found = {RULE_NAMES[k]: show(first) for k, first in sorted(RULE_SINCE.items(),
+             key=lambda item: item[1]) if k in names and since < first < until}  # fmt: skip
+    return ", ".join(f"{name} ({first})" for name, first in found.items())
 
 
 def uncertain_rules(release: Release) -> list[str]:

@@ -30,6 +30,7 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from ...model import ROLES, Call, CompactionRange, Event, Part, Release, Session, WindowPart
+from . import releases
 from .releases import NEWEST, RULE_SINCE, parse, uncertain_rules
 
 # _fencing.py, google-adk 2.13
@@ -85,7 +86,8 @@ class WindowRules:
         if r.basis != "inferred":
             return f"google-adk {r.version} rules ({r.basis})"
         unsure = uncertain_rules(r)
-        text = f"google-adk {r.detail.split(',')[0]} rules (inferred"
+        how = " from usage" if USAGE_CHOSE in r.detail else ""
+        text = f"google-adk {r.detail.split(',')[0]} rules (inferred{how}"
         return text + (f"; assumed the newer {', '.join(unsure)})" if unsure else ")")
 
 
@@ -94,6 +96,60 @@ def rules_for(release: Release | None) -> WindowRules:
     at = parse(release.version if release else NEWEST)
     flags = {name: at >= first for name, first in RULE_SINCE.items()}
     return WindowRules(release, **flags)
+
+
+# the two empty-event tests (triggered)
+_VISIBILITY = rules_for(Release("2.13.0", "given", ""))
+_FIRST_PART = rules_for(Release("1.21.0", "given", ""))
+
+
+# a reading the measured prompts chose says so in its evidence (analysis/facts.py)
+USAGE_CHOSE = "inferred from usage"
+
+
+def readings(session: Session) -> list[Release]:
+    """Each rule set the session's release may have had that could rebuild one of its
+    windows differently, oldest first, as the part of its range that has it (the last is
+    the rules `rules_for` applies); [] when the release is known (given, traced) or
+    every release the range allows rebuilds the session alike. A release never known
+    spans every modelled one."""
+    bounds = releases.span(session.release)
+    if bounds is None:
+        return []
+    since, until = bounds
+    inside = {name for name, first in RULE_SINCE.items() if since < first < until}
+    hit = triggered(session, inside)
+    cuts = sorted({RULE_SINCE[name] for name in hit})
+    if not cuts:
+        return []
+    edges = [since, *cuts, until]
+    pairs = zip(edges, edges[1:], strict=False)
+    return [releases.sub_range(session.release, lo, hi) for lo, hi in pairs]
+
+
+def triggered(session: Session, names: Collection[str] = RULE_SINCE.keys()) -> set[str]:
+    """The rules of `names` (RULE_SINCE's) that can change a window of this session,
+    whichever releases' rules apply: compaction's when it has a compaction (and
+    superseding when its events are not in time order: that rule sorts them), relaying's
+    when events of two authors besides the user could be relayed, the empty-event test's
+    when an event passes one test and not the other. Only the rules asked are checked."""
+    events = session.events
+    hit: set[str] = set()
+    compacting = {"compaction_applied", "compaction_superseded", "agent_voiced_summary"}
+    if compacting & set(names) and any(e.is_compaction for e in events):
+        hit |= compacting
+    elif "compaction_superseded" in names and any(
+        b.epoch < a.epoch for a, b in zip(events, events[1:], strict=False)
+    ):
+        hit.add("compaction_superseded")
+    relaying = {"relay_thought_raw", "relay_skips_thoughts", "fenced_relay"}
+    if relaying & set(names) and len({e.author for e in events} - {"user"}) > 1:
+        hit |= relaying
+    if "all_parts_visibility" in names and any(
+        _sent(e, _VISIBILITY) != _sent(e, _FIRST_PART) for e in events if not e.is_compaction
+    ):
+        hit.add("all_parts_visibility")
+    return hit & set(names)
 
 
 def is_framework(event: Event) -> bool:
