@@ -375,20 +375,30 @@ def _settled(session: Session, found: list[Call], alternatives: list[_model.Rele
     """The session under the rule set the measured prompts choose, where they fit one
     and not another (its release then says `inferred from usage`); else the newest rule
     set the range allows (as rules_for), with each call's range over the rule sets left."""
-    readings: list[tuple[_model.Release, list[Call]]] = []
+    # each rule set's per-call totals and fit, its calls dropped (one rule set's are
+    # kept: the chosen one's); a rule set whose windows are too large to rebuild (before
+    # 1.16.0 compactions are ignored) is left out of the range, as the session would be
+    readings: list[tuple[_model.Release, list[int], bool | None]] = []
     for release in alternatives[:-1]:
-        calls = session_calls(replace(session, release=release))
+        try:
+            calls = session_calls(replace(session, release=release))
+        except SessionTooLarge:
+            continue
         apply_traces(calls, traced)
-        readings.append((release, calls))
-    readings.append((alternatives[-1], found))  # the rules rules_for applies already
-    totals = [[sum(c.chars_by_role.values()) for c in calls] for _, calls in readings]
+        readings.append((release, [sum(c.chars_by_role.values()) for c in calls], _fits(calls)))
+    readings.append((alternatives[-1], [sum(c.chars_by_role.values()) for c in found],
+                     _fits(found)))  # the rules rules_for applies already  # fmt: skip
+    totals = [t for _, t, _ in readings]
     if all(t == totals[-1] for t in totals):
         return session, found, _Spread()
-    fits = [_fits(calls) for _, calls in readings]
-    left = [i for i, fit in enumerate(fits) if fit]
-    if not left or len(left) == len(readings):
-        left = list(range(len(readings)))
-    release, calls = readings[left[-1]]
+    left = [i for i, (_, _, fit) in enumerate(readings) if fit]
+    if not left or len(left) == len(readings) or left != list(range(left[0], left[-1] + 1)):
+        left = list(range(len(readings)))  # (kept only as one run of releases)
+    release = readings[left[-1]][0]
+    calls = found
+    if left[-1] != len(readings) - 1:
+        calls = session_calls(replace(session, release=release))
+        apply_traces(calls, traced)
     since = _releases.span(readings[left[0]][0])
     until = _releases.span(release)
     assert since is not None and until is not None  # (readings are inferred ranges)

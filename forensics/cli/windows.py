@@ -126,11 +126,13 @@ def calls(
         at = spec.table.index("occupancy_estimated") + 1
         shown = ("occupancy_estimated_low", "occupancy_estimated_high")
         spec = dataclasses.replace(spec, table=(*spec.table[:at], *shown, *spec.table[at:]))
-        rules = ", ".join(sorted(set(ranged["rules_range"].drop_nulls().to_list())))
+        named = (r.split(", ") for r in ranged["rules_range"].drop_nulls().to_list())
+        rules = ", ".join(sorted({rule for found in named for rule in found}))
         note += (
             f"; {counted(ranged.height, 'call')} rebuilt differently by"
             f" the ADK releases the session may be from ({rules}): occupancy_estimated is the"
-            " newest's, _low/_high the range; --adk-version at ingest or a trace removes it"
+            " newest kept rule set's, _low/_high the range; --adk-version at ingest or a"
+            " trace removes it"
         )
     emit(frame, fmt, spec, footnote=note)
 

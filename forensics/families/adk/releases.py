@@ -168,9 +168,9 @@ def sub_range(release: Release | None, since: Version, until: Version,
 def boundaries(since: Version, until: Version, names: Collection[str]) -> str:
     """The rules of `names` whose first release lies inside [since, until), in words
     with that release: 'summary voice (2.7.0), relay format (2.8.0)'."""
-    found = {RULE_NAMES[k]: show(first) for k, first in sorted(RULE_SINCE.items(),
-             key=lambda item: item[1]) if k in names and since < first < until}  # fmt: skip
-    return ", ".join(f"{name} ({first})" for name, first in found.items())
+    found = [f"{RULE_NAMES[k]} ({show(first)})" for k, first in sorted(RULE_SINCE.items(),
+             key=lambda item: item[1]) if k in names and since < first < until]  # fmt: skip
+    return ", ".join(found)
 
 
 def uncertain_rules(release: Release) -> list[str]:
