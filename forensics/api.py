@@ -1100,6 +1100,11 @@ class Scope:
             return FIDELITY.frame([])
         return analysis.fidelity_frame(self.reconstruction, traced)
 
+    def ranged_sessions(self) -> pl.DataFrame:
+        """The selected sessions of an unknown ADK release whose possible releases rebuild
+        some agent calls differently: `ranged_calls` of `calls`, `rules`, `rules_range`."""
+        return self.facts.ranged()
+
     def window_rules(self) -> dict[str, str]:
         """Per selected session id, the ADK release rules its windows were rebuilt with."""
         return self.facts.rules()

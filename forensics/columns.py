@@ -405,7 +405,18 @@ GROWTH = Spec(
         Column("rows", I64),
         Column("tokens_per_row", I64, ESTIMATED),
         Column("occupancy_before", I64, "see occupancy_source"),
+        Column(
+            "occupancy_before_low",
+            I64,
+            ESTIMATED,
+            help="where the session's ADK release is not known and the releases it may be "
+            "rebuild the estimated window differently: its lowest estimate (`calls`' "
+            "occupancy_estimated_low); empty otherwise, and where both calls are measured",
+        ),
+        Column("occupancy_before_high", I64, ESTIMATED, help="... and its highest"),
         Column("occupancy_after", I64, "see occupancy_source"),
+        Column("occupancy_after_low", I64, ESTIMATED, help="... the same, after"),
+        Column("occupancy_after_high", I64, ESTIMATED),
         Column("occupancy_source", S),
         Column(
             "growth_tokens",
@@ -413,6 +424,22 @@ GROWTH = Spec(
             "see occupancy_source; split by result size when parallel",
             help="window of the first call that carried the result minus the window of the "
             "call that asked; split by result size between parallel results",
+        ),
+        Column(
+            "growth_tokens_low",
+            I64,
+            ESTIMATED,
+            help="where those releases grow the window between the two calls by different "
+            "amounts: the least (the characters each grew it by over the ratio, where both "
+            "calls' model reads at one; each window's rounding to whole tokens can move a "
+            "release's growth by one more); empty where they agree",
+        ),
+        Column("growth_tokens_high", I64, ESTIMATED, help="... and the most"),
+        Column(
+            "rules_range",
+            S,
+            help="the release boundaries behind the ranges (as in `calls`); --adk-version "
+            "at ingest, or the session's trace, removes them",
         ),
         Column("growth_tokens_per_s", I64),
         Column("parallel_results", I64),
@@ -462,11 +489,52 @@ TURNS = Spec(
         Column("wall_s", F64, "measured (first to last stored event of the turn)"),
         Column("peak_occupancy_measured", I64, MEASURED),
         Column("peak_occupancy_estimated", I64, ESTIMATED),
+        Column(
+            "peak_occupancy_estimated_low",
+            I64,
+            ESTIMATED,
+            help="where the session's ADK release is not known and the releases it may be "
+            "rebuild a call of the turn differently: the peak of the calls' lowest "
+            "estimates (`calls`' occupancy_estimated_low); empty otherwise",
+        ),
+        Column("peak_occupancy_estimated_high", I64, ESTIMATED, help="... of their highest"),
         Column("peak_occupancy", I64, "measured where usage exists, else estimated"),
+        Column(
+            "peak_occupancy_low",
+            I64,
+            ESTIMATED,
+            help="where a call of the turn without usage has an estimate range (as "
+            "`peak_occupancy_estimated_low`): the peak of the calls' lowest figures; empty "
+            "otherwise",
+        ),
+        Column("peak_occupancy_high", I64, ESTIMATED, help="... of their highest"),
         Column("peak_occupancy_source", S),
         Column("cumulative_input_measured", I64, MEASURED),
         Column("cumulative_input_estimated", I64, ESTIMATED),
+        Column(
+            "cumulative_input_estimated_low",
+            I64,
+            ESTIMATED,
+            help="where the session's ADK release is not known and the releases it may be "
+            "rebuild a call of the turn differently: the sum of the calls' lowest estimates "
+            "(each call's own where the releases agree); empty otherwise",
+        ),
+        Column("cumulative_input_estimated_high", I64, ESTIMATED, help="... of their highest"),
+        Column(
+            "rules_range",
+            S,
+            help="the release boundaries that make the turn's estimates a range (as in "
+            "`calls`); --adk-version at ingest, or the session's trace, removes it",
+        ),
         Column("cumulative_input", I64),
+        Column(
+            "cumulative_input_low",
+            I64,
+            ESTIMATED,
+            help="as `cumulative_input_estimated_low`, for `cumulative_input`, where a call "
+            "without usage moves it: the sum of the calls' lowest figures",
+        ),
+        Column("cumulative_input_high", I64, ESTIMATED, help="... of their highest"),
         Column("cumulative_input_source", S),
         Column("largest_tool_result", S),
         Column("largest_result_tokens_estimated", I64, ESTIMATED),

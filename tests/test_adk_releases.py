@@ -168,6 +168,14 @@ def test_a_release_given_at_ingest_rules_and_an_unknown_one_is_assumed(releases,
             "google-adk 2.0.0 or later rules (inferred; assumed the newer summary voice, "
             "relay format)"
         }
+        stored = dict(con.run("SELECT session_id, rules FROM fact_sessions"))
+    # each session's own label names as assumed only the rules that can change its windows:
+    # none of them compacts (the summary voice cannot matter); the prompts settle `relay`
+    assert {k: v.split(" ", 1)[1] for k, v in stored.items()} == {
+        "relay": "google-adk 2.0.0 to before 2.8.0 rules (inferred from usage)",
+        "parallel": "google-adk 2.0.0 or later rules (inferred; assumed the newer relay format)",
+        "compaction": "google-adk 2.0.0 or later rules (inferred; assumed the newer relay format)",
+    }
 
 
 def test_a_bad_adk_version_is_refused_before_reading(tmp_path):
@@ -550,6 +558,67 @@ def test_without_a_release_or_trace_each_call_is_within_2pct_or_in_its_range(
         assert any("2.0.0 to before 2.8.0 rules (inferred from usage" in r for r in rules)
     else:
         assert ranged == 0
+
+
+def test_without_usage_turns_and_growth_show_ranges_that_hold_the_true_releases(
+    releases, tmp_path
+):
+    """Issue 30 item 2 beyond `calls`: the 2.0.0 scenario with its usage removed (nothing
+    measured: both stores size with the default ratio, and no prompt settles a range), read
+    once with no release and once as 2.0.0. Every turn's peak and cumulative input and
+    every tool call's windows and growth read as 2.0.0 lie inside the ranges the first
+    store gives; the ranges are there (relayed calls), and so are growth ranges where the
+    two rule sets grow a window by different amounts (a transfer another agent carries)."""
+    import shutil
+    import sqlite3
+
+    stripped = tmp_path / "sessions.db"
+    shutil.copy(releases / "2.0.0" / "sessions.db", stripped)
+    with sqlite3.connect(stripped) as con:
+        con.execute("UPDATE events SET event_data = json_remove(event_data, '$.usage_metadata')")
+    unknown, known = tmp_path / "unknown.duckdb", tmp_path / "known.duckdb"
+    api.ingest_sqlite(unknown, stripped)
+    api.ingest_sqlite(known, stripped, adk_version="2.0.0")
+    assert api.ratios(unknown) == api.ratios(known)
+
+    def inside(row: dict[str, Any], figure: str, truth: int, slack: int = 0) -> bool:
+        low, high = row[f"{figure}_low"], row[f"{figure}_high"]
+        if low is None:
+            low = high = row[figure]
+        return bool(low - slack <= truth <= high + slack)
+
+    key = ["session_id", "turn"]
+    turns = api.turns(unknown).join(api.turns(known), on=key, suffix="_true")
+    assert turns.height == api.turns(known).height > 0
+    for row in turns.iter_rows(named=True):
+        assert inside(row, "peak_occupancy_estimated", row["peak_occupancy_estimated_true"]), row
+        assert inside(row, "cumulative_input_estimated",
+                      row["cumulative_input_estimated_true"]), row  # fmt: skip
+        # nothing measured: the best figures are the estimates, with the same ranges
+        assert inside(row, "peak_occupancy", row["peak_occupancy_true"]), row
+        assert inside(row, "cumulative_input", row["cumulative_input_true"]), row
+        assert row["cumulative_input_low"] == row["cumulative_input_estimated_low"]
+    ranged_turns = turns.filter(turns["cumulative_input_estimated_low"].is_not_null())
+    assert ranged_turns.height and set(ranged_turns["rules_range"]) == {"relay format (2.8.0)"}
+    assert (ranged_turns["cumulative_input_estimated_low"]
+            < ranged_turns["cumulative_input_estimated_high"]).all()  # fmt: skip
+
+    growth = api.growth(unknown).join(api.growth(known), on="function_call_id", suffix="_true")
+    assert growth.height == api.growth(known).height > 0
+    for row in growth.iter_rows(named=True):
+        for figure in ("occupancy_before", "occupancy_after"):
+            assert inside(row, figure, row[f"{figure}_true"]), (figure, row)
+        # the growth range is of the characters grown, over the ratio: each of the two
+        # windows' rounding to whole tokens can move a rule set's growth by one
+        assert inside(row, "growth_tokens", row["growth_tokens_true"], slack=1), row
+    grew = growth.filter(growth["growth_tokens_low"].is_not_null())
+    assert grew.height and (grew["growth_tokens_low"] < grew["growth_tokens_high"]).all()
+    assert set(grew["rules_range"]) == {"relay format (2.8.0)"}
+    # where both rule sets grow the window alike, no growth range even if the windows differ
+    alike = growth.filter(growth["occupancy_before_low"].is_not_null()
+                          & growth["growth_tokens_low"].is_null())  # fmt: skip
+    assert ((alike["growth_tokens"] - alike["growth_tokens_true"]).abs() <= 1).all()
+    assert alike.height
 
 
 def test_usage_picks_the_reading_it_fits_and_not_one_it_cannot_tell():

@@ -69,6 +69,30 @@ def test_the_review_adds_up_to_the_commands(store: Path) -> None:
     assert empty.headline[1].startswith(f"The week before cost ${total:,.4f}")
 
 
+def test_sessions_of_an_unknown_release_are_an_open_question(store: Path, tmp_path: Path) -> None:
+    """Issue 30: the sample's keys say "2.0.0 or later", a range with the 2.8.0 relay
+    format inside; the review says how many calls of which sessions that leaves open,
+    counted as `calls` counts them, and that --adk-version settles it."""
+    context = build_weekly(store, week_label="2026-W43", prices=PRICES)
+    calls = pl.concat(list(api.calls_in_runs(store)))
+    ranged = calls.filter(pl.col("occupancy_estimated_low").is_not_null())
+    agent = calls.filter((pl.col("kind") != "summarizer")
+                         & pl.col("session_id").is_in(ranged["session_id"].unique().to_list()))
+    said = [e for e in context.evidence["open"] if e.startswith("Which ADK release")]
+    sessions = ranged["session_id"].n_unique()
+    assert said == [
+        f"Which ADK release wrote {sessions} sessions: not known, and the releases they may "
+        f"be rebuild {ranged.height} calls of {agent.height} differently (relay format "
+        "(2.8.0)); growth is shown as low–high where it differs. `--adk-version` at ingest, "
+        "or the sessions' traces, settles it."
+    ]
+    assert sessions >= 2
+    known = tmp_path / "known.duckdb"
+    api.ingest_sqlite(known, SAMPLE / "adk_v1.db", adk_version="2.13.0")
+    again = build_weekly(known, week_label="2026-W43", prices=PRICES)
+    assert not [e for e in again.evidence["open"] if e.startswith("Which ADK release")]
+
+
 @pytest.mark.parametrize(("tz", "seconds"), [("UTC", 60), ("Asia/Kolkata", 60),
                          ("America/St_Johns", 60), ("Pacific/Chatham", 60), ("UTC", 1)])
 def test_the_days_of_a_review_are_each_calls_local_day(

@@ -16,7 +16,7 @@ import hashlib
 import math
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from pathlib import Path
@@ -68,7 +68,7 @@ FACT_SCHEMAS: dict[str, pa.Schema] = {
         ("invocation_id", _S), ("turn", _I), ("agent", _S), ("latency", _F), ("latency_s", _F),
         ("result_event_index", _I), ("result_chars", _L), ("row_count", _I),
         ("parallel_results", _I), ("after_call_id", _S), ("resent_calls", _I),
-        ("resent_calls_in_turn", _I),
+        ("resent_calls_in_turn", _I), ("grown_chars_low", _L), ("grown_chars_high", _L),
     ]),
     "fact_turns": pa.schema(_KEY + [
         ("invocation_id", _S), ("turn", _I), ("tool_calls", _I), ("wall_s", _F),
@@ -343,7 +343,7 @@ def session_facts(session: Session, traced: TracedSizes | None = None) -> Sessio
         if c.kind != "summarizer"
         for fcid, relayed in _carried(c)
     ]
-    facts.rows["fact_tool_calls"] = _tool_calls(key, session, found)
+    facts.rows["fact_tool_calls"] = _tool_calls(key, session, found, spread.grown)
     facts.rows["fact_turns"] = _turns(key, session)
     compactions = _compactions(key, session, found)
     facts.rows["fact_compactions"] = compactions
@@ -360,6 +360,17 @@ class _Spread:
 
     chars: dict[int, tuple[int, int]] = field(default_factory=dict)
     rules: str | None = None
+    readings: list[list[int]] = field(default_factory=list)  # per rule set left: per call
+    position: dict[str, int] = field(default_factory=dict)  # call id -> its place in them
+
+    def grown(self, before: str, after: str | None) -> tuple[int, int] | None:
+        """How many characters the window grew from call `before` to call `after`, lowest
+        and highest over the rule sets left; None where they agree (or `after` is none)."""
+        if after is None or not self.chars:
+            return None
+        b, a = self.position[before], self.position[after]
+        grown = [reading[a] - reading[b] for reading in self.readings]
+        return (min(grown), max(grown)) if min(grown) != max(grown) else None
 
 
 # A reading fits the measured prompts when they are a linear function of its windows'
@@ -408,7 +419,8 @@ def _settled(session: Session, found: list[Call], alternatives: list[_model.Rele
             f"{_windows.USAGE_CHOSE} (the measured prompts fit these rules' windows"
             " and not the others')",
         ))  # fmt: skip
-    spread = _Spread()
+    spread = _Spread(readings=[totals[i] for i in left],
+                     position={c.event.event_id: k for k, c in enumerate(calls)})
     for k, call in enumerate(calls):
         if call.kind == "summarizer" or call.window_source == "traced":
             continue
@@ -492,10 +504,14 @@ def _carried(call: Call) -> list[tuple[str, bool]]:
     return list(seen.items())
 
 
-def _tool_calls(key: Row, session: Session, found: list[Call]) -> list[Row]:
+Grown = Callable[[str, str | None], tuple[int, int] | None]  # (issuing, after) -> range
+
+
+def _tool_calls(key: Row, session: Session, found: list[Call], grown: Grown) -> list[Row]:
     """Each tool result answered by a call of the session, with what its growth and
-    re-sending need: the call that issued it, the first call that carried it, and how
-    many calls carried it (in all, and in the issuing turn)."""
+    re-sending need: the call that issued it, the first call that carried it, how many
+    calls carried it (in all, and in the issuing turn), and where the session's rule sets
+    rebuild the two calls' windows apart differently, the growth's range (`grown`)."""
     issued: dict[str, tuple[Call, str]] = {}  # call id -> (the model call, tool name)
     for call in found:
         for part in call.event.parts:
@@ -524,6 +540,8 @@ def _tool_calls(key: Row, session: Session, found: list[Call]) -> list[Row]:
                 c for c in resent if c.event.invocation_id == source_call.event.invocation_id
             ]
             latency = event.epoch - source_call.event.epoch
+            after_id = after_call.event.event_id if after_call else None
+            spread = grown(source_call.event.event_id, after_id)
             rows.append(
                 {
                     **key,
@@ -540,9 +558,11 @@ def _tool_calls(key: Row, session: Session, found: list[Call]) -> list[Row]:
                     "result_chars": part.chars,
                     "row_count": part.row_count,
                     "parallel_results": len(items),
-                    "after_call_id": after_call.event.event_id if after_call else None,
+                    "after_call_id": after_id,
                     "resent_calls": len(resent),
                     "resent_calls_in_turn": len(same_turn),
+                    "grown_chars_low": spread[0] if spread else None,
+                    "grown_chars_high": spread[1] if spread else None,
                 }
             )
     return rows

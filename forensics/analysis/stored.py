@@ -390,6 +390,11 @@ class Facts:
         return self._frame("facts/compaction_sessions", COMPACTION_SESSIONS,
                            threshold=threshold_tokens)  # fmt: skip
 
+    def ranged(self) -> pl.DataFrame:
+        """The selected sessions whose release is not known and whose rule sets rebuild
+        some agent calls differently: how many of how many, the rules, the boundaries."""
+        return self.query("facts/ranged_sessions")
+
     def rules(self) -> dict[str, str]:
         """Per selected session id, the ADK release rules its facts were built with."""
         return {

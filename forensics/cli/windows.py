@@ -28,6 +28,8 @@ from .common import (
 if TYPE_CHECKING:
     import polars as pl
 
+    from ..provenance import Spec
+
 _ESTIMATE_NOTE = (
     "measured: provider usage_metadata; estimated: window characters / chars-per-token "
     "({ratio}); inferred: measured minus estimated visible content (system + tool schemas)"
@@ -64,13 +66,26 @@ def turns(
 
     Cumulative input is the sum of the window over the turn's calls: what is billed as
     input again and again. Measured from usage where the calls have it, estimated
-    from the reconstructed windows always.
+    from the reconstructed windows always. Where a session's ADK release is not known
+    and the releases it may be rebuild a call differently, the estimates are a range
+    (`_low`/`_high`, shown after the figure); --adk-version at ingest, or the
+    session's trace, removes it.
     """
     from .. import api
     from ..columns import TURNS
 
     # read a run of sessions at a time: DuckDB never holds a whole store's turns at once
-    emit(api.turns_in_runs(db, selection(app_name, user, session_id)), fmt, TURNS)
+    runs = api.turns_in_runs(db, selection(app_name, user, session_id))
+    if fmt is not Format.table:
+        emit(runs, fmt, TURNS)
+        return
+    import polars as pl
+
+    frame = pl.concat(list(runs))  # a table is laid out from all its rows
+    frame, spec, said = _ranged(
+        frame, TURNS, ("peak_occupancy", "cumulative_input_estimated"), "turn"
+    )
+    emit(frame, fmt, spec, footnote=(TURNS.footnote or "") + said)
 
 
 @app.command()
@@ -121,20 +136,44 @@ def calls(
         spec = dataclasses.replace(CALLS, table=("session_id", *CALLS.table))
     note = _ESTIMATE_NOTE.format(ratio=_ratio_note(frame))
     note += "; user..summary: estimated tokens by role"
-    ranged = frame.filter(frame["occupancy_estimated_low"].is_not_null())
-    if ranged.height and spec.table is not None:  # the release is not known: say so
-        at = spec.table.index("occupancy_estimated") + 1
-        shown = ("occupancy_estimated_low", "occupancy_estimated_high")
-        spec = dataclasses.replace(spec, table=(*spec.table[:at], *shown, *spec.table[at:]))
-        named = (r.split(", ") for r in ranged["rules_range"].drop_nulls().to_list())
-        rules = ", ".join(sorted({rule for found in named for rule in found}))
-        note += (
-            f"; {counted(ranged.height, 'call')} rebuilt differently by"
-            f" the ADK releases the session may be from ({rules}): occupancy_estimated is the"
-            " newest kept rule set's, _low/_high the range; --adk-version at ingest or a"
-            " trace removes it"
-        )
+    if fmt is Format.table:
+        frame, spec, said = _ranged(frame, spec, ("occupancy_estimated",), "call")
+        note += said
     emit(frame, fmt, spec, footnote=note)
+
+
+def _ranged(
+    frame: pl.DataFrame, spec: Spec, figures: tuple[str, ...], what: str
+) -> tuple[pl.DataFrame, Spec, str]:
+    """For a table: where rows have a range because their session's ADK release is not
+    known (`<figure>_low`/`_high` not empty), each such figure's range shown after it
+    (the figure itself where the rule sets agree; totalled where the figure is) and a
+    footnote sentence saying which boundaries cause it and what removes it."""
+    import polars as pl
+
+    figures = tuple(f for f in figures if frame[f"{f}_low"].is_not_null().any())
+    if spec.table is None or not figures:
+        return frame, spec, ""
+    ranged = frame.filter(pl.any_horizontal(pl.col(f"{f}_low").is_not_null() for f in figures))
+    table, totals = list(spec.table), list(spec.totals)
+    for figure in figures:
+        pair = (f"{figure}_low", f"{figure}_high")
+        frame = frame.with_columns(pl.col(c).fill_null(pl.col(figure)) for c in pair)
+        if figure in table:
+            at = table.index(figure) + 1
+            table[at:at] = pair
+        if figure in totals:
+            totals += pair
+    spec = dataclasses.replace(spec, table=tuple(table), totals=tuple(totals))
+    named = (r.split(", ") for r in ranged["rules_range"].drop_nulls().to_list())
+    rules = ", ".join(sorted({rule for found in named for rule in found}))
+    said = (
+        f"; {counted(ranged.height, what)} estimated differently by the ADK releases the"
+        f" session may be from ({rules}): the figure is the newest kept rule set's,"
+        " _low/_high the range (the figure where they agree); --adk-version at ingest or"
+        " the session's trace removes it"
+    )
+    return frame, spec, said
 
 
 @app.command()
@@ -179,12 +218,22 @@ def growth(
     latency_s is the time from the model request that issued the call to the stored
     result: ADK stamps a model event when its request starts, so it includes the
     model's own generation time (an upper bound on the tool's latency).
+
+    Where a session's ADK release is not known and the releases it may be rebuild the
+    two windows differently, the estimated windows and growth are a range
+    (`_low`/`_high`, shown after the figure).
     """
     from .. import api
     from ..columns import GROWTH
 
     picked = selection(app_name, user, session_id, since, until)
-    emit(api.growth(db, picked, top=top), fmt, GROWTH)
+    frame, spec = api.growth(db, picked, top=top), GROWTH
+    note = GROWTH.footnote or ""
+    if fmt is Format.table:
+        figures = ("occupancy_before", "occupancy_after", "growth_tokens")
+        frame, spec, said = _ranged(frame, GROWTH, figures, "tool call")
+        note += said
+    emit(frame, fmt, spec, footnote=note)
 
 
 @app.command()

@@ -21,4 +21,4 @@ def rules_label(session: Session) -> str:
     """The rules that rebuilt `session`, in words (fact_sessions.rules, the report)."""
     if session.family == CLAUDE_CODE:
         return claude_code.RULES_LABEL
-    return adk.rules_for(session.release).label
+    return adk.label(session)

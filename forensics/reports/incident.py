@@ -246,6 +246,15 @@ def _cell(value: int | float | None, kind: str | None, unit: str = "") -> Cell:
     return Cell(n(value, unit), kind if value is not None else None)
 
 
+def ranged(r: dict[str, Any], figure: str, kind: str | None) -> Cell:
+    """A figure, or where the session's ADK release is not known and the releases it may
+    be give it different values (`<figure>_low`/`_high`), its range as low–high."""
+    low, high = r.get(f"{figure}_low"), r.get(f"{figure}_high")
+    if low is None or low == high:
+        return _cell(r[figure], kind)
+    return Cell(f"{n(low)}–{n(high)}", kind)
+
+
 def build_incident(
     store: api.StoreLike,
     selection: api.SelectionLike,
@@ -440,9 +449,9 @@ def _turn_row(r: dict[str, Any], cost: dict[str, Any] | None = None,
         calls=Cell(n(r["calls"])),
         tool_calls=Cell(n(r["tool_calls"])),
         wall=Cell(seconds(r["wall_s"])),
-        peak_occupancy=_cell(r["peak_occupancy"], peak_kind),
+        peak_occupancy=ranged(r, "peak_occupancy", peak_kind),
         cumulative_measured=_cell(r["cumulative_input_measured"], MEASURED),
-        cumulative_estimated=_cell(r["cumulative_input_estimated"], ESTIMATED),
+        cumulative_estimated=ranged(r, "cumulative_input_estimated", ESTIMATED),
         cost=_cost_cell(cost),
         cache_breaks=cache_breaks or Cell(""),
         largest_result=(
@@ -677,9 +686,9 @@ def _growth_row(
         rows=Cell(n(r["rows"])),
         tokens_per_row=_cell(r["tokens_per_row"], ESTIMATED),
         result_tokens=_cell(r["result_tokens_estimated"], ESTIMATED),
-        before=_cell(r["occupancy_before"], r["occupancy_source"]),
-        after=_cell(r["occupancy_after"], r["occupancy_source"]),
-        growth=_cell(r["growth_tokens"], r["occupancy_source"]),
+        before=ranged(r, "occupancy_before", r["occupancy_source"]),
+        after=ranged(r, "occupancy_after", r["occupancy_source"]),
+        growth=ranged(r, "growth_tokens", r["occupancy_source"]),
         resent_calls=_cell(r["resent_calls_in_turn"], INFERRED),
         resent_tokens=_cell(r["resent_tokens_in_turn"], ESTIMATED),
         resent_cost=_cost_cell(cost, "sent_in_turn_usd_low", "sent_in_turn_usd_high", ESTIMATED),
@@ -783,6 +792,24 @@ def _evidence(
             "Tool latency: an upper bound, from the model request that "
             f"asked to the stored result ({words['no_tool_start']})."
         )
+    ranged = agent.filter(pl.col("occupancy_estimated_low").is_not_null())
+    if ranged.height:
+        boundaries = ", ".join(sorted({
+            b for found in ranged["rules_range"].drop_nulls() for b in found.split(", ")}))
+        unmeasured = ranged.filter(
+            pl.col("occupancy_measured").is_null() & (pl.col("kind") != "failed")).height
+        priced = (
+            f"; {counted(unmeasured, 'of them has', 'of them have')} no usage and is "
+            "priced on the newest kept rules' estimate" if unmeasured else ""
+        )
+        evidence["open"].append(
+            f"Which ADK release wrote the session: {rules} leaves it open, and the "
+            f"releases it may be rebuild {n(ranged.height)} of {_calls(agent.height)} "
+            f"differently ({boundaries}); their estimates, and the turns' and growths' "
+            f"that hold them, are shown as low–high (the charts draw the newest kept "
+            f"rules'){priced}. `--adk-version` at ingest, or the session's trace, "
+            "settles it."
+        )  # fmt: skip
     if traced < agent.height:
         evidence["open"].append(
             f"Whether the {n(agent.height - traced)} untraced requests were exactly as "

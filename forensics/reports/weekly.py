@@ -27,7 +27,7 @@ from .. import __version__, api
 from ..errors import ForensicsError
 from ..provenance import ESTIMATED, INFERRED, LOGGED, MEASURED, PRICED
 from ..words import counted
-from .incident import Cell, n, portable, relative, usd
+from .incident import Cell, n, portable, ranged, relative, usd
 
 DEFAULT_BUDGET = 16_000  # tokens a single tool result may hold before it is flagged
 MEMORY_LIMIT = "128MB"  # DuckDB's buffers while the review is built (doubled when met)
@@ -278,6 +278,25 @@ def _local(buckets: pl.DataFrame, period: Week) -> pl.DataFrame:
     )  # fmt: skip
 
 
+def _releases_unknown(unsure: pl.DataFrame) -> str:
+    """The open question of sessions whose ADK release is not known and whose possible
+    releases rebuild some calls differently (Scope.ranged_sessions), in one sentence."""
+    boundaries = ", ".join(sorted({
+        b for found in unsure["rules_range"].drop_nulls() for b in found.split(", ")}))
+    calls, unmeasured = int(unsure["ranged_calls"].sum()), int(unsure["ranged_unmeasured"].sum())
+    priced = (
+        f"; {counted(unmeasured, 'of them has', 'of them have')} no usage and is priced on"
+        " the newest kept rules' estimate" if unmeasured else ""
+    )
+    return (
+        f"Which ADK release wrote {counted(unsure.height, 'session')}: not known, and the "
+        f"releases they may be rebuild {counted(calls, 'call')} of "
+        f"{n(int(unsure['calls'].sum()))} differently ({boundaries}); growth is shown as "
+        f"low–high where it differs{priced}. `--adk-version` at ingest, or the sessions' "
+        "traces, settles it."
+    )  # fmt: skip
+
+
 def _build(store: api.Store, period: Week, app: str | None, budget: int,
            book: api.PriceBook, arms: tuple[str, str] | None) -> WeeklyContext:  # fmt: skip
     scope = _scope(store, period, app)
@@ -375,7 +394,7 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
     ]  # fmt: skip
     growth_rows = [
         [Cell(r["session_id"]), Cell(n(r["turn"])), Cell(r["tool_name"] or "—"),
-         Cell(n(r["result_tokens_estimated"]), ESTIMATED), Cell(n(r["growth_tokens"]), ESTIMATED)]
+         Cell(n(r["result_tokens_estimated"]), ESTIMATED), ranged(r, "growth_tokens", ESTIMATED)]
         for r in growth.head(5).iter_rows(named=True)
     ]  # fmt: skip
     over = growth.filter(pl.col("result_tokens_estimated") > budget)
@@ -442,6 +461,9 @@ def _build(store: api.Store, period: Week, app: str | None, budget: int,
     if total_low != total_high:
         evidence["open"].append("Cache writes (and a Claude call's thinking): ADK stores none, "
                                 "so the cost is a range.")  # fmt: skip
+    unsure = scope.ranged_sessions()
+    if unsure.height:
+        evidence["open"].append(_releases_unknown(unsure))
     if tasks_table is None:
         evidence["open"].append("Whether the week's tasks succeeded: no outcomes loaded.")
     if cache["calls"].sum() and cache["writes_unknown"].sum():

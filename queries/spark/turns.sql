@@ -13,6 +13,11 @@ WITH estimated AS (
 ), sized AS (
     SELECT app_name, user_id, session_id, invocation_id, call_index,
            prompt_tokens AS measured, estimated,
+           coalesce(CAST(bround(chars_low / chars_per_token, 0) AS BIGINT), estimated)
+               AS estimated_low,
+           coalesce(CAST(bround(chars_high / chars_per_token, 0) AS BIGINT), estimated)
+               AS estimated_high,
+           chars_low IS NOT NULL AS ranged,
            CASE WHEN prompt_tokens IS NOT NULL THEN prompt_tokens
                 WHEN system_tools_chars IS NOT NULL
                     THEN estimated + CAST(bround(system_tools_chars / chars_per_token, 0) AS BIGINT)
@@ -22,6 +27,13 @@ WITH estimated AS (
                 WHEN system_tools_chars IS NOT NULL OR constant IS NULL THEN 'estimated'
                 ELSE 'estimated+inferred' END AS best_source
     FROM estimated
+), ranged AS (
+    SELECT *,
+           CASE WHEN measured IS NULL THEN best + estimated_low - estimated ELSE best END
+               AS best_low,
+           CASE WHEN measured IS NULL THEN best + estimated_high - estimated ELSE best END
+               AS best_high
+    FROM sized
 ), per_turn AS (
     SELECT app_name, user_id, session_id, invocation_id,
            count(*) AS calls,
@@ -32,8 +44,18 @@ WITH estimated AS (
            sum(measured) AS cumulative_measured,
            sum(estimated) AS cumulative_estimated,
            sum(best) AS cumulative,
-           count(*) FILTER (WHERE best_source = 'measured') AS measured_calls
-    FROM sized
+           count(*) FILTER (WHERE best_source = 'measured') AS measured_calls,
+           bool_or(ranged) AS ranged,
+           max(estimated_low) AS peak_low,
+           max(estimated_high) AS peak_high,
+           sum(estimated_low) AS cumulative_low,
+           sum(estimated_high) AS cumulative_high,
+           bool_or(ranged AND measured IS NULL) AS best_ranged,
+           max(best_low) AS peak_best_low,
+           max(best_high) AS peak_best_high,
+           sum(best_low) AS cumulative_best_low,
+           sum(best_high) AS cumulative_best_high
+    FROM ranged
     GROUP BY app_name, user_id, session_id, invocation_id
 )
 SELECT t.session_id, t.invocation_id, t.turn,
@@ -41,11 +63,20 @@ SELECT t.session_id, t.invocation_id, t.turn,
        t.tool_calls, t.wall_s,
        p.peak_measured AS peak_occupancy_measured,
        p.peak_estimated AS peak_occupancy_estimated,
+       CASE WHEN p.ranged THEN p.peak_low END AS peak_occupancy_estimated_low,
+       CASE WHEN p.ranged THEN p.peak_high END AS peak_occupancy_estimated_high,
        p.peak AS peak_occupancy,
+       CASE WHEN p.best_ranged THEN p.peak_best_low END AS peak_occupancy_low,
+       CASE WHEN p.best_ranged THEN p.peak_best_high END AS peak_occupancy_high,
        p.peak_source AS peak_occupancy_source,
        p.cumulative_measured AS cumulative_input_measured,
        coalesce(p.cumulative_estimated, 0) AS cumulative_input_estimated,
+       CASE WHEN p.ranged THEN p.cumulative_low END AS cumulative_input_estimated_low,
+       CASE WHEN p.ranged THEN p.cumulative_high END AS cumulative_input_estimated_high,
+       CASE WHEN p.ranged THEN fs.rules_range END AS rules_range,
        p.cumulative AS cumulative_input,
+       CASE WHEN p.best_ranged THEN p.cumulative_best_low END AS cumulative_input_low,
+       CASE WHEN p.best_ranged THEN p.cumulative_best_high END AS cumulative_input_high,
        CASE WHEN p.calls IS NULL THEN NULL
             WHEN p.measured_calls = p.calls THEN 'measured'
             WHEN p.measured_calls = 0 THEN 'estimated'

@@ -173,13 +173,15 @@ def boundaries(since: Version, until: Version, names: Collection[str]) -> str:
     return ", ".join(found)
 
 
-def uncertain_rules(release: Release) -> list[str]:
-    """Rules whose first release lies inside an inferred range: the range cannot say."""
+def uncertain_rules(release: Release, among: Collection[str] | None = None) -> list[str]:
+    """Rules whose first release lies inside an inferred range: the range cannot say.
+    `among`: only those of these rules (RULE_SINCE's keys)."""
     if release.since is None:
         return []
     low = parse(release.since)
     high = parse(release.until) if release.until else _OPEN
-    names = [RULE_NAMES[k] for k, first in RULE_SINCE.items() if low < first < high]
+    names = [RULE_NAMES[k] for k, first in RULE_SINCE.items()
+             if low < first < high and (among is None or k in among)]  # fmt: skip
     return list(dict.fromkeys(names))
 
 

@@ -80,12 +80,17 @@ class WindowRules:
 
     @property
     def label(self) -> str:
+        return self.label_of()
+
+    def label_of(self, hit: Collection[str] | None = None) -> str:
+        """The rules in words; of an inferred range, the rules inside it named as assumed
+        (of `hit`'s only, where given: those that can change the session's windows)."""
         r = self.release
         if r is None:
             return f"google-adk {NEWEST} rules (assumed)"
         if r.basis != "inferred":
             return f"google-adk {r.version} rules ({r.basis})"
-        unsure = uncertain_rules(r)
+        unsure = uncertain_rules(r, hit)
         how = " from usage" if USAGE_CHOSE in r.detail else ""
         text = f"google-adk {r.detail.split(',')[0]} rules (inferred{how}"
         return text + (f"; assumed the newer {', '.join(unsure)})" if unsure else ")")
@@ -105,6 +110,17 @@ _FIRST_PART = rules_for(Release("1.21.0", "given", ""))
 
 # a reading the measured prompts chose says so in its evidence (analysis/facts.py)
 USAGE_CHOSE = "inferred from usage"
+
+
+def label(session: Session) -> str:
+    """The rules that rebuild `session`, in words: of an inferred range, only the rules
+    inside it that can change one of its windows are named as assumed (`triggered`)."""
+    rules = rules_for(session.release)
+    bounds = releases.span(session.release)
+    if bounds is None or session.release is None:
+        return rules.label
+    inside = {name for name, first in RULE_SINCE.items() if bounds[0] < first < bounds[1]}
+    return rules.label_of(triggered(session, inside))
 
 
 def readings(session: Session) -> list[Release]:
