@@ -431,8 +431,10 @@ GROWTH = Spec(
             ESTIMATED,
             help="where those releases grow the window between the two calls by different "
             "amounts: the least (the characters each grew it by over the ratio, where both "
-            "calls' model reads at one; each window's rounding to whole tokens can move a "
-            "release's growth by one more); empty where they agree",
+            "calls' model reads at one: the two windows' rounding to whole tokens can move a "
+            "release's growth by up to two more; where the two read at different ratios, "
+            "and either window has a range: the lowest after window less the highest before "
+            "one); empty where they agree",
         ),
         Column("growth_tokens_high", I64, ESTIMATED, help="... and the most"),
         Column(

@@ -325,14 +325,24 @@ def main_model(found: list[Call]) -> str:
     return used.most_common(1)[0][0] if used else ""
 
 
-def session_facts(session: Session, traced: TracedSizes | None = None) -> SessionFacts:
-    """Every fact of one session (its calls rebuilt, traced sizes applied)."""
+def settled_calls(
+    session: Session, traced: TracedSizes | None = None
+) -> tuple[Session, list[Call], _Spread]:
+    """The session's calls as its facts hold them (traced sizes applied): where its ADK
+    release is not known, under the rule set the measured prompts choose (the session
+    returned with that narrower release) or else the newest its range allows, with the
+    range the rule sets leave (`_settled`); every view of a call (`window`) rebuilds it so."""
     found = session_calls(session)
     apply_traces(found, traced or {})
-    spread = _Spread()
     alternatives = _windows.readings(session) if rules_of(session) is _windows else []
     if alternatives:
-        session, found, spread = _settled(session, found, alternatives, traced or {})
+        return _settled(session, found, alternatives, traced or {})
+    return session, found, _Spread()
+
+
+def session_facts(session: Session, traced: TracedSizes | None = None) -> SessionFacts:
+    """Every fact of one session (its calls rebuilt, traced sizes applied)."""
+    session, found, spread = settled_calls(session, traced)
     key = {"app_name": session.app_name, "user_id": session.user_id,
            "session_id": session.session_id}  # fmt: skip
     facts = SessionFacts(key)

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from ..columns import FIDELITY
-from ..families.adk.windows import rules_for, window
+from ..families.adk.windows import label, window
 from ..model import WindowPart
 from .reconstruct import Reconstruction
 
@@ -36,10 +36,13 @@ def fidelity_frame(rec: Reconstruction, traced: pl.DataFrame) -> pl.DataFrame:
         (r["session_id"], r["event_id"]): r for r in traced.iter_rows(named=True)
     }
     rows = []
+    labels: dict[int, str] = {}  # per session: its rules as its facts name them
     for session, call in rec.calls:
         t = by_key.get((session.session_id, call.event.event_id))
         if t is None or call.kind == "summarizer":
             continue
+        if id(session) not in labels:
+            labels[id(session)] = label(session)
         parts = window(session, call.index)
         roles = dict.fromkeys(("user", "model", "tool"), 0)
         for part in parts:
@@ -62,7 +65,7 @@ def fidelity_frame(rec: Reconstruction, traced: pl.DataFrame) -> pl.DataFrame:
                 "turn": call.turn,
                 "agent": call.event.author,
                 "kind": call.kind,
-                "rules": rules_for(session.release).label,
+                "rules": labels[id(session)],
                 "traced_responses": traced_responses,
                 "rebuilt_responses": responses,
                 "responses_exact": responses == traced_responses,

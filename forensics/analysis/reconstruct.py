@@ -16,7 +16,7 @@ from ..model import Call, Session
 from ..selection import Selection
 from ..store import Store
 from ..store.reads import load_sessions, traced_windows
-from .facts import apply_traces, main_model, session_calls
+from .facts import main_model, settled_calls
 from .ratio import Ratio
 from .stored import fit_ratios
 
@@ -66,13 +66,15 @@ def reconstruct(
     every: list[tuple[Session, Call]] = []
     calls_by_session: dict[int, list[Call]] = {}
     main: dict[int, str] = {}
-    for done, session in enumerate(sessions, 1):
-        found = session_calls(session)
-        apply_traces(found, traced.get(session.session_id, {}))
+    settled = []
+    for done, stored in enumerate(sessions, 1):
+        # as the facts rebuild it: under the rules the measured prompts chose, if they did
+        session, found, _ = settled_calls(stored, traced.get(stored.session_id, {}))
+        settled.append(session)
         every += [(session, c) for c in found]
         calls_by_session[id(session)] = found
         main[id(session)] = main_model(found)
         if progress:
             progress("rebuilding windows", done, len(sessions))
     models = {c.model for _, c in every} | set(main.values())
-    return Reconstruction(sessions, every, fit_ratios(store, models), calls_by_session, main)
+    return Reconstruction(settled, every, fit_ratios(store, models), calls_by_session, main)

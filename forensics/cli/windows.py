@@ -23,6 +23,7 @@ from .common import (
     echo,
     emit,
     selection,
+    state,
 )
 
 if TYPE_CHECKING:
@@ -155,6 +156,16 @@ def _ranged(
     if spec.table is None or not figures:
         return frame, spec, ""
     ranged = frame.filter(pl.any_horizontal(pl.col(f"{f}_low").is_not_null() for f in figures))
+    named = (r.split(", ") for r in ranged["rules_range"].drop_nulls().to_list())
+    rules = ", ".join(sorted({rule for found in named for rule in found}))
+    said = (
+        f"; {counted(ranged.height, what)} estimated differently by the ADK releases the"
+        f" session may be from ({rules}): the figure is the newest kept rule set's,"
+        " _low/_high the range (the figure where they agree); --adk-version at ingest or"
+        " the session's trace removes it"
+    )
+    if state.get("columns"):  # the columns as chosen, each as stored (empty: no range)
+        return frame, spec, said.replace(" (the figure where they agree)", "")
     table, totals = list(spec.table), list(spec.totals)
     for figure in figures:
         pair = (f"{figure}_low", f"{figure}_high")
@@ -164,16 +175,7 @@ def _ranged(
             table[at:at] = pair
         if figure in totals:
             totals += pair
-    spec = dataclasses.replace(spec, table=tuple(table), totals=tuple(totals))
-    named = (r.split(", ") for r in ranged["rules_range"].drop_nulls().to_list())
-    rules = ", ".join(sorted({rule for found in named for rule in found}))
-    said = (
-        f"; {counted(ranged.height, what)} estimated differently by the ADK releases the"
-        f" session may be from ({rules}): the figure is the newest kept rule set's,"
-        " _low/_high the range (the figure where they agree); --adk-version at ingest or"
-        " the session's trace removes it"
-    )
-    return frame, spec, said
+    return frame, dataclasses.replace(spec, table=tuple(table), totals=tuple(totals)), said
 
 
 @app.command()

@@ -443,6 +443,8 @@ def _turn_row(r: dict[str, Any], cost: dict[str, Any] | None = None,
     peak_kind = {"measured": MEASURED, "estimated": ESTIMATED}.get(
         r["peak_occupancy_source"] or "", INFERRED
     )
+    if r.get("peak_occupancy_low") is not None and peak_kind == MEASURED:
+        peak_kind = ESTIMATED  # a range one of whose ends is a call's estimate
     return TurnRow(
         turn=r["turn"],
         started=r["started_at"].astimezone(UTC).strftime("%H:%M:%S"),
@@ -480,7 +482,7 @@ def _failure(turns: pl.DataFrame, calls: pl.DataFrame) -> Failure | None:
                 label=c["timestamp"].astimezone(UTC).strftime("%H:%M:%S"),
                 agent=c["agent"] or "",
                 measured=_cell(c["occupancy_measured"], MEASURED),
-                estimated=_cell(c["occupancy_estimated"], ESTIMATED),
+                estimated=ranged(c, "occupancy_estimated", ESTIMATED),
             )
             for c in last.iter_rows(named=True)
         ],
@@ -532,12 +534,18 @@ def _headline(
         )
         size = ""
         if not failed_call.is_empty():
-            content = failed_call["occupancy_estimated"][-1]
-            best, source = failed_call["occupancy"][-1], failed_call["occupancy_source"][-1]
-            size = f"; the request it tried to send held an estimated {n(content)} tokens"
+            last = failed_call.row(-1, named=True)
+            best, source = last["occupancy"], last["occupancy_source"]
+            size = (f"; the request it tried to send held an estimated "
+                    f"{ranged(last, 'occupancy_estimated', None).text} tokens")  # fmt: skip
             if source == "estimated+inferred":
+                # the agent's constant on either bound of the conversation's range
+                shifted = {f"occupancy_{end}": None if last[f"occupancy_estimated_{end}"] is None
+                           else best + last[f"occupancy_estimated_{end}"]
+                           - last["occupancy_estimated"] for end in ("low", "high")}  # fmt: skip
+                about = ranged({"occupancy": best, **shifted}, "occupancy", None).text
                 size += (
-                    f" of conversation, about {n(best)} with the system instruction and "
+                    f" of conversation, about {about} with the system instruction and "
                     "tools (inferred)"
                 )
         cost = costs.get(failure.turn)
@@ -796,11 +804,11 @@ def _evidence(
     if ranged.height:
         boundaries = ", ".join(sorted({
             b for found in ranged["rules_range"].drop_nulls() for b in found.split(", ")}))
-        unmeasured = ranged.filter(
+        estimated_cost = ranged.filter(
             pl.col("occupancy_measured").is_null() & (pl.col("kind") != "failed")).height
         priced = (
-            f"; {counted(unmeasured, 'of them has', 'of them have')} no usage and is "
-            "priced on the newest kept rules' estimate" if unmeasured else ""
+            f"; {counted(estimated_cost, 'of them has', 'of them have')} no usage and is "
+            "priced on the newest kept rules' estimate" if estimated_cost else ""
         )
         evidence["open"].append(
             f"Which ADK release wrote the session: {rules} leaves it open, and the "

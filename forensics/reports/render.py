@@ -48,6 +48,16 @@ def plain(value: object) -> Markup:
     return Markup("%s") % visible(str(value), keep_newlines=True)
 
 
+def spanned(value: object) -> object:
+    """A figure's text as `isolated` prints it, a range (low–high) able to wrap after its
+    dash: in a number's cell, which never wraps, two ranges of six-digit figures in the
+    turns' table widened the page past a 1,000-pixel window."""
+    if not isinstance(value, str) or "–" not in value:
+        return isolated(value)
+    pieces = visible(value, keep_newlines=True).split("–")
+    return Markup("<bdi>%s</bdi>") % Markup("–<wbr>").join(escape(p) for p in pieces)
+
+
 WHOLE_CHARS = 32  # a code or name up to this long never wraps
 
 
@@ -78,6 +88,7 @@ def environment() -> Environment:
     env.filters["plain"] = plain
     env.filters["prose"] = prose
     env.filters["breakable"] = breakable
+    env.filters["spanned"] = spanned
     return env
 
 

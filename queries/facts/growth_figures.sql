@@ -56,21 +56,25 @@ WITH t AS (
                 THEN round_even(after_chars_low / after_cpt, 0)::BIGINT END AS after_low,
            CASE WHEN NOT is_measured AND after_chars_low IS NOT NULL AND after_e IS NOT NULL
                 THEN round_even(after_chars_high / after_cpt, 0)::BIGINT END AS after_high,
-           -- the window grown, lowest and highest: the rule sets' own (one ratio), else
-           -- the lowest after window less the highest before one (and the other way)
-           CASE WHEN is_measured OR grown_chars_low IS NULL OR before_e IS NULL
-                     OR after_e IS NULL THEN NULL
+           -- the window grown, lowest and highest: the rule sets' own where they grow it
+           -- differently (one ratio), else, where a window has a range, the lowest after
+           -- window less the highest before one (and the other way: two ratios turn the
+           -- same characters grown into different tokens)
+           CASE WHEN is_measured OR before_e IS NULL OR after_e IS NULL THEN NULL
+                WHEN before_cpt = after_cpt AND grown_chars_low IS NULL THEN NULL
                 WHEN before_cpt = after_cpt
                     THEN after_e - before_e
                          + (grown_chars_low - (after_chars - before_chars)) / after_cpt
+                WHEN before_chars_low IS NULL AND after_chars_low IS NULL THEN NULL
                 ELSE round_even(coalesce(after_chars_low, after_chars) / after_cpt, 0)
                      - round_even(coalesce(before_chars_high, before_chars) / before_cpt, 0)
                 END AS diff_low,
-           CASE WHEN is_measured OR grown_chars_low IS NULL OR before_e IS NULL
-                     OR after_e IS NULL THEN NULL
+           CASE WHEN is_measured OR before_e IS NULL OR after_e IS NULL THEN NULL
+                WHEN before_cpt = after_cpt AND grown_chars_low IS NULL THEN NULL
                 WHEN before_cpt = after_cpt
                     THEN after_e - before_e
                          + (grown_chars_high - (after_chars - before_chars)) / after_cpt
+                WHEN before_chars_low IS NULL AND after_chars_low IS NULL THEN NULL
                 ELSE round_even(coalesce(after_chars_high, after_chars) / after_cpt, 0)
                      - round_even(coalesce(before_chars_low, before_chars) / before_cpt, 0)
                 END AS diff_high,

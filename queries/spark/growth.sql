@@ -50,20 +50,22 @@ WITH t AS (
                 THEN CAST(bround(after_chars_low / after_cpt, 0) AS BIGINT) END AS after_low,
            CASE WHEN NOT is_measured AND after_chars_low IS NOT NULL AND after_e IS NOT NULL
                 THEN CAST(bround(after_chars_high / after_cpt, 0) AS BIGINT) END AS after_high,
-           CASE WHEN is_measured OR grown_chars_low IS NULL OR before_e IS NULL
-                     OR after_e IS NULL THEN NULL
+           CASE WHEN is_measured OR before_e IS NULL OR after_e IS NULL THEN NULL
+                WHEN before_cpt = after_cpt AND grown_chars_low IS NULL THEN NULL
                 WHEN before_cpt = after_cpt
                     THEN after_e - before_e
                          + (grown_chars_low - (after_chars - before_chars)) / after_cpt
+                WHEN before_chars_low IS NULL AND after_chars_low IS NULL THEN NULL
                 ELSE CAST(bround(coalesce(after_chars_low, after_chars) / after_cpt, 0) AS BIGINT)
                      - CAST(bround(coalesce(before_chars_high, before_chars) / before_cpt, 0)
                             AS BIGINT)
                 END AS diff_low,
-           CASE WHEN is_measured OR grown_chars_low IS NULL OR before_e IS NULL
-                     OR after_e IS NULL THEN NULL
+           CASE WHEN is_measured OR before_e IS NULL OR after_e IS NULL THEN NULL
+                WHEN before_cpt = after_cpt AND grown_chars_low IS NULL THEN NULL
                 WHEN before_cpt = after_cpt
                     THEN after_e - before_e
                          + (grown_chars_high - (after_chars - before_chars)) / after_cpt
+                WHEN before_chars_low IS NULL AND after_chars_low IS NULL THEN NULL
                 ELSE CAST(bround(coalesce(after_chars_high, after_chars) / after_cpt, 0) AS BIGINT)
                      - CAST(bround(coalesce(before_chars_low, before_chars) / before_cpt, 0)
                             AS BIGINT)
