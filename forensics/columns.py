@@ -859,9 +859,12 @@ COST_CALLS = Spec(
         Column("input_tokens", I64, "measured (estimated where cost_source is estimated)"),
         Column("cache_read_tokens", I64, MEASURED),
         Column("output_tokens", I64, MEASURED),
-        Column("input_tokens_unsure", I64, MEASURED, help="a Claude call stored by ADK "
-               "before 2.7: its cache reads, which that release's native path left out of "
-               "the prompt count and LiteLLM's left in; the high bound reads them beside it"),
+        Column("input_tokens_unsure", I64, "measured (estimated where cost_source is "
+               "estimated)", help="a Claude call stored by ADK before 2.7: its cache reads, "
+               "which that release's native path left out of the prompt count and "
+               "LiteLLM's left in; the high bound reads them beside it. A call without usage "
+               "whose session's ADK release is not known: how much more the highest "
+               "estimate its possible releases give is than the lowest (`input_tokens`)"),
         Column("output_tokens_unsure", I64, "measured (estimated for a placeholder)",
                help="a Claude call's thoughts: billed output under ADK's native path, "
                "already inside candidates under LiteLLM's; and a Claude Code 2.1 response "

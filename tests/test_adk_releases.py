@@ -578,6 +578,7 @@ def test_without_usage_turns_and_growth_show_ranges_that_hold_the_true_releases(
     import sqlite3
 
     import duckdb
+    import polars as pl
 
     from forensics import sql
 
@@ -607,6 +608,8 @@ def test_without_usage_turns_and_growth_show_ranges_that_hold_the_true_releases(
         assert inside(row, "peak_occupancy", row["peak_occupancy_true"]), row
         assert inside(row, "cumulative_input", row["cumulative_input_true"]), row
         assert row["cumulative_input_low"] == row["cumulative_input_estimated_low"]
+    ranged_calls = api.calls(unknown).filter(
+        pl.col("occupancy_estimated_low").is_not_null() & (pl.col("kind") == "agent")).height
     ranged_turns = turns.filter(turns["cumulative_input_estimated_low"].is_not_null())
     assert ranged_turns.height and set(ranged_turns["rules_range"]) == {"relay format (2.8.0)"}
     assert (ranged_turns["cumulative_input_estimated_low"]
@@ -628,6 +631,17 @@ def test_without_usage_turns_and_growth_show_ranges_that_hold_the_true_releases(
                           & growth["growth_tokens_low"].is_null())  # fmt: skip
     assert ((alike["growth_tokens"] - alike["growth_tokens_true"]).abs() <= 2).all()
     assert alike.height
+
+    # no usage: each call is priced on its estimate, over the rule sets a range of cost
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[[alias]]\nmodel = "scripted-shop-model"\nprice_as = '
+                      '"gemini-2.5-flash"\nprovider = "google"\nnote = "a test"\n')
+    cost = api.cost(unknown, by="call", prices=prices).join(
+        api.cost(known, by="call", prices=prices), on="call_id", suffix="_true")
+    assert cost.height == 20 and set(cost["cost_source"]) <= {"estimated", "failed"}
+    assert (cost["cost_usd_low"] <= cost["cost_usd_low_true"]).all()
+    assert (cost["cost_usd_high_true"] <= cost["cost_usd_high"]).all()
+    assert cost.filter(cost["cost_usd_low"] < cost["cost_usd_high"]).height >= ranged_calls
 
     # two models read at two ratios: the same characters grown are different tokens, so
     # a growth between windows that have a range has one even where the rule sets grow

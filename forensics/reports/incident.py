@@ -807,8 +807,8 @@ def _evidence(
         estimated_cost = ranged.filter(
             pl.col("occupancy_measured").is_null() & (pl.col("kind") != "failed")).height
         priced = (
-            f"; {counted(estimated_cost, 'of them has', 'of them have')} no usage and is "
-            "priced on the newest kept rules' estimate" if estimated_cost else ""
+            f"; {counted(estimated_cost, 'of them has', 'of them have')} no usage: its "
+            "cost is a range over them too" if estimated_cost else ""
         )
         evidence["open"].append(
             f"Which ADK release wrote the session: {rules} leaves it open, and the "

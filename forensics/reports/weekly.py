@@ -285,8 +285,8 @@ def _releases_unknown(unsure: pl.DataFrame) -> str:
         b for found in unsure["rules_range"].drop_nulls() for b in found.split(", ")}))
     calls, unmeasured = int(unsure["ranged_calls"].sum()), int(unsure["ranged_unmeasured"].sum())
     priced = (
-        f"; {counted(unmeasured, 'of them has', 'of them have')} no usage and is priced on"
-        " the newest kept rules' estimate" if unmeasured else ""
+        f"; {counted(unmeasured, 'of them has', 'of them have')} no usage: its cost is a "
+        "range over them too" if unmeasured else ""
     )
     return (
         f"Which ADK release wrote {counted(unsure.height, 'session')}: not known, and the "

@@ -1,5 +1,5 @@
 -- name: calls
--- Per model call of the sessions in `scope_sessions`, in the time of `cost_window` (a failed request without usage is not billed; a summarizer without a model is priced as its session's main model): its usage as the provider bills it (the convention `cost_models` names for its model), and its cost at the rates of `cost_rates` (USD per token, by model and UTC day; the one tier its input reaches) under a low and a high bound, each split into cache reads, uncached input, cache writes, output and request fees that sum to it; a response a Claude Code transcript copied from another session (a resumed session's history) is not billed again (`cost_transcript_copies`); where a Claude Code transcript measured the request's writes (`cost_transcript_writes`: 5-minute and 1-hour, each at its rate) or a LiteLLM payload or a span logged them (`cost_logged_writes`), they are known and both bounds use them.
+-- Per model call of the sessions in `scope_sessions`, in the time of `cost_window` (a failed request without usage is not billed; a summarizer without a model is priced as its session's main model): its usage as the provider bills it (the convention `cost_models` names for its model), and its cost at the rates of `cost_rates` (USD per token, by model and UTC day; the one tier its input reaches) under a low and a high bound, each split into cache reads, uncached input, cache writes, output and request fees that sum to it; a response a Claude Code transcript copied from another session (a resumed session's history) is not billed again (`cost_transcript_copies`); where a Claude Code transcript measured the request's writes (`cost_transcript_writes`: 5-minute and 1-hour, each at its rate) or a LiteLLM payload or a span logged them (`cost_logged_writes`), they are known and both bounds use them; a call without usage whose session's ADK release is not known, where its rule sets rebuild its window differently, is estimated at the lowest and, as the high bound's reading (`input_tokens_unsure`), the highest of them.
 -- params: (none)
 WITH usage AS (
     SELECT c.app_name, c.user_id, c.session_id, c.call_id, c.call_index, c.turn,
@@ -43,7 +43,17 @@ WITH usage AS (
                round_even((c.chars_user + c.chars_model + c.chars_tool + c.chars_summary)
                           / r.chars_per_token, 0)
                + coalesce(round_even(c.system_tools_chars / r.chars_per_token, 0),
-                          round_even(k.constant, 0), 0) AS BIGINT) END AS estimated_input
+                          round_even(k.constant, 0), 0) AS BIGINT) END AS estimated_input,
+           -- where the session's ADK release is not known and its rule sets rebuild the
+           -- window differently (facts/calls.sql): the lowest and highest such estimate
+           CASE WHEN c.prompt_tokens IS NULL AND c.chars_low IS NOT NULL THEN CAST(
+               round_even(c.chars_low / r.chars_per_token, 0)
+               + coalesce(round_even(c.system_tools_chars / r.chars_per_token, 0),
+                          round_even(k.constant, 0), 0) AS BIGINT) END AS estimated_input_low,
+           CASE WHEN c.prompt_tokens IS NULL AND c.chars_low IS NOT NULL THEN CAST(
+               round_even(c.chars_high / r.chars_per_token, 0)
+               + coalesce(round_even(c.system_tools_chars / r.chars_per_token, 0),
+                          round_even(k.constant, 0), 0) AS BIGINT) END AS estimated_input_high
     FROM fact_calls AS c
     SEMI JOIN scope_sessions AS o USING (app_name, user_id, session_id)
     JOIN fact_sessions AS s USING (app_name, user_id, session_id)
@@ -67,7 +77,8 @@ WITH usage AS (
 ), billed AS (
     SELECT u.*, coalesce(m.convention, 'other') AS convention,
            CASE WHEN u.prompt_tokens IS NULL AND u.kind = 'failed' THEN 0
-                WHEN u.prompt_tokens IS NULL THEN u.estimated_input
+                WHEN u.prompt_tokens IS NULL THEN coalesce(u.estimated_input_low,
+                                                           u.estimated_input)
                 WHEN m.convention = 'gemini'
                     THEN u.prompt_tokens + coalesce(u.tool_use_prompt_tokens, 0)
                 ELSE u.prompt_tokens END AS input_tokens,
@@ -90,7 +101,11 @@ WITH usage AS (
            least(coalesce(cached_tokens, 0), input_tokens) AS cache_read_tokens,
            CASE WHEN two_readings THEN coalesce(cached_tokens, 0)
                 ELSE least(coalesce(cached_tokens, 0), input_tokens) END AS read_n,
+           -- (an estimate over an unknown release's rule sets: the lowest, and the
+           -- highest as the second reading)
            CASE WHEN two_readings THEN input_tokens + coalesce(cached_tokens, 0)
+                WHEN prompt_tokens IS NULL AND kind <> 'failed'
+                    THEN coalesce(estimated_input_high, input_tokens)
                 ELSE input_tokens END AS input_n,
            -- logged by LiteLLM: its reading, and the writes it counted (at most the input)
            CASE WHEN logged_writes IS NOT NULL THEN least(
