@@ -676,7 +676,7 @@ def test_usage_picks_the_reading_it_fits_and_not_one_it_cannot_tell():
     """_fits: prompts that are a ratio of the characters plus a constant per agent fit;
     prompts off the line by 60 tokens of about 500 do not; too few measured calls cannot
     tell."""
-    from forensics.analysis.facts import _fits
+    from forensics.analysis.facts import _fits, _kept
     from forensics.model import Call
 
     def call(chars: int, tokens: int | None, author: str = "a") -> Call:
@@ -688,6 +688,12 @@ def test_usage_picks_the_reading_it_fits_and_not_one_it_cannot_tell():
 
     exact = [call(c, 250 + c // 4) for c in (400, 800, 1600, 3200)]
     assert _fits(exact) is True
+    # the readings kept: those that fit, where every other is clearly out (past 4%) and
+    # they are one run of releases; a reading between 2% and 4%, or one that cannot tell,
+    # keeps them all
+    assert _kept([0.001, 0.3]) == [0] and _kept([0.3, 0.01, 0.001]) == [1, 2]
+    assert _kept([0.001, 0.03]) == [0, 1] and _kept([0.001, None]) == [0, 1]
+    assert _kept([0.001, 0.3, 0.001]) == [0, 1, 2] and _kept([0.3, 0.5]) == [0, 1]
     # every other call 60 tokens off (windows that hold what the prompts did not)
     drift = [call(c, 250 + c // 4 + 60 * (i % 2)) for i, c in enumerate((400, 800, 1600, 3200))]
     assert _fits(drift) is False

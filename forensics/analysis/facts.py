@@ -386,35 +386,38 @@ class _Spread:
 # A reading fits the measured prompts when they are a linear function of its windows'
 # characters (a ratio per model, a constant per agent: its instruction and tools) to
 # within this share of each prompt; judged only with this many more measured calls than
-# the fit has unknowns.
+# the fit has unknowns. It is ruled out only when a prompt is off its line by more than
+# FIT_OUT: a reading between the two leaves the range as it is (a true rule set a little
+# over 2% is not traded for a wrong one a little under).
 FIT_WITHIN = 0.02
+FIT_OUT = 0.04
 FIT_SPARE = 2
 
 
 def _settled(session: Session, found: list[Call], alternatives: list[_model.Release],
              traced: TracedSizes) -> tuple[Session, list[Call], _Spread]:  # fmt: skip
     """The session under the rule set the measured prompts choose, where they fit one
-    and not another (its release then says `inferred from usage`); else the newest rule
-    set the range allows (as rules_for), with each call's range over the rule sets left."""
+    and clearly not another (`_kept`; its release then says `inferred from usage`); else
+    the newest rule set the range allows (as rules_for), with each call's range over the
+    rule sets left."""
     # each rule set's per-call totals and fit, its calls dropped (one rule set's are
     # kept: the chosen one's); a rule set whose windows are too large to rebuild (before
     # 1.16.0 compactions are ignored) is left out of the range, as the session would be
-    readings: list[tuple[_model.Release, list[int], bool | None]] = []
+    readings: list[tuple[_model.Release, list[int], float | None]] = []
     for release in alternatives[:-1]:
         try:
             calls = session_calls(replace(session, release=release))
         except SessionTooLarge:
             continue
         apply_traces(calls, traced)
-        readings.append((release, [sum(c.chars_by_role.values()) for c in calls], _fits(calls)))
+        readings.append((release, [sum(c.chars_by_role.values()) for c in calls],
+                         _misfit(calls)))  # fmt: skip
     readings.append((alternatives[-1], [sum(c.chars_by_role.values()) for c in found],
-                     _fits(found)))  # the rules rules_for applies already  # fmt: skip
+                     _misfit(found)))  # the rules rules_for applies already  # fmt: skip
     totals = [t for _, t, _ in readings]
     if all(t == totals[-1] for t in totals):
         return session, found, _Spread()
-    left = [i for i, (_, _, fit) in enumerate(readings) if fit]
-    if not left or len(left) == len(readings) or left != list(range(left[0], left[-1] + 1)):
-        left = list(range(len(readings)))  # (kept only as one run of releases)
+    left = _kept([off for _, _, off in readings])
     release = readings[left[-1]][0]
     calls = found
     if left[-1] != len(readings) - 1:
@@ -443,10 +446,29 @@ def _settled(session: Session, found: list[Call], alternatives: list[_model.Rele
     return session, calls, spread
 
 
+def _kept(misfits: list[float | None]) -> list[int]:
+    """Which readings (oldest first, by their `_misfit`) the prompts leave: those within
+    FIT_WITHIN where every other is past FIT_OUT and those left are one run of releases;
+    else every one (a reading it cannot tell, or one between the two, settles nothing)."""
+    left = [i for i, off in enumerate(misfits) if off is not None and off <= FIT_WITHIN]
+    out = [i for i, off in enumerate(misfits) if off is not None and off > FIT_OUT]
+    if left and len(left) + len(out) == len(misfits) and left == list(
+            range(left[0], left[-1] + 1)):  # fmt: skip
+        return left
+    return list(range(len(misfits)))
+
+
 def _fits(calls: list[Call]) -> bool | None:
     """Whether the calls' measured prompts are, within FIT_WITHIN of each, a ratio (per
     model) times their windows' characters plus a constant per agent and model; None
     when too few calls are measured to tell (FIT_SPARE more than the unknowns)."""
+    off = _misfit(calls)
+    return None if off is None else off <= FIT_WITHIN
+
+
+def _misfit(calls: list[Call]) -> float | None:
+    """How far, as a share of itself, the measured prompt furthest off the least-squares
+    line (`_fits`) is; None when too few calls are measured to tell."""
     rows = [(c.model or "", c.event.author or "", sum(c.chars_by_role.values()),
              c.event.prompt_tokens) for c in calls
             if c.kind != "summarizer" and c.event.prompt_tokens]  # fmt: skip
@@ -461,8 +483,7 @@ def _fits(calls: list[Call]) -> bool | None:
         design[i, len(models) + groups.index((m, a))] = 1.0
     measured = np.array([float(t) for _, _, _, t in rows])
     solution = np.linalg.lstsq(design, measured, rcond=None)[0]
-    misfit = np.abs(design @ solution - measured) / measured
-    return bool(misfit.max() <= FIT_WITHIN)
+    return float((np.abs(design @ solution - measured) / measured).max())
 
 
 def failed_facts(key: _store_facts.Key, events: int, error: Exception) -> SessionFacts:
