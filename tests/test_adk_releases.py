@@ -672,6 +672,35 @@ def test_without_usage_turns_and_growth_show_ranges_that_hold_the_true_releases(
     assert two["growth_low"] <= truth["growth"] <= two["growth_high"], (two, truth)
 
 
+def test_a_rule_set_too_large_to_rebuild_is_named_not_silently_left_out(
+    releases, tmp_path, monkeypatch
+):
+    """A rule set whose windows are too large to rebuild (SessionTooLarge: before 1.16.0
+    a long session's compactions are ignored) is left out of the session's range, and
+    its rules say so. The fault is injected (a real one carries 10 million tool results):
+    the 2.13.0 scenario's `compaction` session, whose keys say "2.0.0 or later", made too
+    large under the rules of 2.0.0 to before 2.7.0."""
+    from forensics.analysis import facts
+
+    real = facts.session_calls
+
+    def calls_of(session):  # type: ignore[no-untyped-def]
+        r = session.release
+        if session.session_id == "compaction" and r is not None and r.until == "2.7.0":
+            raise facts.SessionTooLarge("injected")
+        return real(session)
+
+    monkeypatch.setattr(facts, "session_calls", calls_of)
+    db = tmp_path / "f.duckdb"
+    api.ingest_sqlite(db, releases / "2.13.0" / "sessions.db")
+    with Store.open(db, read_only=True) as store:
+        rules = dict(store.run("SELECT session_id, rules FROM fact_sessions"))
+    assert rules["compaction"].endswith(
+        "(not rebuilt under the rules of 2.0.0 to before 2.7.0: too large; no range holds "
+        "them)")  # fmt: skip
+    assert "not rebuilt" not in rules["relay"]
+
+
 def test_usage_picks_the_reading_it_fits_and_not_one_it_cannot_tell():
     """_fits: prompts that are a ratio of the characters plus a constant per agent fit;
     prompts off the line by 60 tokens of about 500 do not; too few measured calls cannot

@@ -359,6 +359,10 @@ def session_facts(session: Session, traced: TracedSizes | None = None) -> Sessio
     facts.rows["fact_compactions"] = compactions
     facts.rows["fact_sessions"] = [_session_row(key, session, found, len(compactions))]
     facts.rows["fact_sessions"][0]["rules_range"] = spread.rules
+    if spread.too_large:  # a range that leaves a release out says which
+        facts.rows["fact_sessions"][0]["rules"] += (
+            f" (not rebuilt under the rules of {', '.join(spread.too_large)}: too large;"
+            " no range holds them)")  # fmt: skip
     return facts
 
 
@@ -371,6 +375,7 @@ class _Spread:
     chars: dict[int, tuple[int, int]] = field(default_factory=dict)
     rules: str | None = None
     readings: list[list[int]] = field(default_factory=list)  # per rule set left: per call
+    too_large: list[str] = field(default_factory=list)  # rule sets not rebuilt, in words
     position: dict[str, int] = field(default_factory=dict)  # call id -> its place in them
 
     def grown(self, before: str, after: str | None) -> tuple[int, int] | None:
@@ -404,10 +409,12 @@ def _settled(session: Session, found: list[Call], alternatives: list[_model.Rele
     # kept: the chosen one's); a rule set whose windows are too large to rebuild (before
     # 1.16.0 compactions are ignored) is left out of the range, as the session would be
     readings: list[tuple[_model.Release, list[int], float | None]] = []
+    too_large = []
     for release in alternatives[:-1]:
         try:
             calls = session_calls(replace(session, release=release))
         except SessionTooLarge:
+            too_large.append(release.detail.split(",")[0])
             continue
         apply_traces(calls, traced)
         readings.append((release, [sum(c.chars_by_role.values()) for c in calls],
@@ -416,7 +423,7 @@ def _settled(session: Session, found: list[Call], alternatives: list[_model.Rele
                      _misfit(found)))  # the rules rules_for applies already  # fmt: skip
     totals = [t for _, t, _ in readings]
     if all(t == totals[-1] for t in totals):
-        return session, found, _Spread()
+        return session, found, _Spread(too_large=too_large)
     left = _kept([off for _, _, off in readings])
     release = readings[left[-1]][0]
     calls = found
@@ -433,7 +440,8 @@ def _settled(session: Session, found: list[Call], alternatives: list[_model.Rele
             " and not the others')",
         ))  # fmt: skip
     spread = _Spread(readings=[totals[i] for i in left],
-                     position={c.event.event_id: k for k, c in enumerate(calls)})
+                     position={c.event.event_id: k for k, c in enumerate(calls)},
+                     too_large=too_large)
     for k, call in enumerate(calls):
         if call.kind == "summarizer" or call.window_source == "traced":
             continue
