@@ -27,6 +27,7 @@ from forensics.families.adk.releases import (
     uncertain_rules,
 )
 from forensics.families.adk.windows import calls, rules_for, window
+from forensics.families.adk.windows import readings as window_readings
 from forensics.model import Event, Part, Release, Session
 from forensics.store import Store
 from forensics.store.reads import load_sessions
@@ -699,6 +700,30 @@ def test_a_rule_set_too_large_to_rebuild_is_named_not_silently_left_out(
         "(not rebuilt under the rules of 2.0.0 to before 2.7.0: too large; no range holds "
         "them)")  # fmt: skip
     assert "not rebuilt" not in rules["relay"]
+
+
+def test_a_range_names_only_the_boundaries_that_change_a_call(releases, tmp_path):
+    """A release never known spans every modelled one: the 2.13.0 scenario's `parallel`
+    session (two agents, no thoughts, too few measured calls to fit) is rebuilt under the
+    rules before 1.10, 1.10 to 1.14, 1.14 to 2.8 and from 2.8; only the 2.8.0 relay
+    format changes a call, so only it is named (the relayed-thought rules cannot: no
+    agent thought); the prompts place the other two sessions at 2.8.0 or later."""
+    from dataclasses import replace
+
+    from forensics.analysis.facts import session_facts
+
+    db = tmp_path / "f.duckdb"
+    api.ingest_sqlite(db, releases / "2.13.0" / "sessions.db", adk_version="2.13.0")
+    with Store.open(db, read_only=True) as con:
+        sessions = {s.session_id: replace(s, release=None) for s in load_sessions(con)}
+    assert [(r.since, r.until) for r in window_readings(sessions["parallel"])] == [
+        ("1.5.0", "1.10.0"), ("1.10.0", "1.14.0"), ("1.14.0", "2.8.0"), ("2.8.0", None)]
+    found = {k: session_facts(s).rows["fact_sessions"][0] for k, s in sessions.items()}
+    assert found["parallel"]["rules_range"] == "relay format (2.8.0)"
+    for name in ("relay", "compaction"):
+        assert found[name]["rules_range"] is None
+        assert found[name]["rules"].endswith(
+            "google-adk 2.8.0 or later rules (inferred from usage)")
 
 
 def test_usage_picks_the_reading_it_fits_and_not_one_it_cannot_tell():

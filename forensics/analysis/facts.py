@@ -448,8 +448,14 @@ def _settled(session: Session, found: list[Call], alternatives: list[_model.Rele
         sizes = [totals[i][k] for i in left]
         if min(sizes) != max(sizes):
             spread.chars[call.index] = (min(sizes), max(sizes))
-    if spread.chars:
-        hit = _windows.triggered(session)
+    if spread.chars:  # the boundaries between kept rule sets that rebuild a call apart
+        cuts = set()
+        for a, b in zip(left, left[1:], strict=False):
+            starts = _releases.span(readings[b][0])
+            if totals[a] != totals[b] and starts is not None:
+                cuts.add(starts[0])
+        at = {k for k, first in _releases.RULE_SINCE.items() if first in cuts}
+        hit = _windows.triggered(session, at)
         spread.rules = _releases.boundaries(since[0], until[1], hit) or None
     return session, calls, spread
 
