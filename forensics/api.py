@@ -1098,7 +1098,11 @@ class Scope:
         traced = self.store.frame("store/traced_calls", session=self.selection.session)
         if traced.is_empty():
             return FIDELITY.frame([])
-        return analysis.fidelity_frame(self.reconstruction, traced)
+        rec = self.__dict__.get("reconstruction")  # (cached_property: built already?)
+        if rec is None:  # only the traced sessions: an untraced one of an unknown release
+            ids = sorted(set(traced["session_id"].to_list()))  # rebuilds every reading
+            rec = analysis.reconstruct(self.store, self.selection, PROGRESS.get(), ids)
+        return analysis.fidelity_frame(rec, traced)
 
     def ranged_sessions(self) -> pl.DataFrame:
         """The selected sessions of an unknown ADK release whose possible releases rebuild

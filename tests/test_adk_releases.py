@@ -643,6 +643,30 @@ def test_without_usage_turns_and_growth_show_ranges_that_hold_the_true_releases(
     assert (cost["cost_usd_low"] <= cost["cost_usd_low_true"]).all()
     assert (cost["cost_usd_high_true"] <= cost["cost_usd_high"]).all()
     assert cost.filter(cost["cost_usd_low"] < cost["cost_usd_high"]).height >= ranged_calls
+    # a highest estimate past a price tier is priced at that tier, the lowest at its own
+    # (one call's stored range widened by a million characters: no window of the
+    # scenario comes near 200,000 tokens)
+    from genai_prices import Usage, calc_price
+
+    widened = tmp_path / "widened.duckdb"
+    shutil.copy(unknown, widened)
+    with duckdb.connect(str(widened)) as con:
+        (call_id,) = con.execute(
+            "SELECT call_id FROM fact_calls WHERE chars_low IS NOT NULL AND kind = 'agent'"
+            " ORDER BY call_id LIMIT 1").fetchone()  # fmt: skip
+        con.execute("UPDATE fact_calls SET chars_high = chars_low + 1000000 WHERE call_id = ?",
+                    [call_id])  # fmt: skip
+    prices.write_text(prices.read_text().replace("gemini-2.5-flash", "gemini-2.5-pro"))
+    row = api.cost(widened, by="call", prices=prices).filter(
+        pl.col("call_id") == call_id).row(0, named=True)  # fmt: skip
+    assert row["input_tokens"] < 200_000 < row["input_tokens"] + row["input_tokens_unsure"]
+
+    def list_price(tokens: int) -> Any:
+        return calc_price(Usage(input_tokens=tokens), "gemini-2.5-pro", provider_id="google",
+                          genai_request_timestamp=row["started_at"]).total_price  # fmt: skip
+
+    assert row["cost_usd_low"] == list_price(row["input_tokens"])
+    assert row["cost_usd_high"] == list_price(row["input_tokens"] + row["input_tokens_unsure"])
 
     # two models read at two ratios: the same characters grown are different tokens, so
     # a growth between windows that have a range has one even where the rule sets grow
@@ -700,6 +724,32 @@ def test_a_rule_set_too_large_to_rebuild_is_named_not_silently_left_out(
         "(not rebuilt under the rules of 2.0.0 to before 2.7.0: too large; no range holds "
         "them)")  # fmt: skip
     assert "not rebuilt" not in rules["relay"]
+    # without usage nothing settles the range: the rule sets on either side of the one
+    # left out rebuild calls apart, and both boundaries they span are named (2.7.0's
+    # summary voice, whose rule set was the one left out, and 2.8.0's relay format)
+    import shutil
+    import sqlite3
+
+    stripped = tmp_path / "sessions.db"
+    shutil.copy(releases / "2.13.0" / "sessions.db", stripped)
+    with sqlite3.connect(stripped) as con:
+        con.execute("UPDATE events SET event_data = json_remove(event_data, '$.usage_metadata')")
+
+    def middle_too_large(session):  # type: ignore[no-untyped-def]
+        r = session.release
+        if session.session_id == "compaction" and r is not None and r.until == "2.8.0":
+            raise facts.SessionTooLarge("injected")
+        return real(session)
+
+    monkeypatch.setattr(facts, "session_calls", middle_too_large)
+    bare = tmp_path / "bare.duckdb"
+    api.ingest_sqlite(bare, stripped)
+    with Store.open(bare, read_only=True) as store:
+        (found,) = store.run(
+            "SELECT rules, rules_range FROM fact_sessions WHERE session_id = 'compaction'")
+    assert found[0].endswith("(not rebuilt under the rules of 2.7.0 to before 2.8.0: too "
+                             "large; no range holds them)")  # fmt: skip
+    assert found[1] == "summary voice (2.7.0), relay format (2.8.0)"
 
 
 def test_a_range_names_only_the_boundaries_that_change_a_call(releases, tmp_path):

@@ -449,12 +449,14 @@ def _settled(session: Session, found: list[Call], alternatives: list[_model.Rele
         if min(sizes) != max(sizes):
             spread.chars[call.index] = (min(sizes), max(sizes))
     if spread.chars:  # the boundaries between kept rule sets that rebuild a call apart
-        cuts = set()
+        shown = [k for k, c in enumerate(calls)
+                 if c.kind != "summarizer" and c.window_source != "traced"]  # fmt: skip
+        apart = []  # (start of one, start of the next): a skipped one's boundary inside
         for a, b in zip(left, left[1:], strict=False):
-            starts = _releases.span(readings[b][0])
-            if totals[a] != totals[b] and starts is not None:
-                cuts.add(starts[0])
-        at = {k for k, first in _releases.RULE_SINCE.items() if first in cuts}
+            if any(totals[a][k] != totals[b][k] for k in shown):
+                apart.append((_releases.span(readings[a][0]), _releases.span(readings[b][0])))
+        at = {k for k, first in _releases.RULE_SINCE.items()
+              if any(x and y and x[0] < first <= y[0] for x, y in apart)}  # fmt: skip
         hit = _windows.triggered(session, at)
         spread.rules = _releases.boundaries(since[0], until[1], hit) or None
     return session, calls, spread

@@ -50,14 +50,18 @@ StageProgress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 def reconstruct(
-    store: Store, selection: Selection | None = None, progress: StageProgress | None = None
+    store: Store,
+    selection: Selection | None = None,
+    progress: StageProgress | None = None,
+    session_ids: list[str] | None = None,
 ) -> Reconstruction:
-    """Every call of the selected sessions rebuilt, with the traced sizes where ADK traced
-    the request, and per model the ratio fitted on the stored facts' fixed sample (so a
-    call's estimate here is the one `forensics calls` shows)."""
+    """Every call of the selected sessions (of those `session_ids` only, where given)
+    rebuilt, with the traced sizes where ADK traced the request, and per model the ratio
+    fitted on the stored facts' fixed sample (so a call's estimate here is the one
+    `forensics calls` shows)."""
     if progress:
         progress("reading the store", 0, 0)
-    sessions = load_sessions(store, selection)
+    sessions = load_sessions(store, selection, session_ids=session_ids)
     traced: dict[str, dict[str, tuple[dict[str, int], int]]] = defaultdict(dict)
     for (session_id, event_id), sizes in traced_windows(
         store, (selection or Selection()).session

@@ -52,7 +52,7 @@ def spanned(value: object) -> object:
     """A figure's text as `isolated` prints it, a range (low–high) able to wrap after its
     dash: in a number's cell, which never wraps, two ranges of six-digit figures in the
     turns' table widened the page past a 1,000-pixel window."""
-    if not isinstance(value, str) or "–" not in value:
+    if isinstance(value, Markup) or not isinstance(value, str) or "–" not in value:
         return isolated(value)
     pieces = visible(value, keep_newlines=True).split("–")
     return Markup("<bdi>%s</bdi>") % Markup("–<wbr>").join(escape(p) for p in pieces)

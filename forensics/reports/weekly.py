@@ -175,7 +175,8 @@ def _grouped(frame: pl.DataFrame, key: str, title: str) -> Table:
     apps = key != "model" and _apps(frame)  # a model is one model whatever the app
     rows = [
         [Cell(_named(r, key, apps)), Cell(n(r["calls"])),
-         Cell(n(r["input_tokens"]), MEASURED), Cell(n(r["output_tokens"]), MEASURED),
+         Cell(n(r["input_tokens"]), ESTIMATED if r["estimated_calls"] else MEASURED),
+         Cell(n(r["output_tokens"]), MEASURED),
          _money(r)]
         for r in frame.sort("cost_usd_low", descending=True, nulls_last=True).iter_rows(named=True)
     ]  # fmt: skip

@@ -120,12 +120,19 @@ WITH usage AS (
     SELECT b.*, r.above AS tier_above, r.input AS rate_input, r.cache_read AS rate_read,
            r.cache_write AS rate_write, r.cache_write_1h AS rate_write_1h,
            r.output AS rate_output, r.request AS rate_request,
-           r.source AS price_source, r.provider, r.price_model, x.reason AS unknown_reason
+           r.source AS price_source, r.provider, r.price_model, x.reason AS unknown_reason,
+           -- the second reading's own tier (its input may reach a dearer one)
+           h.input AS rate_input_n, h.cache_read AS rate_read_n,
+           h.cache_write AS rate_write_n, h.output AS rate_output_n
     FROM readings AS b
     LEFT JOIN cost_rates AS r  -- the one tier the input reaches (above < input <= next)
         ON r.model = b.model AND r.day = b.day
        AND (r.above = 0 OR b.input_tokens > r.above)
        AND (r.next_above IS NULL OR b.input_tokens <= r.next_above)
+    LEFT JOIN cost_rates AS h
+        ON h.model = b.model AND h.day = b.day
+       AND (h.above = 0 OR b.input_n > h.above)
+       AND (h.next_above IS NULL OR b.input_n <= h.next_above)
     LEFT JOIN cost_unknown AS x ON x.model = b.model AND x.day = b.day
 ), parts AS (
     -- per reading: its reads, and its uncached input at the input and at the write rate
@@ -134,9 +141,9 @@ WITH usage AS (
            cache_read_tokens * rate_read AS reads_l,
            (input_tokens - cache_read_tokens) * rate_input AS unwritten_l,
            (input_tokens - cache_read_tokens) * rate_write AS written_l,
-           read_n * rate_read AS reads_n,
-           (input_n - read_n) * rate_input AS unwritten_n,
-           (input_n - read_n) * rate_write AS written_n,
+           read_n * rate_read_n AS reads_n,
+           (input_n - read_n) * rate_input_n AS unwritten_n,
+           (input_n - read_n) * rate_write_n AS written_n,
            CASE WHEN kind = 'failed' AND prompt_tokens IS NULL THEN 0 * rate_request
                 ELSE rate_request END AS request_usd,
            (input_tokens - cache_read_tokens - writes_known) * rate_input AS unwritten_k,
@@ -161,7 +168,8 @@ WITH usage AS (
            CASE WHEN writes_known IS NOT NULL THEN written_k
                 WHEN rate_write >= rate_input THEN 0 * rate_input
                 WHEN low_l THEN written_l ELSE written_n END AS cache_write_usd_low,
-           output_tokens * rate_output AS output_usd_low,
+           -- output at the cheaper (dearer) of the two readings' tiers
+           output_tokens * least(rate_output, rate_output_n) AS output_usd_low,
            CASE WHEN writes_known IS NOT NULL OR high_l THEN reads_l ELSE reads_n END
                AS cache_read_usd_high,
            CASE WHEN writes_known IS NOT NULL THEN unwritten_k
@@ -171,7 +179,8 @@ WITH usage AS (
            CASE WHEN writes_known IS NOT NULL THEN written_k
                 WHEN rate_write <= rate_input THEN 0 * rate_input
                 WHEN high_l THEN written_l ELSE written_n END AS cache_write_usd_high,
-           (output_tokens + output_tokens_unsure) * rate_output AS output_usd_high
+           (output_tokens + output_tokens_unsure) * greatest(rate_output, rate_output_n)
+               AS output_usd_high
     FROM bounds
 )
 SELECT app_name, user_id, session_id, call_id, call_index, turn, invocation_id, agent, kind,
