@@ -709,13 +709,16 @@ def test_a_rule_set_too_large_to_rebuild_is_named_not_silently_left_out(
 
     real = facts.session_calls
 
-    def calls_of(session):  # type: ignore[no-untyped-def]
-        r = session.release
-        if session.session_id == "compaction" and r is not None and r.until == "2.7.0":
-            raise facts.SessionTooLarge("injected")
-        return real(session)
+    def too_large_until(until: str):  # type: ignore[no-untyped-def]
+        def calls_of(session):  # type: ignore[no-untyped-def]
+            r = session.release
+            if session.session_id == "compaction" and r is not None and r.until == until:
+                raise facts.SessionTooLarge("injected")
+            return real(session)
 
-    monkeypatch.setattr(facts, "session_calls", calls_of)
+        return calls_of
+
+    monkeypatch.setattr(facts, "session_calls", too_large_until("2.7.0"))
     db = tmp_path / "f.duckdb"
     api.ingest_sqlite(db, releases / "2.13.0" / "sessions.db")
     with Store.open(db, read_only=True) as store:
@@ -734,14 +737,7 @@ def test_a_rule_set_too_large_to_rebuild_is_named_not_silently_left_out(
     shutil.copy(releases / "2.13.0" / "sessions.db", stripped)
     with sqlite3.connect(stripped) as con:
         con.execute("UPDATE events SET event_data = json_remove(event_data, '$.usage_metadata')")
-
-    def middle_too_large(session):  # type: ignore[no-untyped-def]
-        r = session.release
-        if session.session_id == "compaction" and r is not None and r.until == "2.8.0":
-            raise facts.SessionTooLarge("injected")
-        return real(session)
-
-    monkeypatch.setattr(facts, "session_calls", middle_too_large)
+    monkeypatch.setattr(facts, "session_calls", too_large_until("2.8.0"))
     bare = tmp_path / "bare.duckdb"
     api.ingest_sqlite(bare, stripped)
     with Store.open(bare, read_only=True) as store:
