@@ -757,6 +757,7 @@ def test_a_range_names_only_the_boundaries_that_change_a_call(releases, tmp_path
     from dataclasses import replace
 
     from forensics.analysis.facts import session_facts
+    from forensics.families.adk.releases import sub_range
 
     db = tmp_path / "f.duckdb"
     api.ingest_sqlite(db, releases / "2.13.0" / "sessions.db", adk_version="2.13.0")
@@ -770,6 +771,15 @@ def test_a_range_names_only_the_boundaries_that_change_a_call(releases, tmp_path
         assert found[name]["rules_range"] is None
         assert found[name]["rules"].endswith(
             "google-adk 2.8.0 or later rules (inferred from usage)")
+    # placed at 1.5.0 to before 1.16.0, the relayed-thought rules inside can apply (two
+    # agents) but change no call: nothing is a range, and the rules name none as assumed
+    # (the label said "assumed the newer relayed thoughts")
+    older = replace(sessions["parallel"], release=sub_range(None, (1, 5, 0), (1, 16, 0)))
+    assert [(r.since, r.until) for r in window_readings(older)] == [
+        ("1.5.0", "1.10.0"), ("1.10.0", "1.14.0"), ("1.14.0", "1.16.0")]
+    row = session_facts(older).rows["fact_sessions"][0]
+    assert row["rules_range"] is None
+    assert row["rules"].endswith("google-adk 1.5.0 to before 1.16.0 rules (inferred)"), row
 
 
 def test_usage_picks_the_reading_it_fits_and_not_one_it_cannot_tell():

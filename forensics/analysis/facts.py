@@ -357,7 +357,8 @@ def session_facts(session: Session, traced: TracedSizes | None = None) -> Sessio
     facts.rows["fact_turns"] = _turns(key, session)
     compactions = _compactions(key, session, found)
     facts.rows["fact_compactions"] = compactions
-    facts.rows["fact_sessions"] = [_session_row(key, session, found, len(compactions))]
+    facts.rows["fact_sessions"] = [
+        _session_row(key, session, found, len(compactions), spread.changed)]
     facts.rows["fact_sessions"][0]["rules_range"] = spread.rules
     if spread.too_large:  # a range that leaves a release out says which
         facts.rows["fact_sessions"][0]["rules"] += (
@@ -376,6 +377,7 @@ class _Spread:
     rules: str | None = None
     readings: list[list[int]] = field(default_factory=list)  # per rule set left: per call
     too_large: list[str] = field(default_factory=list)  # rule sets not rebuilt, in words
+    changed: set[str] = field(default_factory=set)  # the rules that rebuild a call apart
     position: dict[str, int] = field(default_factory=dict)  # call id -> its place in them
 
     def grown(self, before: str, after: str | None) -> tuple[int, int] | None:
@@ -457,8 +459,8 @@ def _settled(session: Session, found: list[Call], alternatives: list[_model.Rele
                 apart.append((_releases.span(readings[a][0]), _releases.span(readings[b][0])))
         at = {k for k, first in _releases.RULE_SINCE.items()
               if any(x and y and x[0] < first <= y[0] for x, y in apart)}  # fmt: skip
-        hit = _windows.triggered(session, at)
-        spread.rules = _releases.boundaries(since[0], until[1], hit) or None
+        spread.changed = _windows.triggered(session, at)
+        spread.rules = _releases.boundaries(since[0], until[1], spread.changed) or None
     return session, calls, spread
 
 
@@ -749,9 +751,11 @@ def _compactions(key: Row, session: Session, found: list[Call]) -> list[Row]:
     return rows
 
 
-def _session_row(key: Row, session: Session, found: list[Call], compactions: int) -> Row:
-    """The session's own facts: what built them, and what stays after its last range
-    (in a Claude Code session, of its main thread: each thread compacts on its own)."""
+def _session_row(key: Row, session: Session, found: list[Call], compactions: int,
+                 changed: set[str]) -> Row:  # fmt: skip
+    """The session's own facts: what built them (the rules that rebuild a call apart,
+    `changed`, named as assumed), and what stays after its last range (in a Claude Code
+    session, of its main thread: each thread compacts on its own)."""
     rules = rules_of(session)
     threaded = rules.THREADED
     indexed = [
@@ -771,7 +775,7 @@ def _session_row(key: Row, session: Session, found: list[Call], compactions: int
     largest = max(results, key=lambda p: p.chars, default=None)
     return {
         **key,
-        "rules": f"{RULES_VERSION} {rules_label(session)}",
+        "rules": f"{RULES_VERSION} {rules_label(session, changed)}",
         "main_model": main_model(found),
         "events": len(session.events),
         "calls": len(found),

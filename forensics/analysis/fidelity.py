@@ -36,13 +36,10 @@ def fidelity_frame(rec: Reconstruction, traced: pl.DataFrame) -> pl.DataFrame:
         (r["session_id"], r["event_id"]): r for r in traced.iter_rows(named=True)
     }
     rows = []
-    labels: dict[int, str] = {}  # per session: its rules as its facts name them
     for session, call in rec.calls:
         t = by_key.get((session.session_id, call.event.event_id))
         if t is None or call.kind == "summarizer":
             continue
-        if id(session) not in labels:
-            labels[id(session)] = label(session)
         parts = window(session, call.index)
         roles = dict.fromkeys(("user", "model", "tool"), 0)
         for part in parts:
@@ -65,7 +62,7 @@ def fidelity_frame(rec: Reconstruction, traced: pl.DataFrame) -> pl.DataFrame:
                 "turn": call.turn,
                 "agent": call.event.author,
                 "kind": call.kind,
-                "rules": labels[id(session)],
+                "rules": rec.labels.get(id(session)) or label(session),
                 "traced_responses": traced_responses,
                 "rebuilt_responses": responses,
                 "responses_exact": responses == traced_responses,

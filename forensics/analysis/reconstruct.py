@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..families.windows import rules_label
 from ..model import Call, Session
 from ..selection import Selection
 from ..store import Store
@@ -30,6 +31,7 @@ class Reconstruction:
     ratios: dict[str, Ratio]  # per model: each tokenizer has its own
     _by_session: dict[int, list[Call]] | None = field(default=None, repr=False)
     _main_model: dict[int, str] = field(default_factory=dict, repr=False)
+    labels: dict[int, str] = field(default_factory=dict, repr=False)  # the facts' rules
 
     def ratio(self, session: Session, call: Call | None = None) -> Ratio:
         """The ratio of `call`'s model; without a call (a tool result's size, a compaction
@@ -70,10 +72,11 @@ def reconstruct(
     every: list[tuple[Session, Call]] = []
     calls_by_session: dict[int, list[Call]] = {}
     main: dict[int, str] = {}
-    settled = []
+    settled, labels = [], {}
     for done, stored in enumerate(sessions, 1):
         # as the facts rebuild it: under the rules the measured prompts chose, if they did
-        session, found, _ = settled_calls(stored, traced.get(stored.session_id, {}))
+        session, found, spread = settled_calls(stored, traced.get(stored.session_id, {}))
+        labels[id(session)] = rules_label(session, spread.changed)
         settled.append(session)
         every += [(session, c) for c in found]
         calls_by_session[id(session)] = found
@@ -81,4 +84,5 @@ def reconstruct(
         if progress:
             progress("rebuilding windows", done, len(sessions))
     models = {c.model for _, c in every} | set(main.values())
-    return Reconstruction(settled, every, fit_ratios(store, models), calls_by_session, main)
+    return Reconstruction(settled, every, fit_ratios(store, models), calls_by_session, main,
+                          labels)  # fmt: skip

@@ -4,6 +4,7 @@ release, adk/windows.py) or Claude Code's (claude_code/windows.py). Both offer
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from types import ModuleType
 
 from ..model import Session
@@ -17,8 +18,10 @@ def rules_of(session: Session) -> ModuleType:
     return claude_code if session.family == CLAUDE_CODE else adk
 
 
-def rules_label(session: Session) -> str:
-    """The rules that rebuilt `session`, in words (fact_sessions.rules, the report)."""
+def rules_label(session: Session, changed: Collection[str] | None = None) -> str:
+    """The rules that rebuilt `session`, in words (fact_sessions.rules, the report);
+    `changed`: of an ADK release not known, the rules that rebuild one of its calls
+    apart, named as assumed (adk.label)."""
     if session.family == CLAUDE_CODE:
         return claude_code.RULES_LABEL
-    return adk.label(session)
+    return adk.label(session, changed)

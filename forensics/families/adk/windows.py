@@ -112,13 +112,16 @@ _FIRST_PART = rules_for(Release("1.21.0", "given", ""))
 USAGE_CHOSE = "inferred from usage"
 
 
-def label(session: Session) -> str:
+def label(session: Session, changed: Collection[str] | None = None) -> str:
     """The rules that rebuild `session`, in words: of an inferred range, only the rules
-    inside it that can change one of its windows are named as assumed (`triggered`)."""
+    inside it that rebuild one of its calls apart (`changed`, where the facts found them)
+    or else that can change one of its windows (`triggered`) are named as assumed."""
     rules = rules_for(session.release)
     bounds = releases.span(session.release)
     if bounds is None or session.release is None:
         return rules.label
+    if changed is not None:
+        return rules.label_of(changed)
     inside = {name for name, first in RULE_SINCE.items() if bounds[0] < first < bounds[1]}
     return rules.label_of(triggered(session, inside))
 
