@@ -196,7 +196,19 @@ def window(
     from .. import api
     from ..columns import WINDOW
 
-    emit(api.window(db, selection(app_name, user, session_id), call_id), fmt, WINDOW)
+    picked = selection(app_name, user, session_id)
+    frame, note = api.window(db, picked, call_id), WINDOW.footnote or ""
+    if fmt is Format.table:  # a call the possible releases rebuild apart: say whose parts
+        calls = api.calls(db, picked)
+        mine = calls.filter(calls["call_id"] == call_id)
+        if mine.height and mine["occupancy_estimated_low"][0] is not None:
+            note += (
+                "; the parts as the newest kept rule set rebuilds them: the ADK releases the"
+                f" session may be from rebuild this call differently ({mine['rules_range'][0]}:"
+                " `forensics calls` gives occupancy_estimated_low/_high); --adk-version at"
+                " ingest or the session's trace removes it"
+            )
+    emit(frame, fmt, WINDOW, footnote=note)
 
 
 @app.command()
