@@ -535,7 +535,7 @@ def test_events_of_a_run_killed_before_its_ledger_row_make_the_facts_stale(tmp_p
         assert api.facts_current(s)
 
 
-def test_the_ratio_fit_is_stored_with_the_facts(tmp_path):
+def test_the_ratio_fit_is_stored_with_the_facts(tmp_path, monkeypatch):
     """Each refresh of the facts fits every model once and keeps the ratios; a query
     command reads them (equal to a fit made now) until events or facts change."""
     from forensics.analysis.stored import fit_ratios, stored_fits
@@ -551,6 +551,16 @@ def test_the_ratio_fit_is_stored_with_the_facts(tmp_path):
     with Store.open(db, read_only=True) as store:
         again = stored_fits(store)
         assert again is not None and again == fit_ratios(store, set(again)) != kept
+    # an ingest that loads nothing rebuilds no fact: the kept ratios stand, not refitted,
+    # under the facts' new mark
+    from forensics.engines import local
+
+    fitted = []
+    monkeypatch.setattr(local, "store_fits", lambda store: fitted.append(store))
+    api.ingest_sqlite(db, SAMPLES / "tasks.db")
+    assert fitted == []
+    with Store.open(db, read_only=True) as store:
+        assert api.facts_current(store) and stored_fits(store) == again
     # events a killed ingest committed, facts not refreshed: the stored fit is not used
     with Store.open(db) as store:
         store.run("UPDATE events SET ingest_id = ingest_id + 100 WHERE session_id = 'incident'")

@@ -129,6 +129,17 @@ def store_fits(store: Store) -> None:
     store.run("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [FITS_KEY, json.dumps(payload)])
 
 
+def restamp_fits(store: Store) -> None:
+    """Keep the ratios store_fits kept under the facts' new mark: for a refresh that
+    rebuilt and dropped nothing, whose kept fit held before it (the same facts, events
+    and rules; only the ingest the facts are current through moved). Fitting again read
+    the same rows: 30 ms of an unchanged 2 GB Claude Code ingest's 0.7 s."""
+    rows = store.run("SELECT value FROM store_meta WHERE key = ?", [FITS_KEY])
+    payload = json.loads(rows[0][0])
+    payload["stamp"] = _fit_stamp(store)
+    store.run("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [FITS_KEY, json.dumps(payload)])
+
+
 def stored_fits(store: Store) -> dict[str, Ratio] | None:
     """The ratios store_fits kept, when nothing they were fitted on changed since."""
     rows = store.run("SELECT value FROM store_meta WHERE key = ?", [FITS_KEY])

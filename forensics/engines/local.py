@@ -39,7 +39,7 @@ from ..analysis.facts import (
     session_facts,
 )
 from ..analysis.reconstruct import StageProgress
-from ..analysis.stored import FITS_KEY, store_fits, stored_fits
+from ..analysis.stored import FITS_KEY, restamp_fits, store_fits, stored_fits
 from ..cost import stored as priced
 from ..cost.billed import price_store
 from ..cost.prices import PriceBook
@@ -129,11 +129,10 @@ def refresh(
     # priced as they are before this refresh, by the same book, and no session to rebuild
     # (an ingest that loaded nothing new moves only the ingest the facts are current
     # through, which the priced calls' stamp reads through the kept fit)
-    was_priced = (book is not None and not todo and not orphans
-                  and priced.current(store, book)
-                  # and nothing the kept fit counted changed: events deleted (a session
-                  # read again with nothing in it) leave no session stale
-                  and stored_fits(store) is not None)  # fmt: skip
+    # nothing the kept fit counted changed: events deleted (a session read again with
+    # nothing in it) leave no session stale
+    fit_holds = not todo and not orphans and stored_fits(store) is not None
+    was_priced = book is not None and fit_holds and priced.current(store, book)
     ratios_before = _kept_ratios(store)
     count = workers(workers_count)
     if sum(n for _, n, _, _ in todo) < POOL_MIN_EVENTS:
@@ -141,7 +140,10 @@ def refresh(
     with store.memory_limit(FACTS_MEMORY_LIMIT):
         done = _rebuild(store, todo, progress, count)
     stored.mark_current(store, RULES_VERSION, through)
-    store_fits(store)  # the ratios every query command would fit, fitted once here
+    if fit_holds:  # no fact changed: the kept ratios, under the new mark
+        restamp_fits(store)
+    else:
+        store_fits(store)  # the ratios every query command would fit, fitted once here
     if was_priced and book is not None and _kept_ratios(store) == ratios_before:
         priced.mark(store, book)  # no fact nor ratio changed: the priced calls stand
     else:
