@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..words import counted
+from ..words import counted, union_of
 from .common import (
     AppPick,
     DbOption,
@@ -156,11 +156,10 @@ def _ranged(
     if spec.table is None or not figures:
         return frame, spec, ""
     ranged = frame.filter(pl.any_horizontal(pl.col(f"{f}_low").is_not_null() for f in figures))
-    named = (r.split(", ") for r in ranged["rules_range"].drop_nulls().to_list())
-    rules = ", ".join(sorted({rule for found in named for rule in found}))
     said = (
         f"; {counted(ranged.height, what)} estimated differently by the ADK releases the"
-        f" session may be from ({rules}): the figure is the newest kept rule set's,"
+        f" session may be from ({union_of(ranged['rules_range'])}): the figure is the"
+        " newest kept rule set's,"
         " _low/_high the range (the figure where they agree); --adk-version at ingest or"
         " the session's trace removes it"
     )
@@ -196,10 +195,12 @@ def window(
     from .. import api
     from ..columns import WINDOW
 
-    picked = selection(app_name, user, session_id)
-    frame, note = api.window(db, picked, call_id), WINDOW.footnote or ""
-    if fmt is Format.table:  # a call the possible releases rebuild apart: say whose parts
-        calls = api.calls(db, picked)
+    note = WINDOW.footnote or ""
+    with api.using(db) as store:  # the store opened once for the parts and the calls
+        scope = api.Scope(store, selection(app_name, user, session_id))
+        frame = scope.window(call_id)
+        calls = scope.calls() if fmt is Format.table else None
+    if calls is not None:  # a call the possible releases rebuild apart: say whose parts
         mine = calls.filter(calls["call_id"] == call_id)
         if mine.height and mine["occupancy_estimated_low"][0] is not None:
             note += (

@@ -19,7 +19,7 @@ import polars as pl
 from .. import __version__, api
 from ..errors import ForensicsError
 from ..provenance import ESTIMATED, INFERRED, LOGGED, MEASURED, PRICED
-from ..words import counted
+from ..words import counted, union_of
 
 WHATIF_CAP = 16_000  # the founding guard's budget
 
@@ -802,8 +802,6 @@ def _evidence(
         )
     ranged = agent.filter(pl.col("occupancy_estimated_low").is_not_null())
     if ranged.height:
-        boundaries = ", ".join(sorted({
-            b for found in ranged["rules_range"].drop_nulls() for b in found.split(", ")}))
         estimated_cost = ranged.filter(
             pl.col("occupancy_measured").is_null() & (pl.col("kind") != "failed")).height
         priced = (
@@ -813,10 +811,10 @@ def _evidence(
         evidence["open"].append(
             f"Which ADK release wrote the session: {rules} leaves it open, and the "
             f"releases it may be rebuild {n(ranged.height)} of {_calls(agent.height)} "
-            f"differently ({boundaries}); their estimates, and the turns' and growths' "
-            f"that hold them, are shown as low–high (the charts draw the newest kept "
-            f"rules'){priced}. `--adk-version` at ingest, or the session's trace, "
-            "settles it."
+            f"differently ({union_of(ranged['rules_range'])}); their estimates, and the "
+            "turns' and growths' that hold them, are shown as low–high (the charts draw "
+            f"the newest kept rules'){priced}. `--adk-version` at ingest, or the session's "
+            "trace, settles it."
         )  # fmt: skip
     if traced < agent.height:
         evidence["open"].append(

@@ -26,7 +26,7 @@ import polars as pl
 from .. import __version__, api
 from ..errors import ForensicsError
 from ..provenance import ESTIMATED, INFERRED, LOGGED, MEASURED, PRICED
-from ..words import counted
+from ..words import counted, union_of
 from .incident import Cell, n, portable, ranged, relative, usd
 
 DEFAULT_BUDGET = 16_000  # tokens a single tool result may hold before it is flagged
@@ -282,8 +282,6 @@ def _local(buckets: pl.DataFrame, period: Week) -> pl.DataFrame:
 def _releases_unknown(unsure: pl.DataFrame) -> str:
     """The open question of sessions whose ADK release is not known and whose possible
     releases rebuild some calls differently (Scope.ranged_sessions), in one sentence."""
-    boundaries = ", ".join(sorted({
-        b for found in unsure["rules_range"].drop_nulls() for b in found.split(", ")}))
     calls, unmeasured = int(unsure["ranged_calls"].sum()), int(unsure["ranged_unmeasured"].sum())
     priced = (
         f"; {counted(unmeasured, 'of them has', 'of them have')} no usage: its cost is a "
@@ -292,9 +290,9 @@ def _releases_unknown(unsure: pl.DataFrame) -> str:
     return (
         f"Which ADK release wrote {counted(unsure.height, 'session')}: not known, and the "
         f"releases they may be rebuild {counted(calls, 'call')} of "
-        f"{n(int(unsure['calls'].sum()))} differently ({boundaries}); growth is shown as "
-        f"low–high where it differs{priced}. `--adk-version` at ingest, or the sessions' "
-        "traces, settles it."
+        f"{n(int(unsure['calls'].sum()))} differently ({union_of(unsure['rules_range'])}); "
+        f"growth is shown as low–high where it differs{priced}. `--adk-version` at "
+        "ingest, or the sessions' traces, settles it."
     )  # fmt: skip
 
 
