@@ -551,16 +551,31 @@ def test_the_ratio_fit_is_stored_with_the_facts(tmp_path, monkeypatch):
     with Store.open(db, read_only=True) as store:
         again = stored_fits(store)
         assert again is not None and again == fit_ratios(store, set(again)) != kept
-    # an ingest that loads nothing rebuilds no fact: the kept ratios stand, not refitted,
-    # under the facts' new mark
+    # an ingest that loads nothing rebuilds no fact: the kept fit stands as it was (not
+    # refitted, not written again), and so do the calls priced with it
     from forensics.engines import local
 
+    def kept(store: Store) -> list[object]:
+        return store.run("SELECT key, value FROM store_meta WHERE key IN "
+                         "('fitted_ratios', 'priced_calls') ORDER BY key")  # fmt: skip
+
+    with Store.open(db, read_only=True) as store:
+        before = kept(store)
     fitted = []
     monkeypatch.setattr(local, "store_fits", lambda store: fitted.append(store))
     api.ingest_sqlite(db, SAMPLES / "tasks.db")
     assert fitted == []
     with Store.open(db, read_only=True) as store:
         assert api.facts_current(store) and stored_fits(store) == again
+        assert kept(store) == before and len(before) == 2
+    # a session's facts built from other inputs (same counts): the stored fit is not used
+    with Store.open(db) as store:
+        where = " WHERE session_id = 'incident'"
+        (stamp,) = store.run("SELECT any_value(stamp) FROM fact_sessions" + where)[0]
+        store.run("UPDATE fact_sessions SET stamp = stamp || '+'" + where)
+        assert stored_fits(store) is None
+        store.run("UPDATE fact_sessions SET stamp = ?" + where, [stamp])
+        assert stored_fits(store) == again
     # events a killed ingest committed, facts not refreshed: the stored fit is not used
     with Store.open(db) as store:
         store.run("UPDATE events SET ingest_id = ingest_id + 100 WHERE session_id = 'incident'")

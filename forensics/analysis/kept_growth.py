@@ -20,7 +20,8 @@ from pathlib import Path
 from .. import sql
 from ..selection import Selection
 from ..store import Store
-from .stored import FITS_KEY, Facts
+from ..store.facts import FITS_KEY
+from .stored import Facts
 
 TABLE = "growth_kept"
 STAMP_KEY = "growth_kept"  # store_meta: the fit and code the kept rows were computed with

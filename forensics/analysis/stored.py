@@ -12,7 +12,6 @@ each agent's constant).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -31,7 +30,7 @@ from ..provenance import Spec
 from ..selection import Selection
 from ..store import Store
 from ..store.arrow import rows_table
-from ..store.facts import write
+from ..store.facts import keep_fit, kept_fit, write
 from ..store.migrations import migrate
 from .facts import FACT_SCHEMAS, FACT_TABLES, session_facts
 from .ratio import AgentKey, Ratio, TracedSample, fit_ratio, fit_traced
@@ -102,53 +101,21 @@ def fit_ratios(store: Store, models: set[str]) -> dict[str, Ratio]:
     }
 
 
-FITS_KEY = "fitted_ratios"  # store_meta: every model's ratio, as the facts last fitted it
-
-
-def _fit_stamp(store: Store) -> list[object]:
-    """What a fit read: the facts' rules and the ingest they are current through, the
-    newest ingest that wrote events, and how many events and calls the store holds (a
-    fit stored before any of them changed is not used; loading outcomes changes none)."""
-    row = store.run(
-        "SELECT (SELECT value FROM store_meta WHERE key = 'facts_rules'),"
-        " (SELECT value FROM store_meta WHERE key = 'facts_ingest'),"
-        " (SELECT max(ingest_id) FROM events),"
-        " (SELECT count(*) FROM events), (SELECT count(*) FROM fact_calls)"
-    )[0]
-    return list(row)
-
-
 def store_fits(store: Store) -> None:
     """Fit every model of the store's facts once and keep the ratios in store_meta, so
     that a query command reads them instead of fitting (0.3-0.5 s of every command on
     1,000,000 events). Called where the facts are brought up to date."""
     models = {r[0] for r in store.query("facts/all_models")}
     ratios = fit_ratios(store, models)
-    records = {model: _ratio_record(ratio) for model, ratio in ratios.items()}
-    payload = {"stamp": _fit_stamp(store), "ratios": records}
-    store.run("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [FITS_KEY, json.dumps(payload)])
-
-
-def restamp_fits(store: Store) -> None:
-    """Keep the ratios store_fits kept under the facts' new mark: for a refresh that
-    rebuilt and dropped nothing, whose kept fit held before it (the same facts, events
-    and rules; only the ingest the facts are current through moved). Fitting again read
-    the same rows: 30 ms of an unchanged 2 GB Claude Code ingest's 0.7 s."""
-    rows = store.run("SELECT value FROM store_meta WHERE key = ?", [FITS_KEY])
-    payload = json.loads(rows[0][0])
-    payload["stamp"] = _fit_stamp(store)
-    store.run("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [FITS_KEY, json.dumps(payload)])
+    keep_fit(store, {model: _ratio_record(ratio) for model, ratio in ratios.items()})
 
 
 def stored_fits(store: Store) -> dict[str, Ratio] | None:
     """The ratios store_fits kept, when nothing they were fitted on changed since."""
-    rows = store.run("SELECT value FROM store_meta WHERE key = ?", [FITS_KEY])
-    if not rows:
+    records = kept_fit(store)
+    if records is None:
         return None
-    payload = json.loads(rows[0][0])
-    if payload.get("stamp") != json.loads(json.dumps(_fit_stamp(store))):
-        return None
-    return {model: _ratio_of(record) for model, record in payload["ratios"].items()}
+    return {model: _ratio_of(record) for model, record in records.items()}
 
 
 def _ratio_record(ratio: Ratio) -> dict[str, Any]:

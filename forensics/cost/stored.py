@@ -31,8 +31,8 @@ import os
 from pathlib import Path
 
 from .. import sql
-from ..analysis.stored import FITS_KEY  # store_meta: the kept ratio fit
 from ..store import Store
+from ..store.facts import FITS_KEY  # store_meta: the kept ratio fit
 from ..store.prices import kept as kept_prices
 from .prices import PriceBook, parse_overrides, read_overrides
 

@@ -14,7 +14,6 @@ the store is the same whatever the number of workers (tests/test_facts_workers.p
 from __future__ import annotations
 
 import ctypes
-import json
 import multiprocessing
 import os
 import time
@@ -39,7 +38,7 @@ from ..analysis.facts import (
     session_facts,
 )
 from ..analysis.reconstruct import StageProgress
-from ..analysis.stored import FITS_KEY, restamp_fits, store_fits, stored_fits
+from ..analysis.stored import store_fits, stored_fits
 from ..cost import stored as priced
 from ..cost.billed import price_store
 from ..cost.prices import PriceBook
@@ -126,27 +125,20 @@ def refresh(
     orphans = stored.drop_orphans(store)
     todo = stored.stale(store, RULES_VERSION, every=every)
     book = _book(store)
-    # priced as they are before this refresh, by the same book, and no session to rebuild
-    # (an ingest that loaded nothing new moves only the ingest the facts are current
-    # through, which the priced calls' stamp reads through the kept fit)
-    # nothing the kept fit counted changed: events deleted (a session read again with
-    # nothing in it) leave no session stale
+    # nothing the kept fit read changed (no session rebuilt or dropped, and the fit held:
+    # events deleted, a session read again with nothing in it, leave no session stale):
+    # the kept ratios stand, and the calls priced with them by the same book
     fit_holds = not todo and not orphans and stored_fits(store) is not None
     was_priced = book is not None and fit_holds and priced.current(store, book)
-    ratios_before = _kept_ratios(store)
     count = workers(workers_count)
     if sum(n for _, n, _, _ in todo) < POOL_MIN_EVENTS:
         count = 1
     with store.memory_limit(FACTS_MEMORY_LIMIT):
         done = _rebuild(store, todo, progress, count)
     stored.mark_current(store, RULES_VERSION, through)
-    if fit_holds:  # no fact changed: the kept ratios, under the new mark
-        restamp_fits(store)
-    else:
+    if not fit_holds:
         store_fits(store)  # the ratios every query command would fit, fitted once here
-    if was_priced and book is not None and _kept_ratios(store) == ratios_before:
-        priced.mark(store, book)  # no fact nor ratio changed: the priced calls stand
-    else:
+    if not was_priced:
         _price(store, book)  # and the calls every cost command would price
     _keep_guards(store)  # and what the guards audit and the growth read of every tool call
     seconds = time.perf_counter() - started
@@ -172,12 +164,6 @@ def _keep_guards(store: Store) -> None:
             kept.keep(store)
         except duckdb.Error:
             continue
-
-
-def _kept_ratios(store: Store) -> object:
-    """The ratios store_fits kept (without what they were fitted on), None for none."""
-    rows = store.run("SELECT value FROM store_meta WHERE key = ?", [FITS_KEY])
-    return json.loads(rows[0][0]).get("ratios") if rows else None
 
 
 def _book(store: Store) -> PriceBook | None:

@@ -9,6 +9,7 @@ last brought up to date with, and the newest ingest they include.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -70,6 +71,45 @@ def is_current(store: Store, rules_version: str) -> bool:
 def mark_current(store: Store, rules_version: str, through_ingest: int) -> None:
     for key, value in (("facts_rules", rules_version), ("facts_ingest", str(through_ingest))):
         store.run("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [key, value])
+
+
+FITS_KEY = "fitted_ratios"  # store_meta: every model's ratio, as the facts last fitted it
+
+
+def fit_stamp(store: Store) -> list[object]:
+    """What a fit read: the facts' rules, the newest ingest that wrote events, how many
+    events and calls the store holds, and every session's facts (the inputs and rules
+    each was built from, its error). A fit stored before any of them changed is not
+    used. Not the ingest the facts are current through: an ingest that loads nothing
+    (or only outcomes, or logged records) moves it and changes no fact, and keeping the
+    fit under it took four queries and a write at every such ingest."""
+    row = store.run(
+        "SELECT (SELECT value FROM store_meta WHERE key = 'facts_rules'),"
+        " (SELECT max(ingest_id) FROM events),"
+        " (SELECT count(*) FROM events), (SELECT count(*) FROM fact_calls),"
+        " (SELECT [count(*), sum(hash(app_name, user_id, session_id, stamp, rules, error))]"
+        "::VARCHAR FROM fact_sessions)"
+    )[0]
+    return list(row)
+
+
+def kept_fit(store: Store) -> dict[str, Any] | None:
+    """The ratio records the facts' last fit kept (model -> record), when nothing it
+    was fitted on changed since (`fit_stamp`); None otherwise."""
+    rows = store.run("SELECT value FROM store_meta WHERE key = ?", [FITS_KEY])
+    if not rows:
+        return None
+    payload = json.loads(rows[0][0])
+    if payload.get("stamp") != json.loads(json.dumps(fit_stamp(store))):
+        return None
+    ratios: dict[str, Any] = payload["ratios"]
+    return ratios
+
+
+def keep_fit(store: Store, records: Mapping[str, Any]) -> None:
+    """Keep the ratio records of a fit made now (`kept_fit` reads them)."""
+    payload = {"stamp": fit_stamp(store), "ratios": dict(records)}
+    store.run("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [FITS_KEY, json.dumps(payload)])
 
 
 def stale(
