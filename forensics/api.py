@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from datetime import UTC, date, datetime
 from functools import cached_property
 from pathlib import Path
@@ -27,13 +26,14 @@ import polars as pl
 from . import analysis
 from .analysis import Ratio, Reconstruction
 from .analysis.facts import RULES_VERSION
+from .analysis.reconstruct import reconstruct
 from .analysis.stored import Facts as StoredFacts
 from .columns import COST_BY, EVENTS, FIDELITY, INGEST_SKIPS, INGESTS, SESSIONS
 from .cost import billed
 from .cost.prices import PriceBook, read_overrides
 from .cost.stored import book_of
 from .cost.stored import current as priced_current
-from .engines.local import WORKERS, Refresh, refresh
+from .engines.local import Refresh, refresh
 from .engines.local import workers as _local_workers
 from .errors import FactsInterrupted, ForensicsError, SourceError, StoreError
 from .families import context_limit as _context_limit
@@ -42,7 +42,11 @@ from .families.mapping import Mapping
 from .families.mapping import load as load_mapping
 from .ingest import Progress, ingest
 from .model import Release
+from .quick import look_in
 from .selection import Selection
+from .settings import PROGRESS
+from .settings import progress_to as progress_to  # (the library's: set where it reports)
+from .settings import workers_to as workers_to  # (and how many processes rebuild facts)
 from .sources.base import Source
 from .sources.files.adk_json import AdkJsonSource
 from .sources.sqlite.adk import AdkSqliteSource
@@ -57,6 +61,7 @@ from .whatif.replay import Replay
 
 if TYPE_CHECKING:
     from .plan import PlanReport
+    from .sources.files.claude_code_layout import Layout
     from .sources.opensearch.live import Cluster
 
 __all__ = [
@@ -95,33 +100,6 @@ __all__ = [
 StoreLike = Store | str | Path | None
 SelectionLike = Selection | str | None
 PricesLike = PriceBook | str | Path | None
-
-
-# Where long analyses report how far they are: (stage, done, total); None: nowhere.
-PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar(
-    "forensics_progress", default=None
-)
-
-
-@contextmanager
-def progress_to(report: Callable[[str, int, int], None] | None) -> Iterator[None]:
-    """Within the block, every reconstruction reports its stages to `report`."""
-    token = PROGRESS.set(report)
-    try:
-        yield
-    finally:
-        PROGRESS.reset(token)
-
-
-@contextmanager
-def workers_to(count: int | None) -> Iterator[None]:
-    """Within the block, facts are rebuilt by `count` processes (None: FORENSICS_WORKERS,
-    else every core); the store they write is the same whatever the count."""
-    token = WORKERS.set(count)
-    try:
-        yield
-    finally:
-        WORKERS.reset(token)
 
 
 def open_store(path: str | Path | None = None, *, read_only: bool = True) -> Store:
@@ -434,22 +412,31 @@ def ingest_claude_code(
     user: str | None = None,
     full: bool = False,
     progress: Progress | None = None,
+    layout: Layout | None = None,
 ) -> IngestResult:
     """Load Claude Code transcripts: config folders (holding projects/), projects folders,
     project folders or .jsonl files; none: $CLAUDE_CONFIG_DIR, else ~/.config/claude and
     ~/.claude. Each project is an app, each session a session of `user` (default
     `claude-code`); a session whose files an earlier ingest read for that user, unchanged
-    since, is not read again unless `full`. docs/claude-code.md."""
+    since, is not read again unless `full`. docs/claude-code.md. `layout`: the sessions
+    a look just found under `paths` (`quick.look_claude_code(...).layout`), not looked
+    for again."""
     from .sources.files.claude_code import DEFAULT_USER, ClaudeCodeSource
 
     filters: dict[str, object] = {"user": user} if user else {}
     with _loading(store) as target:
         owner = user or DEFAULT_USER
+        if not full and layout is None:
+            # nothing new and the facts current: the ledger row and the marks (quick.py)
+            look = look_in(target, paths, user=user)
+            if look.result is not None:
+                return look.result
+            layout = look.layout
         # per user: the same files read for another user are another user's sessions
         rows = [] if full else target.query("store/transcript_files", user_id=owner)
         known = {p: (size, mtime) for p, size, mtime in rows}
         source = ClaudeCodeSource([Path(p) for p in paths], user=owner, known=known,
-                                  workers=_local_workers())  # fmt: skip
+                                  workers=_local_workers(), layout=layout)  # fmt: skip
         # incremental by file, not by watermark: a session is read again when one of its
         # files changed
         result = ingest(
@@ -1040,7 +1027,7 @@ class Scope:
     def reconstruction(self) -> Reconstruction:
         """The selected sessions rebuilt in memory: for what the facts do not keep (one
         call's parts, the rebuilt sizes of traced calls)."""
-        return analysis.reconstruct(self.store, self.selection, PROGRESS.get())
+        return reconstruct(self.store, self.selection, PROGRESS.get())
 
     def sessions(self) -> pl.DataFrame:
         return sessions(self.store, self.selection)
@@ -1101,7 +1088,7 @@ class Scope:
         rec = self.__dict__.get("reconstruction")  # (cached_property: built already?)
         if rec is None:  # only the traced sessions: an untraced one of an unknown release
             ids = sorted(set(traced["session_id"].to_list()))  # rebuilds every reading
-            rec = analysis.reconstruct(self.store, self.selection, PROGRESS.get(), ids)
+            rec = reconstruct(self.store, self.selection, PROGRESS.get(), ids)
         return analysis.fidelity_frame(rec, traced)
 
     def ranged_sessions(self) -> pl.DataFrame:
@@ -1450,7 +1437,7 @@ def cost_ccusage_transcripts(
     roots, files, bytes, lines parsed, and the lines skipped (file:line, why)."""
     from .columns import COST_CCUSAGE_DAY, COST_CCUSAGE_SESSION
     from .cost import ccusage as rules
-    from .sources.files.claude_code import found_roots
+    from .sources.files.claude_code_layout import found_roots
     from .sources.files.claude_code_usage import read_usage
 
     if by not in ("day", "session"):

@@ -11,35 +11,54 @@ from __future__ import annotations
 import re
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    RAW_EVENT_SCHEMA: pa.Schema
+    RAW_SESSION_SCHEMA: pa.Schema
+    LOGGED_SCHEMA: pa.Schema
+
+# The Arrow schemas below are made at their first use (`__getattr__`), not at import:
+# pyarrow (with numpy) is 55 ms of a command that reads no batch (an ingest that finds
+# nothing new), and every layer imports this module.
 
 # ---------------------------------------------------------------------------
 # Loader output
 # ---------------------------------------------------------------------------
 
-RAW_EVENT_SCHEMA = pa.schema(
-    [
-        ("app_name", pa.string()),
-        ("user_id", pa.string()),
-        ("session_id", pa.string()),
-        ("event_id", pa.string()),
-        ("invocation_id", pa.string()),
-        ("timestamp", pa.float64()),  # epoch seconds, UTC
-        ("event_json", pa.large_string()),
-        ("locator", pa.string()),  # where the row came from, for messages
-    ]
-)
 
-RAW_SESSION_SCHEMA = pa.schema(
-    [
-        ("app_name", pa.string()),
-        ("user_id", pa.string()),
-        ("session_id", pa.string()),
-        ("create_time", pa.float64()),
-        ("update_time", pa.float64()),
-    ]
-)
+def _raw_event_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("app_name", pa.string()),
+            ("user_id", pa.string()),
+            ("session_id", pa.string()),
+            ("event_id", pa.string()),
+            ("invocation_id", pa.string()),
+            ("timestamp", pa.float64()),  # epoch seconds, UTC
+            ("event_json", pa.large_string()),
+            ("locator", pa.string()),  # where the row came from, for messages
+        ]
+    )
+
+
+def _raw_session_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("app_name", pa.string()),
+            ("user_id", pa.string()),
+            ("session_id", pa.string()),
+            ("create_time", pa.float64()),
+            ("update_time", pa.float64()),
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -314,21 +333,45 @@ class LoggedRecord:
     parent_span_id: str | None = None
 
 
-_ARROW_TYPES = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
-LOGGED_SCHEMA = pa.schema(
-    [
-        (name, _ARROW_TYPES[str(annotation).split(" ")[0].split("|")[0].strip()])
-        for name, annotation in LoggedRecord.__annotations__.items()
-    ]
-)
+def _logged_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+    return pa.schema(
+        [
+            (name, types[str(annotation).split(" ")[0].split("|")[0].strip()])
+            for name, annotation in LoggedRecord.__annotations__.items()
+        ]
+    )
 
 
 def logged_table(records: list[LoggedRecord]) -> pa.Table:
     """Records as one Arrow table of LOGGED_SCHEMA, column by column."""
+    import pyarrow as pa
+
+    schema = _schema("LOGGED_SCHEMA")
     return pa.table(
-        {name: [getattr(r, name) for r in records] for name in LOGGED_SCHEMA.names},
-        schema=LOGGED_SCHEMA,
+        {name: [getattr(r, name) for r in records] for name in schema.names}, schema=schema
     )
+
+
+_SCHEMAS = {
+    "RAW_EVENT_SCHEMA": _raw_event_schema,
+    "RAW_SESSION_SCHEMA": _raw_session_schema,
+    "LOGGED_SCHEMA": _logged_schema,
+}
+
+
+@cache
+def _schema(name: str) -> pa.Schema:
+    return _SCHEMAS[name]()
+
+
+def __getattr__(name: str) -> Any:
+    """The Arrow schemas, made once at their first use (see the top of the module)."""
+    if name in _SCHEMAS:
+        return _schema(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------------------

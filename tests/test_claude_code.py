@@ -974,3 +974,100 @@ def test_the_real_crud_session_without_its_prompt_line_gets_its_report(tmp_path:
     result = runner.invoke(app, ["report", "incident", "crud", "--db", str(db), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "in no turn" in out.read_text()
+
+
+def _tables(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table's rows in order, but an ingest's clock (its times)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        found = {}
+        for (table,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall():
+            described = con.execute(f'DESCRIBE "{table}"').fetchall()
+            columns = [c for c, kind, *_ in described if kind != "TIMESTAMP"]
+            listed = ", ".join(f'"{c}"' for c in columns)
+            found[table] = con.execute(f'SELECT {listed} FROM "{table}" ORDER BY ALL').fetchall()  # noqa: S608
+        return found
+    finally:
+        con.close()
+
+
+def test_an_unchanged_ingest_writes_what_the_full_one_does_without_the_analyses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """forensics/quick.py: an ingest that finds every session as an ingest read it, the
+    facts current, writes the full ingest's ledger row and marks (every table equal but
+    the clock) and says the same, on the command line without importing the analyses,
+    polars or Arrow; where anything is to be read or rebuilt it writes nothing, and the
+    full ingest runs."""
+    import shutil
+    import subprocess
+    import sys
+
+    from forensics import quick
+
+    root = tmp_path / "claude"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "sample_data" / "claude_code", root)
+    db = tmp_path / "quick.duckdb"
+    api.ingest_claude_code(db, [root])
+    full = tmp_path / "full.duckdb"
+    shutil.copy(db, full)
+
+    def ingest(store: Path, *args: str, look: bool = True) -> dict[str, Any]:
+        with monkeypatch.context() as m:
+            if not look:  # the full path only
+                m.setattr(quick, "look_claude_code", lambda *a, **k: quick.Look(None))
+                m.setattr(api, "look_in", lambda *a, **k: quick.Look(None))
+            out = runner.invoke(app, ["ingest", "claude-code", str(root), "--db", str(store),
+                                      *args])  # fmt: skip
+        assert out.exit_code == 0, out.output
+        return json.loads(out.stdout)[0] if args else {"text": out.stdout}
+
+    said = {"quick": ingest(db, "-f", "json"), "full": ingest(full, "-f", "json", look=False)}
+    for record in said.values():
+        assert record.pop("seconds") < 60
+    assert said["quick"] == said["full"] and said["quick"]["notes"]["sessions_unchanged"] > 0
+    assert _tables(db) == _tables(full)
+    text = [ingest(db)["text"], ingest(full, look=False)["text"].replace(str(full), str(db))]
+    assert text[0] == text[1] and "not read again" in text[0]
+    assert _tables(db) == _tables(full)
+    # on the command line, in a process of its own: the analyses are not imported
+    probe = (
+        "import sys\nfrom forensics.cli import main\n"
+        f"sys.argv = ['forensics', 'ingest', 'claude-code', {str(root)!r}, '--db', {str(db)!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('polars', 'pyarrow', 'numpy', 'forensics.api',"
+        " 'forensics.analysis.facts') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True)  # fmt: skip
+    assert "not read again" in done.stdout and done.stdout.splitlines()[-1] == "[]"
+    # anything to read or rebuild: nothing written here, the full ingest runs
+    with api.open_store(db) as s:
+        ingests = s.run("SELECT count(*) FROM ingests")[0][0]
+    assert quick.look_claude_code(db, [root], full=True).result is None
+    assert quick.look_claude_code(tmp_path / "none.duckdb", [root]).result is None
+    assert not (tmp_path / "none.duckdb").exists()
+    assert quick.look_claude_code(db, [root], user="someone-else").result is None
+    with duckdb.connect(str(db)) as con:  # facts built by other rules
+        con.execute("UPDATE store_meta SET value = 'other' WHERE key = 'facts_rules'")
+    assert quick.look_claude_code(db, [root]).result is None
+    assert ingest(db, "-f", "json")["rows_read"] == 0  # (the full ingest rebuilt them)
+    assert quick.look_claude_code(db, [root]).result is not None
+    with duckdb.connect(str(db)) as con:  # a kept fit that no longer holds
+        con.execute("UPDATE store_meta SET value = '{}' WHERE key = 'fitted_ratios'")
+    assert quick.look_claude_code(db, [root]).result is None
+    ingest(db)
+    grown = next(iter(sorted((root / "projects").glob("*/*.jsonl"))))
+    with grown.open("a") as f:  # a session changed
+        f.write("{nope\n")
+    assert quick.look_claude_code(db, [root]).result is None
+    with api.open_store(db) as s:
+        assert s.run("SELECT count(*) FROM ingests")[0][0] == ingests + 3
+    # the full ingest reads what the look found, without looking for it again
+    from forensics.sources.files import claude_code_layout
+
+    looked = []
+    real = claude_code_layout.discover
+    monkeypatch.setattr(claude_code_layout, "discover", lambda p: looked.append(p) or real(p))
+    record = ingest(db, "-f", "json")
+    assert record["rows_skipped"] == 1 and record["notes"]["files"] > 0 and len(looked) == 1

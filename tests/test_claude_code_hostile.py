@@ -189,18 +189,18 @@ def test_symlink_loops_and_dangling_links(tmp_path: Path) -> None:
 
 
 def test_a_file_that_vanishes_after_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from forensics.sources.files import claude_code
+    from forensics.sources.files import claude_code_layout
 
     around(tmp_path)
     doomed = around(tmp_path, session="s-doomed")
-    listed = claude_code.discover
+    listed = claude_code_layout.discover
 
-    def discover_then_delete(paths: list[Path]) -> claude_code.Layout:
+    def discover_then_delete(paths: list[Path]) -> claude_code_layout.Layout:
         layout = listed(paths)
         doomed.unlink()
         return layout
 
-    monkeypatch.setattr(claude_code, "discover", discover_then_delete)
+    monkeypatch.setattr(claude_code_layout, "discover", discover_then_delete)
     result = ingest(tmp_path)
     assert list(reasons(result)) == [str(doomed)]
     assert "No such file or directory" in result.skips[0].reason

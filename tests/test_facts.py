@@ -275,7 +275,17 @@ def test_fact_schemas_are_the_store_tables(store: Path) -> None:
     finally:
         con.close()
     assert FACT_TABLES == tuple(FACT_SCHEMAS)  # the store's list, in the schemas' order
-    assert facts_module.FACTS_VERSION >= 1
+    # the rules version digests the code that decides what a window held
+    from forensics.analysis import rules
+    from forensics.families.claude_code import windows as claude_code_windows
+    from forensics.store import reads
+
+    assert rules.FACTS_VERSION >= 1 and facts_module.RULES_VERSION == rules.RULES_VERSION
+    package = Path(rules.__file__).resolve().parents[1]
+    hashed = {package / source for source in rules.RULES_SOURCES}
+    for module in (facts_module._windows, facts_module._releases, facts_module._model,
+                   claude_code_windows, reads, facts_module):  # fmt: skip
+        assert Path(str(module.__file__)).resolve() in hashed, module
 
 
 def test_analyze_on_the_command_line(store: Path) -> None:
@@ -570,11 +580,11 @@ def test_the_ratio_fit_is_stored_with_the_facts(tmp_path, monkeypatch):
         assert kept(store) == before and len(before) == 2
     # a session's facts built from other inputs (same counts): the stored fit is not used
     with Store.open(db) as store:
-        where = " WHERE session_id = 'incident'"
-        (stamp,) = store.run("SELECT any_value(stamp) FROM fact_sessions" + where)[0]
-        store.run("UPDATE fact_sessions SET stamp = stamp || '+'" + where)
+        query = "SELECT any_value(stamp) FROM fact_sessions WHERE session_id = 'incident'"
+        (stamp,) = store.run(query)[0]
+        store.run("UPDATE fact_sessions SET stamp = ? WHERE session_id = 'incident'", [stamp + "+"])
         assert stored_fits(store) is None
-        store.run("UPDATE fact_sessions SET stamp = ?" + where, [stamp])
+        store.run("UPDATE fact_sessions SET stamp = ? WHERE session_id = 'incident'", [stamp])
         assert stored_fits(store) == again
     # events a killed ingest committed, facts not refreshed: the stored fit is not used
     with Store.open(db) as store:

@@ -12,14 +12,12 @@ The same function runs in every engine: the local one (engines/local.py, at inge
 
 from __future__ import annotations
 
-import hashlib
 import math
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -29,13 +27,10 @@ import pyarrow as pa
 from .. import model as _model
 from ..families.adk import releases as _releases
 from ..families.adk import windows as _windows
-from ..families.claude_code import windows as _claude_code_windows
 from ..families.windows import rules_label, rules_of
 from ..model import ROLES, Call, Event, Session
 from ..store import facts as _store_facts
-from ..store import reads as _reads  # build_sessions: how stored rows become events
-
-FACTS_VERSION = 1  # the facts' own definition; the rules' source is hashed in below
+from .rules import RULES_VERSION  # (re-exported: the engines read it here)
 
 Row = dict[str, Any]
 TracedSizes = Mapping[str, tuple[dict[str, int], int]]  # event id -> (by role, system+tools)
@@ -227,18 +222,6 @@ class _Stored:
         return sum(any(inside.holds(i) for i in self.ids.get(x, ())) for x in ids)
 
 
-def _rules_digest() -> str:
-    """A digest of the code that decides what a window held (the window and release
-    rules, the records and how stored rows become them, this module): a change to any
-    of it makes every stored session's facts stale, whatever its version says."""
-    digest = hashlib.sha256(str(FACTS_VERSION).encode())
-    for module in (_windows, _claude_code_windows, _releases, _model, _reads):
-        digest.update(Path(module.__file__ or "").read_bytes())
-    digest.update(Path(__file__).read_bytes())
-    return digest.hexdigest()[:12]
-
-
-RULES_VERSION = f"{FACTS_VERSION}-{_rules_digest()}"
 
 
 @dataclass

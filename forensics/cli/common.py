@@ -184,15 +184,15 @@ def boundary(command: F) -> F:
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from .. import api
+        from ..settings import progress_to, workers_to  # (not api: quick.py)
 
         state["columns"] = _column_list(kwargs.pop("columns", None)) if chooses else None
         stages = StageProgress()
         state["stages"] = stages
         try:
             with (
-                api.progress_to(stages if stages.enabled else None),
-                api.workers_to(state.get("workers")),
+                progress_to(stages if stages.enabled else None),
+                workers_to(state.get("workers")),
             ):
                 return command(*args, **kwargs)
         except ForensicsError as e:
@@ -217,6 +217,8 @@ def boundary(command: F) -> F:
             raise
         except Exception as e:
             stages.done()
+            from .. import api
+
             if api.is_interrupt(e):  # DuckDB's own, from inside a query
                 _said_stopped(stages)
             if state["debug"]:

@@ -33,11 +33,13 @@ if TYPE_CHECKING:
 
 
 def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
-    from ..api import WATERMARK_OVERLAP_S, default_db_path
-    from ..columns import INGEST_RUN
-    from .output import iso
+    # (each import where it is needed: an ingest that found nothing new imports no
+    # frame library for its table; quick.py)
+    from ..quick import default_db_path
 
     if fmt is not Format.table:
+        from ..columns import INGEST_RUN
+
         emit(INGEST_RUN.frame([result.as_record()]), fmt, INGEST_RUN)
         _fail_if_nothing_readable(result)
         return
@@ -81,6 +83,9 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
         shapes = ", ".join(f"{k} {v:,}" for k, v in result.notes["shapes"].items())  # type: ignore[attr-defined]
         echo(f"records: {kinds or 'none'}; read as: {shapes or 'nothing'}")
     if result.incremental and result.watermark is not None:
+        from ..api import WATERMARK_OVERLAP_S
+        from .output import iso
+
         newest = iso(datetime.fromtimestamp(result.watermark, UTC))
         echo(
             f"newest event: {newest}; the next run of this source reads from "
@@ -398,9 +403,16 @@ def ingest_claude_code(
     Example: forensics ingest claude-code ~/.claude/projects
     Example: CLAUDE_CONFIG_DIR=~/work-claude forensics ingest claude-code
     """
-    from .. import api
+    from .. import quick
 
-    progress = Progress()
-    result = api.ingest_claude_code(db, paths or [], user=user, full=full, progress=progress)
-    progress.done()
+    # nothing new, the facts current: said without importing the analyses (quick.py)
+    look = quick.look_claude_code(db, paths or [], user=user, full=full)
+    result = look.result
+    if result is None:
+        from .. import api
+
+        progress = Progress()
+        result = api.ingest_claude_code(db, paths or [], user=user, full=full,
+                                        progress=progress, layout=look.layout)  # fmt: skip
+        progress.done()
     report_ingest(result, fmt, db)

@@ -21,7 +21,6 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -45,6 +44,7 @@ from ..cost.prices import PriceBook
 from ..cost.stored import book_of
 from ..errors import FactsInterrupted, ForensicsError, StoreError, ignore_stops
 from ..model import Release
+from ..settings import WORKERS  # (--workers)
 from ..store import Store
 from ..store import facts as stored
 from ..store.facts import Key
@@ -59,9 +59,6 @@ WORKERS_ENV = "FORENSICS_WORKERS"
 # Below this many events, the rebuild stays in this process: a worker's start (a fresh
 # interpreter importing the analyses, about 0.5 s) costs more than it saves.
 POOL_MIN_EVENTS = 40_000
-# what `--workers` sets for the commands of one process (None: FORENSICS_WORKERS, else
-# every core this process may use)
-WORKERS: ContextVar[int | None] = ContextVar("forensics_workers", default=None)
 
 
 def workers(requested: int | None = None) -> int:

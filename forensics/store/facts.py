@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from .. import sql
-from .arrow import rows_table
 from .handle import Store
+
+if TYPE_CHECKING:  # (imported where used: the marks and the fit's stamp need neither)
+    import pyarrow as pa
 
 TABLES = ("fact_sessions", "fact_calls", "fact_carried", "fact_tool_calls", "fact_turns",
           "fact_compactions")  # fmt: skip
@@ -127,6 +127,8 @@ def drop_orphans(store: Store) -> int:
     gone = store.query("facts/orphan_sessions")
     if not gone:
         return 0
+    import pyarrow as pa
+
     keys = pa.table({c: [k[i] for k in gone] for i, c in enumerate(KEY_COLUMNS)})
     store.con.register("batch_keys", keys)
     try:
@@ -165,6 +167,8 @@ def stale_tables(
     about `chunk_events`), in the order of `keys`: the run's keys, and its event rows and
     part rows as Arrow tables (queries/facts/stale_events.sql, stale_parts.sql), so
     memory holds one run's rows however many sessions there are."""
+    import pyarrow as pa
+
     for run in _chunks(keys, sizes or {}, chunk_events):
         table = pa.table(
             {
@@ -195,6 +199,10 @@ def write(
     rebuild failed has a row with its `error`). `built`: the sessions of `stamps` that
     have facts to replace (default: all of them); deleting costs a scan of every fact
     table, which a first build of a session does not need."""
+    import pyarrow as pa
+
+    from .arrow import rows_table
+
     schemas = schemas or {}
     frames = {
         t: rows

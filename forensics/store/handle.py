@@ -9,15 +9,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
-import polars as pl
-import pyarrow as pa
 
 from .. import sql
 from ..errors import StoreError
 from . import migrations
+
+if TYPE_CHECKING:  # (imported where used: an ingest that finds nothing new needs neither)
+    import polars as pl
+    import pyarrow as pa
 
 T = TypeVar("T")
 
@@ -199,6 +201,8 @@ class Store:
             raise
 
     def frame(self, name: str, **params: object) -> pl.DataFrame:
+        import polars as pl
+
         frame = pl.from_arrow(self.arrow(name, **params))
         assert isinstance(frame, pl.DataFrame)
         return frame

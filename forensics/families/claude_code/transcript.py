@@ -61,6 +61,7 @@ from ...model import parse_version
 from ..fields import count, epoch, json_error
 from ..fields import number as finite
 from .anchors import AnchorIndex, strings
+from .files import TranscriptFile
 
 FAMILY = "claude-code"
 MAIN_AGENT = "main"
@@ -90,22 +91,6 @@ class Sink(Protocol):
     def anchor(self, row: dict[str, Any]) -> None: ...
 
 
-@dataclass(frozen=True)
-class TranscriptFile:
-    """One file of a session: its path relative to the projects folder (`app/...`), and
-    whose thread it holds: `main` (the session's own file), `subagent` (2.1's
-    `<session>/subagents/agent-<id>.jsonl`) or `agent` (2.0's top-level file)."""
-
-    rel: str
-    role: str
-    agent_id: str | None = None
-    path: str = ""  # where it is, as messages name it (default: `rel`)
-
-    @property
-    def branch(self) -> str | None:
-        return f"agent-{self.agent_id}" if self.agent_id else None
-
-
 def _str(value: Any) -> str | None:
     """A text field's value, or None when it is not text."""
     return value if isinstance(value, str) else None
@@ -130,11 +115,6 @@ def _amount(value: Any) -> float | None:
     """A costUSD as an amount: a finite number of dollars below MAX_USD, else None."""
     found = finite(value)
     return found if found is not None and abs(found) < MAX_USD else None
-
-
-def agent_id_of(stem: str) -> str:
-    """`agent-a881341` -> `a881341`."""
-    return stem[len("agent-") :] if stem.startswith("agent-") else stem
 
 
 def _digest(text: str) -> str:

@@ -18,35 +18,36 @@ that is not UTF-8 or not JSON is skipped with its file and line, the rest is rea
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from ...errors import ForensicsError, ignore_stops
-from ...families.claude_code.transcript import (
-    FAMILY,
-    SessionReader,
-    TranscriptFile,
-    agent_id_of,
-)
+from ...families.claude_code.files import TranscriptFile
+from ...families.claude_code.transcript import FAMILY, SessionReader
 from ...model import Batch
 from ..base import EventBatcher
+from .claude_code_layout import (
+    DEFAULT_USER,
+    KIND,
+    Layout,
+    SessionFiles,
+    layout_of,
+    to_read,
+)
 
-DEFAULT_USER = "claude-code"
 # Event JSON per batch. A batch of fat tool results costs the normaliser about 25x its
 # size at peak: on 200 MB of transcripts, batches of 32M characters peaked at 936 MB,
 # 16M at 809 MB, 8M at 658 MB (6% slower than 32M), 2M at 413 MB (86% slower)
 BATCH_CHARS = 8_000_000
-PEEK_LINES = 20  # lines of a 2.0 agent file read to find the session it belongs to
+
 
 # transcript_events, as queries/store/migrate_10.sql holds it (ingest_id added there)
 DETAIL_SCHEMA = pa.schema(
@@ -128,186 +129,6 @@ FILE_SCHEMA = pa.schema(
         ("lines", pa.int64()),
     ]
 )
-
-
-def default_roots(environ: dict[str, str] | None = None) -> list[Path]:
-    """`$CLAUDE_CONFIG_DIR` (comma-separated) if set, else ~/.config/claude and ~/.claude
-    (`$XDG_CONFIG_HOME` in place of ~/.config when set)."""
-    env = os.environ if environ is None else environ
-    configured = env.get("CLAUDE_CONFIG_DIR")
-    if configured is not None:
-        return [Path(p.strip()).expanduser() for p in configured.split(",") if p.strip()]
-    home = Path.home()
-    config = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
-    return [config / "claude", home / ".claude"]
-
-
-def found_roots(hint: str) -> list[Path]:
-    """The default roots that hold a projects folder; a named error (with `hint`, how to
-    give them) when none does."""
-    found = [p for p in default_roots() if (p / "projects").is_dir()]
-    if not found:
-        tried = ", ".join(str(p) for p in default_roots())
-        raise ForensicsError(
-            f"no Claude Code transcripts found: none of {tried} has a projects folder", hint=hint
-        )
-    return found
-
-
-@dataclass
-class SessionFiles:
-    """One session's files, its own first."""
-
-    app: str
-    session_id: str
-    files: list[tuple[Path, TranscriptFile]] = field(default_factory=list)
-    # (size, mtime_ns) of each file as discovery found it (its one stat), by path text
-    stats: dict[str, tuple[int, int]] = field(default_factory=dict)
-
-
-@dataclass
-class Layout:
-    """What was found under the paths: sessions in reading order, and what was passed over."""
-
-    sessions: list[SessionFiles]
-    roots: list[str]
-    passed_over: list[tuple[str, str]]  # (path, why)
-
-
-def _peek_session(path: Path) -> str | None:
-    """The sessionId a 2.0 agent file's first lines name (its parent session)."""
-    try:
-        with path.open("rb") as handle:
-            for _, raw in zip(range(PEEK_LINES), handle, strict=False):
-                try:
-                    line = json.loads(raw)
-                except (ValueError, RecursionError):
-                    continue
-                if isinstance(line, dict) and isinstance(line.get("sessionId"), str):
-                    return str(line["sessionId"]) or None
-    except OSError:
-        return None
-    return None
-
-
-def _classify(path: Path, projects_dir: Path) -> tuple[str, str, TranscriptFile] | None:
-    """(app, session, file) of a transcript by its place under the projects folder; None
-    where Claude Code writes none."""
-    text, base = str(path), str(projects_dir) + os.sep
-    if text.startswith(base) and os.sep == "/":  # (Path.relative_to: a third of discover)
-        parts: tuple[str, ...] = tuple(text[len(base) :].split("/"))
-    else:
-        parts = path.relative_to(projects_dir).parts
-    rel = "/".join(parts)
-    if len(parts) == 2 and not path.stem.startswith("agent-"):
-        return parts[0], path.stem, TranscriptFile(rel, "main", path=str(path))
-    if len(parts) == 2:
-        file = TranscriptFile(rel, "agent", agent_id_of(path.stem), str(path))
-        return parts[0], _peek_session(path) or path.stem, file
-    if len(parts) == 4 and parts[2] == "subagents":
-        file = TranscriptFile(rel, "subagent", agent_id_of(path.stem), str(path))
-        return parts[0], parts[1], file
-    return None
-
-
-def _transcripts(folder: Path) -> list[Path]:
-    """The .jsonl entries under `folder`, in path order; folders that are links are not
-    followed (a link back up would loop), a file that is a link is read."""
-    found: list[str] = []
-    todo = [os.fspath(folder)]
-    while todo:  # os.walk's choices, on strings (a Path per entry was half of discover)
-        try:
-            with os.scandir(todo.pop()) as entries:
-                listed = list(entries)
-        except OSError:  # (os.walk passes over a folder it cannot list)
-            continue
-        for entry in listed:
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            if not is_dir:
-                if entry.name.endswith(".jsonl"):
-                    found.append(entry.path)
-            elif not entry.is_symlink():
-                todo.append(entry.path)
-                if entry.name.endswith(".jsonl"):
-                    found.append(entry.path)
-    return [Path(p) for p in sorted(found, key=lambda p: p.split(os.sep))]  # in Path order
-
-
-def _projects_dir(file: Path) -> Path:
-    """The projects folder a transcript given alone is in."""
-    return file.parents[3] if file.parent.name == "subagents" else file.parents[1]
-
-
-def discover(paths: list[Path]) -> Layout:
-    """The sessions under `paths` (roots, projects folders, project folders or files);
-    a file reached twice (two paths, two roots) is read once."""
-    found: dict[tuple[str, str], SessionFiles] = {}
-    passed_over: list[tuple[str, str]] = []
-    roots: list[str] = []
-    files_seen: set[object] = set()  # each file's (device, inode): one file, however reached
-
-    def add(path: Path, projects_dir: Path) -> None:
-        placed = _classify(path, projects_dir)
-        if placed is None:
-            passed_over.append((str(path), "not where Claude Code writes transcripts"))
-            return
-        stat = None
-        try:  # (one stat: Path.resolve walked every folder of every path, in Python)
-            stat = os.stat(path)
-            real: object = (stat.st_dev, stat.st_ino)
-            if not stat.st_ino:  # a file system without inode numbers: the path itself
-                real = path.resolve()
-        except (OSError, RuntimeError):  # a link loop: reading it says why
-            real = path
-        if real in files_seen:
-            return
-        files_seen.add(real)
-        app, sid, file = placed
-        entry = found.setdefault((app, sid), SessionFiles(app, sid))
-        entry.files.append((path, file))
-        if stat is not None:  # whether it changed since an ingest read it, without a
-            entry.stats[str(path)] = (stat.st_size, stat.st_mtime_ns)  # second stat
-
-    for given in paths:
-        path = Path(os.path.abspath(given.expanduser()))  # a project is its folder's name
-        if not path.exists():
-            raise ForensicsError(
-                f"no such file or folder: {path}",
-                hint="give a Claude Code config folder (holding projects/), a projects "
-                "folder, a project's folder or .jsonl files",
-            )
-        roots.append(str(given))
-        if path.is_file():
-            add(path, _projects_dir(path))
-            continue
-        if (path / "projects").is_dir():
-            path = projects_dir = path / "projects"
-        elif any(p.is_file() for p in path.glob("*.jsonl")):
-            projects_dir = path.parent  # one project's folder
-        else:
-            projects_dir = path
-        for file in _transcripts(path):
-            add(file, projects_dir)
-    sessions = sorted(found.values(), key=lambda s: (s.app, s.session_id))
-    for entry in sessions:  # own files first, then subagents (subagents/, then 2.0's)
-        order = {"main": 0, "subagent": 1, "agent": 2}
-        entry.files.sort(key=lambda item: (order[item[1].role], item[1].rel))
-    return Layout(sessions, roots, passed_over)
-
-
-def sessions_under(paths: list[Path]) -> Layout:
-    """discover(paths), or a named error when they hold no session's transcript."""
-    layout = discover(paths)
-    if not layout.sessions:
-        raise ForensicsError(
-            f"no Claude Code transcripts (.jsonl files of a project) under "
-            f"{', '.join(str(p) for p in paths)}",
-            hint="Claude Code writes them to <config>/projects/<project>/<session>.jsonl",
-        )
-    return layout
 
 
 def read_lines(path: Path, skip: Any) -> Iterator[tuple[int, str]]:
@@ -450,7 +271,7 @@ def _read_session(task: _Task) -> _SessionCalls:
 class ClaudeCodeSource:
     """Claude Code transcripts under some folders, as batches of the store's events."""
 
-    kind = "claude-code"
+    kind = KIND
     family = FAMILY
 
     def __init__(
@@ -459,18 +280,15 @@ class ClaudeCodeSource:
         user: str = DEFAULT_USER,
         known: dict[str, tuple[int, int]] | None = None,
         workers: int = 1,
+        layout: Layout | None = None,
     ):
         """`known`: path -> (size, mtime_ns) of the files an earlier ingest read; a session
         none of whose files changed since is not read again (None: read everything).
-        `workers`: processes that read sessions (of up to SESSION_WORKER_BYTES) ahead."""
+        `workers`: processes that read sessions (of up to SESSION_WORKER_BYTES) ahead.
+        `layout`: what `layout_of(paths)` found just before, not looked for again."""
         self.known = known or {}
         self.workers = workers
-        given = list(paths or [])
-        self.defaulted = not given
-        if not given:
-            given = found_roots("give the folder: forensics ingest claude-code "
-                                "~/.claude/projects, or set CLAUDE_CONFIG_DIR")  # fmt: skip
-        self.layout = sessions_under(given)
+        self.layout = layout or layout_of(list(paths or []))
         self.user = user
         self.location = ", ".join(self.layout.roots)
         self.notes: dict[str, object] = {}
@@ -487,15 +305,9 @@ class ClaudeCodeSource:
         for where, why in self.layout.passed_over:
             sink.skip(where, why)
         kinds: Counter[str] = Counter()
-        lines = files = unchanged = 0
+        lines = files = 0
         read: list[dict[str, object]] = []
-        todo: list[tuple[SessionFiles, dict[str, tuple[int, int]]]] = []
-        for entry in self.layout.sessions:
-            stats = {str(p): entry.stats.get(str(p)) or _stat(p) for p, _ in entry.files}
-            if self.known and all(self.known.get(p) == st for p, st in stats.items()):
-                unchanged += 1
-                continue
-            todo.append((entry, stats))
+        todo, unchanged = to_read(self.layout, self.known)
         for entry, stats, recorded in self._read_ahead(todo):
             reader = SessionReader(entry.app, self.user, entry.session_id, sink)
             # read whole, it replaces what an earlier ingest stored of it (which may have
@@ -618,10 +430,3 @@ def _replay(calls: list[tuple[Any, ...]], sink: _Sink) -> Iterator[Batch]:
             yield sink.take()
 
 
-def _stat(path: Path) -> tuple[int, int]:
-    """(size, mtime_ns) of a file: whether it changed since it was read."""
-    try:
-        found = path.stat()
-    except OSError:
-        return (-1, -1)
-    return (found.st_size, found.st_mtime_ns)

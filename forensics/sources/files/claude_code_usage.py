@@ -42,7 +42,8 @@ from ...families.claude_code.transcript import (
     usage_total,
 )
 from ...store.arrow import columns_table
-from .claude_code import DEFAULT_USER, DETAIL_SCHEMA, killed, sessions_under
+from .claude_code import DETAIL_SCHEMA, killed
+from .claude_code_layout import DEFAULT_USER, sessions_under
 
 MARKER = b'"usage"'
 _MARKER = re.compile(re.escape(MARKER))  # a compiled search scans faster than bytes.find

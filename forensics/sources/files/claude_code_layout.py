@@ -1,0 +1,240 @@
+"""Where Claude Code's transcripts are, and which sessions changed since an ingest read
+them: the files found and each one's `stat`, no line read.
+
+Apart from the reader (claude_code.py) so that an ingest that finds nothing new
+imports neither Arrow nor the reader's modules (forensics/quick.py). The places are
+described in claude_code.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...errors import ForensicsError
+from ...families.claude_code.files import TranscriptFile, agent_id_of
+
+KIND = "claude-code"  # the ingest's source kind, as the ledger names it
+DEFAULT_USER = "claude-code"
+PEEK_LINES = 20  # lines of a 2.0 agent file read to find the session it belongs to
+
+
+def default_roots(environ: dict[str, str] | None = None) -> list[Path]:
+    """`$CLAUDE_CONFIG_DIR` (comma-separated) if set, else ~/.config/claude and ~/.claude
+    (`$XDG_CONFIG_HOME` in place of ~/.config when set)."""
+    env = os.environ if environ is None else environ
+    configured = env.get("CLAUDE_CONFIG_DIR")
+    if configured is not None:
+        return [Path(p.strip()).expanduser() for p in configured.split(",") if p.strip()]
+    home = Path.home()
+    config = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
+    return [config / "claude", home / ".claude"]
+
+
+def found_roots(hint: str) -> list[Path]:
+    """The default roots that hold a projects folder; a named error (with `hint`, how to
+    give them) when none does."""
+    found = [p for p in default_roots() if (p / "projects").is_dir()]
+    if not found:
+        tried = ", ".join(str(p) for p in default_roots())
+        raise ForensicsError(
+            f"no Claude Code transcripts found: none of {tried} has a projects folder", hint=hint
+        )
+    return found
+
+
+@dataclass
+class SessionFiles:
+    """One session's files, its own first."""
+
+    app: str
+    session_id: str
+    files: list[tuple[Path, TranscriptFile]] = field(default_factory=list)
+    # (size, mtime_ns) of each file as discovery found it (its one stat), by path text
+    stats: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+@dataclass
+class Layout:
+    """What was found under the paths: sessions in reading order, and what was passed over."""
+
+    sessions: list[SessionFiles]
+    roots: list[str]
+    passed_over: list[tuple[str, str]]  # (path, why)
+
+
+def _peek_session(path: Path) -> str | None:
+    """The sessionId a 2.0 agent file's first lines name (its parent session)."""
+    try:
+        with path.open("rb") as handle:
+            for _, raw in zip(range(PEEK_LINES), handle, strict=False):
+                try:
+                    line = json.loads(raw)
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(line, dict) and isinstance(line.get("sessionId"), str):
+                    return str(line["sessionId"]) or None
+    except OSError:
+        return None
+    return None
+
+
+def _classify(path: Path, projects_dir: Path) -> tuple[str, str, TranscriptFile] | None:
+    """(app, session, file) of a transcript by its place under the projects folder; None
+    where Claude Code writes none."""
+    text, base = str(path), str(projects_dir) + os.sep
+    if text.startswith(base) and os.sep == "/":  # (Path.relative_to: a third of discover)
+        parts: tuple[str, ...] = tuple(text[len(base) :].split("/"))
+    else:
+        parts = path.relative_to(projects_dir).parts
+    rel = "/".join(parts)
+    if len(parts) == 2 and not path.stem.startswith("agent-"):
+        return parts[0], path.stem, TranscriptFile(rel, "main", path=str(path))
+    if len(parts) == 2:
+        file = TranscriptFile(rel, "agent", agent_id_of(path.stem), str(path))
+        return parts[0], _peek_session(path) or path.stem, file
+    if len(parts) == 4 and parts[2] == "subagents":
+        file = TranscriptFile(rel, "subagent", agent_id_of(path.stem), str(path))
+        return parts[0], parts[1], file
+    return None
+
+
+def _transcripts(folder: Path) -> list[Path]:
+    """The .jsonl entries under `folder`, in path order; folders that are links are not
+    followed (a link back up would loop), a file that is a link is read."""
+    found: list[str] = []
+    todo = [os.fspath(folder)]
+    while todo:  # os.walk's choices, on strings (a Path per entry was half of discover)
+        try:
+            with os.scandir(todo.pop()) as entries:
+                listed = list(entries)
+        except OSError:  # (os.walk passes over a folder it cannot list)
+            continue
+        for entry in listed:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                if entry.name.endswith(".jsonl"):
+                    found.append(entry.path)
+            elif not entry.is_symlink():
+                todo.append(entry.path)
+                if entry.name.endswith(".jsonl"):
+                    found.append(entry.path)
+    return [Path(p) for p in sorted(found, key=lambda p: p.split(os.sep))]  # in Path order
+
+
+def _projects_dir(file: Path) -> Path:
+    """The projects folder a transcript given alone is in."""
+    return file.parents[3] if file.parent.name == "subagents" else file.parents[1]
+
+
+def discover(paths: list[Path]) -> Layout:
+    """The sessions under `paths` (roots, projects folders, project folders or files);
+    a file reached twice (two paths, two roots) is read once."""
+    found: dict[tuple[str, str], SessionFiles] = {}
+    passed_over: list[tuple[str, str]] = []
+    roots: list[str] = []
+    files_seen: set[object] = set()  # each file's (device, inode): one file, however reached
+
+    def add(path: Path, projects_dir: Path) -> None:
+        placed = _classify(path, projects_dir)
+        if placed is None:
+            passed_over.append((str(path), "not where Claude Code writes transcripts"))
+            return
+        stat = None
+        try:  # (one stat: Path.resolve walked every folder of every path, in Python)
+            stat = os.stat(path)
+            real: object = (stat.st_dev, stat.st_ino)
+            if not stat.st_ino:  # a file system without inode numbers: the path itself
+                real = path.resolve()
+        except (OSError, RuntimeError):  # a link loop: reading it says why
+            real = path
+        if real in files_seen:
+            return
+        files_seen.add(real)
+        app, sid, file = placed
+        entry = found.setdefault((app, sid), SessionFiles(app, sid))
+        entry.files.append((path, file))
+        if stat is not None:  # whether it changed since an ingest read it, without a
+            entry.stats[str(path)] = (stat.st_size, stat.st_mtime_ns)  # second stat
+
+    for given in paths:
+        path = Path(os.path.abspath(given.expanduser()))  # a project is its folder's name
+        if not path.exists():
+            raise ForensicsError(
+                f"no such file or folder: {path}",
+                hint="give a Claude Code config folder (holding projects/), a projects "
+                "folder, a project's folder or .jsonl files",
+            )
+        roots.append(str(given))
+        if path.is_file():
+            add(path, _projects_dir(path))
+            continue
+        if (path / "projects").is_dir():
+            path = projects_dir = path / "projects"
+        elif any(p.is_file() for p in path.glob("*.jsonl")):
+            projects_dir = path.parent  # one project's folder
+        else:
+            projects_dir = path
+        for file in _transcripts(path):
+            add(file, projects_dir)
+    sessions = sorted(found.values(), key=lambda s: (s.app, s.session_id))
+    for entry in sessions:  # own files first, then subagents (subagents/, then 2.0's)
+        order = {"main": 0, "subagent": 1, "agent": 2}
+        entry.files.sort(key=lambda item: (order[item[1].role], item[1].rel))
+    return Layout(sessions, roots, passed_over)
+
+
+def sessions_under(paths: list[Path]) -> Layout:
+    """discover(paths), or a named error when they hold no session's transcript."""
+    layout = discover(paths)
+    if not layout.sessions:
+        raise ForensicsError(
+            f"no Claude Code transcripts (.jsonl files of a project) under "
+            f"{', '.join(str(p) for p in paths)}",
+            hint="Claude Code writes them to <config>/projects/<project>/<session>.jsonl",
+        )
+    return layout
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    """(size, mtime_ns) of a file: whether it changed since it was read."""
+    try:
+        found = path.stat()
+    except OSError:
+        return (-1, -1)
+    return (found.st_size, found.st_mtime_ns)
+
+
+def layout_of(paths: list[Path]) -> Layout:
+    """The sessions under `paths`, or under the default roots when none is given."""
+    given = list(paths) or found_roots(
+        "give the folder: forensics ingest claude-code ~/.claude/projects, or set "
+        "CLAUDE_CONFIG_DIR"
+    )
+    return sessions_under(given)
+
+
+Stats = dict[str, tuple[int, int]]  # path text -> (size, mtime_ns)
+
+
+def to_read(
+    layout: Layout, known: Mapping[str, tuple[int, int]]
+) -> tuple[list[tuple[SessionFiles, Stats]], int]:
+    """The sessions of `layout` to read, in order, each with its files' (size, mtime_ns),
+    and how many are not: those none of whose files changed since an ingest read them
+    (`known`: path -> (size, mtime_ns) as it read them; empty: every session is read)."""
+    todo: list[tuple[SessionFiles, Stats]] = []
+    unchanged = 0
+    for entry in layout.sessions:
+        stats = {str(p): entry.stats.get(str(p)) or _stat(p) for p, _ in entry.files}
+        if known and all(known.get(p) == st for p, st in stats.items()):
+            unchanged += 1
+            continue
+        todo.append((entry, stats))
+    return todo, unchanged
