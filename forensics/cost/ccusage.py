@@ -542,12 +542,16 @@ class Reconciliation:
 
     def _rates(self) -> pa.Table:
         rows: list[dict[str, object]] = []
+        looked: set[str] = set()  # ccusage's table prices a model alike on every day
         for model, day in self.facts.query("cost/ccusage_models").iter_rows():
             if model == "<synthetic>":
                 continue
             if self.table is not None:
+                if model in looked:
+                    continue
+                looked.add(model)
                 found = self.table.find(model)
-                if found is not None and not any(r["model"] == model for r in rows):
+                if found is not None:
                     rows.append(_row(model, None, found))
             else:
                 found = list_rates(model, day)
