@@ -1071,3 +1071,28 @@ def test_an_unchanged_ingest_writes_what_the_full_one_does_without_the_analyses(
     monkeypatch.setattr(claude_code_layout, "discover", lambda p: looked.append(p) or real(p))
     record = ingest(db, "-f", "json")
     assert record["rows_skipped"] == 1 and record["notes"]["files"] > 0 and len(looked) == 1
+
+
+def test_sessions_committed_before_a_stop_name_their_own_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each batch gives the sessions it stored their own file as source (not the run's
+    folder), so what a stopped run committed says where it came from."""
+    from forensics.ingest import pipeline
+    from forensics.sources.files import claude_code
+
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "claude_code"
+    monkeypatch.setattr(claude_code, "BATCH_CHARS", 20_000)  # a batch or more per session
+
+    def stop(self: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline._Run, "finish", stop)
+    db = tmp_path / "s.duckdb"
+    with pytest.raises(KeyboardInterrupt):
+        api.ingest_claude_code(db, [sample])
+    sessions = api.sessions(db)
+    assert sessions.height >= 2
+    for session_id, source in sessions.select("session_id", "source").rows():
+        assert source.startswith("claude-code:") and source.endswith(".jsonl"), source
+        assert session_id in source or "agent-" in source, (session_id, source)
