@@ -1349,7 +1349,8 @@ def cost(
 def priced_calls_current(store: StoreLike) -> bool:
     """Whether the store keeps its calls priced by its own book as they are now
     (cost/stored.py); False: every cost and cache command prices them all per query,
-    until `forensics analyze` (or the next ingest) keeps them priced again."""
+    until `forensics analyze` (or the next ingest that loads something) keeps them
+    priced again."""
     with using(store) as s:
         try:
             return priced_current(s, book_of(s))

@@ -8,7 +8,9 @@ costs what finding that out costs, the files' walk and `stat`s and a few lookups
 the store; the full path imported 0.2 s of modules first (the analyses, polars and
 Arrow) and rebuilt nothing. `api.ingest_claude_code` asks here first, and the CLI does
 before it imports `api`. Where anything is to be read or rebuilt, nothing is written
-here and the answer is None.
+here and the answer is None. Unlike the full path it prices nothing: calls priced by
+another book or pricing code stay as they were, priced per query by the cost commands
+(which say so) until `forensics analyze` or an ingest that loads something.
 """
 
 from __future__ import annotations
