@@ -1096,3 +1096,27 @@ def test_sessions_committed_before_a_stop_name_their_own_file(
     for session_id, source in sessions.select("session_id", "source").rows():
         assert source.startswith("claude-code:") and source.endswith(".jsonl"), source
         assert session_id in source or "agent-" in source, (session_id, source)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a":1,"a":2}', '{"a":123456789012345678901234567890}', '{"a":"\\ud800"}',
+        '{"a":"\\ud83d\\ude00"}', '{"a":NaN}', '{"a":-Infinity}', '{"a":1e400}', '{"a":-0.0}',
+        "[" * 5000 + "]" * 5000, '{"a":1.5e-7}', '{"a":"x\\u0000y"}', ' {"a":1} ', '{"a":1}x',
+        '{"a":18446744073709551616}', '{"a":0.1,"b":[1,2.50,{"c":null}]}', '{"\\u00e9":"é"}',
+        '{"a":"\\/"}', "", "nope", '{"a":01}', '{"b":2,"a":1}',
+    ],
+)
+def test_the_readers_json_is_pythons(text: str) -> None:
+    """transcript.loads (msgspec, json where msgspec refuses) gives what json.loads
+    gives: the same objects in the same key order, or the same error."""
+    from forensics.families.claude_code.transcript import loads
+
+    def read(how: Any) -> tuple[str, object]:
+        try:
+            return "value", repr(how(text))
+        except (ValueError, RecursionError) as e:
+            return type(e).__name__, str(e)
+
+    assert read(loads) == read(json.loads)

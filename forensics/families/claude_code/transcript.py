@@ -57,6 +57,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgspec
+
 from ...model import parse_version
 from ..fields import count, epoch, json_error
 from ..fields import number as finite
@@ -323,6 +325,22 @@ def _synthetic_error(line: dict[str, Any], text: str) -> tuple[str, str]:
     return code or (str(status) if status is not None else "api_error"), text[:MAX_MESSAGE_CHARS]
 
 
+# msgspec reads a line in about 0.4 of json's time (the 199 MB benchmark set: 0.09 s
+# against 0.23 s); what it refuses (NaN, a number past a double's range, a lone
+# surrogate escape, nesting too deep, text that is not JSON) json reads, or refuses
+# with its own message, as before. Both give the same objects: dicts in key order, the
+# last of a repeated key, ints of any size, floats read alike (tests/test_claude_code.py).
+_decode = msgspec.json.Decoder().decode
+
+
+def loads(text: str) -> Any:
+    """`json.loads(text)`, sooner."""
+    try:
+        return _decode(text)
+    except (ValueError, RecursionError):  # (msgspec's DecodeError is a ValueError)
+        return json.loads(text)
+
+
 def read_line(
     text: str, locator: str, sink: Sink, kinds: Counter[str]
 ) -> tuple[dict[str, Any], str, float] | None:
@@ -338,7 +356,7 @@ def read_line(
         kinds["progress"] += 1  # the largest lines of 2.1 files: not parsed
         return None
     try:
-        line = json.loads(text)
+        line = loads(text)
     except json.JSONDecodeError as e:
         sink.skip(locator, f"not valid JSON: {json_error(e)}")
         return None
