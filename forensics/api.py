@@ -34,7 +34,6 @@ from .cost.prices import PriceBook, read_overrides
 from .cost.stored import book_of
 from .cost.stored import current as priced_current
 from .engines.local import Refresh, refresh
-from .engines.local import workers as _local_workers
 from .errors import FactsInterrupted, ForensicsError, SourceError, StoreError
 from .families import context_limit as _context_limit
 from .families.adk.releases import given as given_release
@@ -46,6 +45,7 @@ from .quick import look_in
 from .selection import Selection
 from .settings import PROGRESS
 from .settings import progress_to as progress_to  # (the library's: set where it reports)
+from .settings import workers as _local_workers
 from .settings import workers_to as workers_to  # (and how many processes rebuild facts)
 from .sources.base import Source
 from .sources.files.adk_json import AdkJsonSource
@@ -1349,8 +1349,7 @@ def cost(
 def priced_calls_current(store: StoreLike) -> bool:
     """Whether the store keeps its calls priced by its own book as they are now
     (cost/stored.py); False: every cost and cache command prices them all per query,
-    until `forensics analyze` (or the next ingest that loads something) keeps them
-    priced again."""
+    until `forensics analyze` (or the next ingest) keeps them priced again."""
     with using(store) as s:
         try:
             return priced_current(s, book_of(s))

@@ -1,13 +1,17 @@
 """What a caller sets for the library calls it makes, in context variables: where long
-analyses report how far they are, and how many processes rebuild facts. A shared piece
+analyses report how far they are, and how many processes rebuild facts (with
+FORENSICS_WORKERS: `workers`). A shared piece
 (no layer): every command sets both, also one that then imports nothing else (an
 ingest that finds nothing new, forensics/quick.py)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+
+from .errors import ForensicsError
 
 # Where long analyses report how far they are: (stage, done, total); None: nowhere.
 PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar(
@@ -16,6 +20,7 @@ PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar(
 # what `--workers` sets for the commands of one process (None: FORENSICS_WORKERS, else
 # every core this process may use; engines/local.py)
 WORKERS: ContextVar[int | None] = ContextVar("forensics_workers", default=None)
+WORKERS_ENV = "FORENSICS_WORKERS"
 
 
 @contextmanager
@@ -37,3 +42,27 @@ def workers_to(count: int | None) -> Iterator[None]:
         yield
     finally:
         WORKERS.reset(token)
+
+
+def workers(requested: int | None = None) -> int:
+    """How many processes rebuild facts: `requested`, else WORKERS (--workers), else
+    FORENSICS_WORKERS, else the cores this process may run on."""
+    if requested is None:
+        requested = WORKERS.get()
+    if requested is None and os.environ.get(WORKERS_ENV, "").strip():
+        text = os.environ[WORKERS_ENV].strip()
+        try:
+            requested = int(text)
+        except ValueError:
+            raise ForensicsError(
+                f"{WORKERS_ENV}={text!r} is not a number of processes",
+                hint=f"set {WORKERS_ENV} to 1 or more, or unset it to use every core",
+            ) from None
+    if requested is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # not on Linux
+            return max(1, os.cpu_count() or 1)
+    if requested < 1:
+        raise ForensicsError(f"{requested} workers: the facts need 1 or more")
+    return requested

@@ -1057,12 +1057,37 @@ def test_an_unchanged_ingest_writes_what_the_full_one_does_without_the_analyses(
         con.execute("UPDATE store_meta SET value = '{}' WHERE key = 'fitted_ratios'")
     assert quick.look_claude_code(db, [root]).result is None
     ingest(db)
+    # kept figures of another release or other prices: the full ingest keeps them again
+    for key in ("guard_kept", "growth_kept", "priced_calls"):
+        with duckdb.connect(str(db)) as con:
+            (held,) = con.execute("SELECT value FROM store_meta WHERE key = ?", [key]).fetchone()
+            con.execute("UPDATE store_meta SET value = 'other' WHERE key = ?", [key])
+        assert quick.look_claude_code(db, [root]).result is None, key
+        ingest(db)
+        with duckdb.connect(str(db)) as con:
+            assert con.execute("SELECT value FROM store_meta WHERE key = ?",
+                               [key]).fetchone() == (held,), key  # fmt: skip
+        assert quick.look_claude_code(db, [root]).result is not None, key
+    # what the full ingest refuses, refused alike
+    monkeypatch.setenv("FORENSICS_WORKERS", "abc")
+    for look in (True, False):
+        with monkeypatch.context() as m:
+            if not look:
+                m.setattr(quick, "look_claude_code", lambda *a, **k: quick.Look(None))
+                m.setattr(api, "look_in", lambda *a, **k: quick.Look(None))
+            out = runner.invoke(app, ["ingest", "claude-code", str(root), "--db", str(db)])
+        assert out.exit_code == 1 and "FORENSICS_WORKERS='abc'" in out.output, out.output
+    monkeypatch.delenv("FORENSICS_WORKERS")
+    from forensics.errors import StoreError
+
+    with api.open_store(db) as opened, pytest.raises(StoreError, match="read-only"):
+        quick.look_claude_code(opened, [root])
     grown = next(iter(sorted((root / "projects").glob("*/*.jsonl"))))
     with grown.open("a") as f:  # a session changed
         f.write("{nope\n")
     assert quick.look_claude_code(db, [root]).result is None
     with api.open_store(db) as s:
-        assert s.run("SELECT count(*) FROM ingests")[0][0] == ingests + 3
+        assert s.run("SELECT count(*) FROM ingests")[0][0] == ingests + 9
     # the full ingest reads what the look found, without looking for it again
     from forensics.sources.files import claude_code_layout
 

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from forensics import api
 from forensics.cli import app
 from forensics.engines import local
+from forensics.settings import WORKERS_ENV
 from forensics.store import facts as stored
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,14 +59,14 @@ def test_two_workers_write_the_store_one_writes(tmp_path, monkeypatch):
 
 
 def test_workers_are_chosen_and_checked(monkeypatch):
-    monkeypatch.setenv(local.WORKERS_ENV, "3")
+    monkeypatch.setenv(WORKERS_ENV, "3")
     assert local.workers() == 3
     with api.workers_to(2):
         assert local.workers() == 2  # --workers over the environment
-    monkeypatch.setenv(local.WORKERS_ENV, "many")
+    monkeypatch.setenv(WORKERS_ENV, "many")
     with pytest.raises(api.ForensicsError, match="FORENSICS_WORKERS='many' is not a number"):
         local.workers()
-    monkeypatch.delenv(local.WORKERS_ENV)
+    monkeypatch.delenv(WORKERS_ENV)
     assert local.workers() >= 1
 
 

@@ -16,12 +16,15 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import sql
 from ..selection import Selection
 from ..store import Store
 from ..store.facts import FITS_KEY
-from .stored import Facts
+
+if TYPE_CHECKING:  # (imported where used: `holds` needs no analysis, forensics/quick.py)
+    from .stored import Facts
 
 TABLE = "growth_kept"
 STAMP_KEY = "growth_kept"  # store_meta: the fit and code the kept rows were computed with
@@ -49,17 +52,22 @@ def stamp(store: Store) -> str | None:
     return digest.hexdigest()
 
 
+def holds(store: Store) -> bool:
+    """Whether the kept figures were computed from what the store holds now."""
+    kept = store.kept_stamp(STAMP_KEY, TABLE)
+    return kept is not None and kept == stamp(store)
+
+
 def current(facts: Facts) -> bool:
     """Whether `facts` may read the kept figures: sized with the kept ratios, and the
     figures kept with them."""
-    if not facts.ratios_kept:
-        return False
-    kept = facts.store.kept_stamp(STAMP_KEY, TABLE)
-    return kept is not None and kept == stamp(facts.store)
+    return facts.ratios_kept and holds(facts.store)
 
 
 def keep(store: Store) -> None:
     """Compute and keep every tool call's figures, unless those kept still hold."""
+    from .stored import Facts
+
     facts = Facts(store, Selection())
     if current(facts) or not facts.ratios_kept:
         return

@@ -217,9 +217,9 @@ def boundary(command: F) -> F:
             raise
         except Exception as e:
             stages.done()
-            from .. import api
+            from ..quick import is_interrupt  # (not api: its imports, during a stop)
 
-            if api.is_interrupt(e):  # DuckDB's own, from inside a query
+            if is_interrupt(e):  # DuckDB's own, from inside a query
                 _said_stopped(stages)
             if state["debug"]:
                 raise

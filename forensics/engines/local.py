@@ -44,7 +44,7 @@ from ..cost.prices import PriceBook
 from ..cost.stored import book_of
 from ..errors import FactsInterrupted, ForensicsError, StoreError, ignore_stops
 from ..model import Release
-from ..settings import WORKERS  # (--workers)
+from ..settings import workers  # (--workers, FORENSICS_WORKERS)
 from ..store import Store
 from ..store import facts as stored
 from ..store.facts import Key
@@ -55,34 +55,9 @@ BATCH_EVENTS = 20_000  # fact rows of about this many events are written at once
 # The store's DuckDB buffers at most this much while the stale sessions are read out
 # of it, as while ingesting (ingest/pipeline.py).
 FACTS_MEMORY_LIMIT = "256MB"
-WORKERS_ENV = "FORENSICS_WORKERS"
 # Below this many events, the rebuild stays in this process: a worker's start (a fresh
 # interpreter importing the analyses, about 0.5 s) costs more than it saves.
 POOL_MIN_EVENTS = 40_000
-
-
-def workers(requested: int | None = None) -> int:
-    """How many processes rebuild facts: `requested`, else WORKERS (--workers), else
-    FORENSICS_WORKERS, else the cores this process may run on."""
-    if requested is None:
-        requested = WORKERS.get()
-    if requested is None and os.environ.get(WORKERS_ENV, "").strip():
-        text = os.environ[WORKERS_ENV].strip()
-        try:
-            requested = int(text)
-        except ValueError:
-            raise ForensicsError(
-                f"{WORKERS_ENV}={text!r} is not a number of processes",
-                hint=f"set {WORKERS_ENV} to 1 or more, or unset it to use every core",
-            ) from None
-    if requested is None:
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # not on Linux
-            return max(1, os.cpu_count() or 1)
-    if requested < 1:
-        raise ForensicsError(f"{requested} workers: the facts need 1 or more")
-    return requested
 
 
 @dataclass(frozen=True)
