@@ -38,6 +38,7 @@ import re
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -82,14 +83,13 @@ class _Keys:
 def _result_keys(data: bytes) -> _Keys:
     """A result's keys: its lines', then its words' (MAX_RESULT_KEYS at most)."""
     found = _Keys()
-    for m in _LINE.finditer(data):
-        if len(found.keys) >= MAX_RESULT_KEYS:
-            break
-        found.keys.append(m.group(1))
-        found.starts.append(m.start(1))
-        found.ends.append(m.end(1))
-        found.line_starts.append(m.start())
-        found.line_ends.append(m.end())
+    # (the spans taken at once, not five appends a line: 0.4 s of the 199 MB set's 2 s)
+    spans = [(m.span(1), m.span()) for m in islice(_LINE.finditer(data), MAX_RESULT_KEYS)]
+    if spans:
+        keys, lines = zip(*spans, strict=True)
+        found.starts, found.ends = (list(c) for c in zip(*keys, strict=True))
+        found.line_starts, found.line_ends = (list(c) for c in zip(*lines, strict=True))
+        found.keys = [data[a:b] for a, b in keys]
     at, size = 0, len(data)
     while at < size and size >= MIN_CHARS and len(found.keys) < MAX_RESULT_KEYS:
         end = min(at + WORD_CHUNK, size)
