@@ -172,7 +172,7 @@ def _result_value(text: str) -> Any:
     head = text.lstrip()[:1]
     if head in ("{", "["):
         try:
-            return json.loads(text)
+            return loads(text)
         except (ValueError, RecursionError):
             return text
     return text
