@@ -1145,3 +1145,30 @@ def test_the_readers_json_is_pythons(text: str) -> None:
             return type(e).__name__, str(e)
 
     assert read(loads) == read(json.loads)
+
+
+def test_the_readers_json_writer_writes_the_same_json() -> None:
+    """transcript.dumps: msgspec's JSON where every value came from msgspec, the same
+    value as json.dumps writes (its spelling may differ: 1e-7 for 1e-07), which DuckDB
+    reads alike; json's own where a value came from json (a NaN msgspec would write as
+    null) or msgspec cannot write it (a lone surrogate)."""
+    from forensics.families.claude_code.transcript import dumps, loads
+
+    value = loads(
+        '{"t":1759312345.123,"small":1e-07,"big":1e22,"n":-0.0,"i":123456789012345678901,'
+        '"s":"tab\\tline\\nquote\\"back\\\\slash\\/ctl\\u001f\\u007f é 😀 \\u2028",'
+        '"list":[1,2.5,null,true,{"k":[]}],"":{}}'
+    )
+    plain, spelled = dumps(value, True), dumps(value, False)
+    assert spelled == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert json.loads(plain) == json.loads(spelled) == value and plain != spelled
+    con = duckdb.connect()
+    read = "SELECT json_transform(?, '{\"v\": \"JSON\"}').v::VARCHAR"
+    assert (con.execute(read, [f'{{"v":{plain}}}']).fetchone()
+            == con.execute(read, [f'{{"v":{spelled}}}']).fetchone())  # fmt: skip
+    nan = loads('{"x":NaN}')  # read by json: written by json
+    assert dumps(nan, False) == '{"x":NaN}'
+    lone = {"x": "\ud800"}  # (compared as bytes: a failure's text must cross to xdist)
+    written = json.dumps(lone, ensure_ascii=False, separators=(",", ":"))
+    assert dumps(lone, True).encode(errors="surrogatepass") == written.encode(
+        errors="surrogatepass")  # fmt: skip

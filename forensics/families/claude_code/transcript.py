@@ -331,14 +331,31 @@ def _synthetic_error(line: dict[str, Any], text: str) -> tuple[str, str]:
 # with its own message, as before. Both give the same objects: dicts in key order, the
 # last of a repeated key, ints of any size, floats read alike (tests/test_claude_code.py).
 _decode = msgspec.json.Decoder().decode
+_encode = msgspec.json.Encoder().encode
+_json_reads = 0  # texts msgspec refused, read by json in this process so far
 
 
 def loads(text: str) -> Any:
     """`json.loads(text)`, sooner."""
+    global _json_reads
     try:
         return _decode(text)
     except (ValueError, RecursionError):  # (msgspec's DecodeError is a ValueError)
+        _json_reads += 1
         return json.loads(text)
+
+
+def dumps(value: Any, plain: bool) -> str:
+    """`value` as compact JSON, as `json.dumps(value, ensure_ascii=False)` writes it or in
+    msgspec's spelling of the same JSON (`1e-7` for `1e-07`; DuckDB reads both alike),
+    about five times sooner, where `plain`: no value came from a text json read (a NaN
+    json reads, msgspec would write as null; a lone surrogate it cannot write)."""
+    if plain:
+        try:
+            return _encode(value).decode("utf-8")
+        except (TypeError, ValueError, OverflowError):  # (EncodeError is a TypeError)
+            pass
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def read_line(
@@ -480,6 +497,7 @@ class SessionReader:
     def __init__(self, app: str, user: str, session_id: str, sink: Sink):
         self.app, self.user, self.session_id = app, user, session_id
         self.sink = sink
+        self.json_reads = _json_reads  # (see `dumps`)
         self.tool_names: dict[str, str] = {}  # tool_use id -> tool name
         self.task_prompts: dict[str, str] = {}  # digest of a Task prompt -> subagent type
         self.task_calls: dict[str, str] = {}  # Task tool_use id -> subagent type
@@ -624,7 +642,8 @@ class SessionReader:
                 "event_id": event.event_id,
                 "invocation_id": event.invocation_id,
                 "timestamp": event.epoch,
-                "event_json": json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+                # (msgspec's writer while every line of the session was read by msgspec)
+                "event_json": dumps(body, _json_reads == self.json_reads),
                 "locator": event.locator,
             }
         )
