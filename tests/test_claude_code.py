@@ -1172,3 +1172,34 @@ def test_the_readers_json_writer_writes_the_same_json() -> None:
     written = json.dumps(lone, ensure_ascii=False, separators=(",", ":"))
     assert dumps(lone, True).encode(errors="surrogatepass") == written.encode(
         errors="surrogatepass")  # fmt: skip
+
+
+def test_a_session_with_a_value_only_json_reads_is_written_by_json(tmp_path: Path) -> None:
+    """The reader writes each event's JSON with msgspec while every value of its session
+    came from msgspec, and with json once one came from json (a NaN in an MCP result's
+    JSON: msgspec would write it as null); a text neither reads counts for neither."""
+    from forensics.families.claude_code import transcript
+    from forensics.sources.files import claude_code
+
+    def events(session: str, result: str) -> list[str]:
+        t = Transcript(session)
+        t.prompt("go")
+        t.response("msg_" + session, [tool_use("tu_1", "mcp__db__query", limit=1e-07)],
+                   usage(10, 0, 100, 5))  # fmt: skip
+        t.results([tool_result("tu_1", result)])
+        path = t.write(tmp_path)
+        file = claude_code.TranscriptFile(path.name, "main", path=str(path))
+        found, _ = claude_code._read_session(("app", "u", session, [(path, file)]))
+        return [c[1]["event_json"] for calls, _, _ in found for c in calls if c[0] == "event"]
+
+    before = transcript._json_reads
+    plain = events("s-plain", '{"rows": [1, 2]}')
+    assert transcript._json_reads == before
+    assert any('"limit":1e-7' in e for e in plain)  # (msgspec's spelling)
+    assert events("s-torn", "[main 1a2b3c] not JSON")  # read as text by both: no count
+    assert transcript._json_reads == before
+    nan = events("s-nan", '{"rows": [NaN]}')
+    assert transcript._json_reads == before + 1
+    assert any('"rows":[NaN]' in e for e in nan) and not any("[null]" in e for e in nan)
+    # (the response, written once its result was read, by json too)
+    assert any('"limit":1e-07' in e for e in nan)

@@ -344,8 +344,9 @@ def loads(text: str) -> Any:
     try:
         return _decode(text)
     except (ValueError, RecursionError):  # (msgspec's DecodeError is a ValueError)
-        _json_reads += 1
-        return json.loads(text)
+        value = json.loads(text)
+        _json_reads += 1  # (a value json read: a text neither reads gives none)
+        return value
 
 
 def dumps(value: Any, plain: bool) -> str:
@@ -358,7 +359,11 @@ def dumps(value: Any, plain: bool) -> str:
             return _encode(value).decode("utf-8")
         except (TypeError, ValueError, OverflowError):  # (EncodeError is a TypeError)
             pass
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:  # msgspec's writer goes a few levels deeper: whatever was read
+        # before, a value it can write is kept (a NaN in one so deep, written as null)
+        return _encode(value).decode("utf-8")
 
 
 def read_line(
