@@ -1,8 +1,8 @@
 """What a caller sets for the library calls it makes, in context variables: where long
 analyses report how far they are, and how many processes rebuild facts (with
-FORENSICS_WORKERS: `workers`). A shared piece
-(no layer): every command sets both, also one that then imports nothing else (an
-ingest that finds nothing new, forensics/quick.py)."""
+FORENSICS_WORKERS: `workers`). A shared piece (no layer): every command sets both,
+also one that then imports nothing else (an ingest that finds nothing new,
+forensics/quick.py)."""
 
 from __future__ import annotations
 

@@ -222,8 +222,6 @@ class _Stored:
         return sum(any(inside.holds(i) for i in self.ids.get(x, ())) for x in ids)
 
 
-
-
 @dataclass
 class SessionFacts:
     """One session's fact rows, per table (FACT_TABLES). fact_carried, a row per call and

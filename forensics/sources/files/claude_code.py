@@ -39,6 +39,7 @@ from .claude_code_layout import (
     KIND,
     Layout,
     SessionFiles,
+    Stats,
     layout_of,
     to_read,
 )
@@ -370,8 +371,8 @@ class ClaudeCodeSource:
         yield batch
 
     def _read_ahead(
-        self, todo: list[tuple[SessionFiles, dict[str, tuple[int, int]]]]
-    ) -> Iterator[tuple[SessionFiles, dict[str, tuple[int, int]], _SessionCalls | None]]:
+        self, todo: list[tuple[SessionFiles, Stats]]
+    ) -> Iterator[tuple[SessionFiles, Stats, _SessionCalls | None]]:
         """Each session to read, in order, with what a worker read of it (None: to read
         here, a line at a time): a session of up to SESSION_WORKER_BYTES goes to one of
         `workers` forked processes, a few sessions ahead of the one being replayed."""
