@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -258,3 +259,109 @@ def test_a_store_named_that_is_not_there_is_an_error_not_the_transcripts(
     assert out.exit_code == 1 and "no Claude Code transcripts found" in out.output
     out = runner.invoke(app, ["cost", "SESSION", "--by", "day", "--ccusage-compatible"])
     assert out.exit_code == 1 and "with no store at" in out.output
+
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPORA = {
+    "sample": ROOT / "sample_data" / "claude_code",
+    "real": ROOT.parent / "shared" / "real_data" / "claude_code",
+}
+
+
+def variants(root: Path) -> Path:
+    """A plain response's line, and that line with each field the typed decode reads
+    made odd in one way: what the typed decode must hand to the ingest's functions, or
+    read as they read it."""
+    plain = Transcript("v-1")._line("assistant", requestId="r-0", message={
+        "id": "m-0", "model": MODEL, "content": [{"type": "text", "text": "x"}],
+        "usage": {**usage(3, 100, 200, 10), "speed": "standard",
+                  "cache_creation": {"ephemeral_5m_input_tokens": 100,
+                                     "ephemeral_1h_input_tokens": 0}}})  # fmt: skip
+    odd: list[Any] = [None, True, 0, -1, 1.0, 2.5, 10**12, 10**12 + 1, 2**64, 1e400, "7", "",
+                      [], {}, "x\ud800"]  # fmt: skip
+    stamps = ["2026-02-30T00:00:00Z", "2026-01-01T24:00:00Z", "2026-01-01T23:59:60Z",
+              "2026-01-01t00:00:00z", "2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00",
+              "2026-01-01T00:00:00.1234567891Z", "0000-01-01T00:00:00Z", "1969-12-31T23:59:59Z",
+              "3000-01-01T00:00:00.000001Z", "2026-01-01T00:00:00.5Z", " 2026-01-01T00:00:00Z",
+              "1767225600", "2026-01-01 00:00:00Z"]  # fmt: skip
+    lines: list[dict[str, Any]] = [plain]
+    made: list[int] = []
+
+    def changed(path: tuple[str, ...], value: Any) -> dict[str, Any]:
+        line = json.loads(json.dumps(plain))
+        # a response of its own (one response keeps only its largest usage)
+        n = len(lines) + len(made)
+        line["message"]["id"], line["requestId"], line["uuid"] = f"m-{n}", f"r-{n}", f"u-{n}"
+        made.append(n)
+        held = line
+        for key in path[:-1]:
+            held = held[key]
+        if value is KeyError:
+            held.pop(path[-1], None)
+        else:
+            held[path[-1]] = value
+        return line
+
+    fields = [("type",), ("timestamp",), ("message",), ("requestId",), ("isSidechain",),
+              ("isApiErrorMessage",), ("uuid",), ("costUSD",), ("message", "id"),
+              ("message", "model"), ("message", "usage"), ("message", "usage", "speed"),
+              ("message", "usage", "cache_creation")] + [
+        ("message", "usage", k) for k in ("input_tokens", "output_tokens",
+                                          "cache_read_input_tokens",
+                                          "cache_creation_input_tokens")] + [
+        ("message", "usage", "cache_creation", k)
+        for k in ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")]  # fmt: skip
+    for path in fields:
+        lines += [changed(path, v) for v in [*odd, KeyError]]
+    lines += [changed(("timestamp",), s) for s in stamps]
+    lines += [changed(("type",), t) for t in ("user", "system", "progress", "summary")]
+    lines += [changed(("costUSD",), c) for c in (0.25, 7, 1e9, 999999999.5)]
+    texts = [json.dumps(line) for line in lines]
+    texts += [json.dumps(line, ensure_ascii=True) for line in lines[-20:]]
+    # duplicated keys: the last one counts, in both readers
+    texts.append(json.dumps(plain)[:-1] + ', "type": "user"}')
+    texts.append(json.dumps(plain)[:-1] + ', "message": 5}')
+    texts.append('{"type":"progress","data":{"x":1},' + json.dumps(plain)[1:])
+    texts.append(json.dumps(plain).replace('"x"', '"\\ud83d\\ude00"'))
+    texts.append(json.dumps(plain).replace('"x"', "NaN"))
+    path = root / "projects" / "-home-dev-v" / "v-1.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(t + "\n" for t in texts), encoding="utf-8", errors="surrogatepass")
+    return root
+
+
+@pytest.mark.parametrize("corpus", ["variants", "hostile", *CORPORA])
+def test_the_typed_decode_reads_what_the_ingests_functions_read(
+    corpus: str, tmp_path: Path, monkeypatch
+) -> None:
+    """Most usage lines are read by a typed decode (`plain_response`); every line it
+    reads gives the row, response and skip the ingest's own functions give."""
+    from forensics.families.claude_code import transcript
+    from forensics.sources.files import claude_code_usage
+
+    if corpus in CORPORA:
+        root = CORPORA[corpus]
+        if not root.is_dir():
+            pytest.skip(f"{root} not here")
+    else:
+        root = variants(tmp_path) if corpus == "variants" else hostile(tmp_path)
+    read = {"typed": 0, "lines": 0}
+
+    def counted(text: str) -> Any:
+        found = transcript.plain_response(text)
+        read["lines"] += 1
+        read["typed"] += found is not None
+        return found
+
+    monkeypatch.setattr(claude_code_usage, "plain_response", counted)
+    typed = claude_code_usage.read_usage([root])
+    monkeypatch.setattr(claude_code_usage, "plain_response", lambda text: None)
+    slow = claude_code_usage.read_usage([root])
+    assert typed.rows.equals(slow.rows), (typed.rows.to_pylist(), slow.rows.to_pylist())
+    assert (typed.skips, typed.kinds, typed.lines_parsed) == (
+        slow.skips, slow.kinds, slow.lines_parsed)
+    assert slow.rows.num_rows > 5
+    # the typed decode reads lines (most of a real corpus's), and not every variant
+    assert 0 < read["typed"] < read["lines"]
+    if corpus in CORPORA:
+        assert read["typed"] > 0.8 * read["lines"], read

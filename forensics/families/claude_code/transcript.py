@@ -50,11 +50,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import msgspec
@@ -366,19 +368,27 @@ def dumps(value: Any, plain: bool) -> str:
         return _encode(value).decode("utf-8")
 
 
+def passed_over(text: str) -> str | None:
+    """The type of a line the conversation passes over unparsed, told by its head: a
+    file-history snapshot or a progress line (the largest lines of 2.1 files)."""
+    head = text[:1000]
+    if head.startswith('{"type":"file-history-snapshot"'):
+        return "file-history-snapshot"
+    at = head.find('"type":"progress","data":')
+    if at >= 0 and head.find('"type":"') == at:  # the line's own type, not a nested one
+        return "progress"
+    return None
+
+
 def read_line(
     text: str, locator: str, sink: Sink, kinds: Counter[str]
 ) -> tuple[dict[str, Any], str, float] | None:
     """One line as the conversation reads it: its JSON object, its type (`user`,
     `assistant` or `system`) and its time; None for a line that is none of those (counted
     by kind in `kinds`) or that cannot be read (a skip with its place, told to `sink`)."""
-    head = text[:1000]
-    if head.startswith('{"type":"file-history-snapshot"'):
-        kinds["file-history-snapshot"] += 1
-        return None
-    at = head.find('"type":"progress","data":')
-    if at >= 0 and head.find('"type":"') == at:  # the line's own type, not a nested one
-        kinds["progress"] += 1  # the largest lines of 2.1 files: not parsed
+    passed = passed_over(text)
+    if passed is not None:
+        kinds[passed] += 1
         return None
     try:
         line = loads(text)
@@ -458,6 +468,115 @@ def failure_detail(
         details["message_id"] = _str(body.get("id"))
         details["model"] = _str(body.get("model"))
     return details, usage, refused
+
+
+class _PlainSplit(msgspec.Struct):
+    ephemeral_5m_input_tokens: int | None = None
+    ephemeral_1h_input_tokens: int | None = None
+
+
+class _PlainUsage(msgspec.Struct):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    cache_creation: _PlainSplit | None = None
+    speed: str | None = None
+
+
+class _PlainMessage(msgspec.Struct):
+    id: str | None = None
+    model: str | None = None
+    usage: _PlainUsage | None = None
+
+
+class _PlainLine(msgspec.Struct):
+    """The fields of a response's line that `plain_response` reads (any other is passed
+    over unread; a field of another type fails the decode)."""
+
+    type: str | None = None
+    timestamp: str | None = None
+    message: _PlainMessage | None = None
+    requestId: str | None = None  # noqa: N815 - the line's own key
+    isSidechain: bool | None = None  # noqa: N815
+    isApiErrorMessage: bool | None = None  # noqa: N815
+    uuid: str | None = None
+    costUSD: float | None = None  # noqa: N815
+
+
+_decode_response = msgspec.json.Decoder(_PlainLine).decode
+_PLAIN_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?Z")
+_DAYS: dict[str, float] = {}  # "YYYY-MM-DD": the day's first second (epoch)
+
+# (epoch, message id, request id, model, is_sidechain, speed, cost_usd, input, output,
+#  cache reads, cache writes, 5-minute writes, 1-hour writes, uuid)
+PlainResponse = tuple[
+    float, str | None, str | None, str | None, bool, str | None, float | None,
+    int | None, int | None, int | None, int | None, int | None, int | None, str | None,
+]  # fmt: skip
+
+
+def plain_response(text: str) -> PlainResponse | None:
+    """What `read_line`, `call_detail` and `usage_counts` make of a plain response's line
+    (an assistant line, not an API error, stamped `YYYY-MM-DDTHH:MM:SS[.fff]Z` in range,
+    every kept field of its type, every count in range, input or output counted), read
+    by a typed decode about eight times sooner; None for any other line, which those
+    read. Whatever this returns, they return the same of the line
+    (tests/test_ccusage_straight.py holds the two equal on every corpus)."""
+    if passed_over(text) is not None:
+        return None
+    try:
+        line = _decode_response(text)
+    except (ValueError, RecursionError):  # (msgspec's errors are ValueErrors; it refuses
+        return None  # a lone surrogate anywhere in the line, which read_line reads)
+    message = line.message
+    if line.type != "assistant" or line.isApiErrorMessage is True or message is None:
+        return None
+    usage = message.usage
+    when = _plain_epoch(line.timestamp)
+    if usage is None or when is None:
+        return None
+    counts = [usage.input_tokens, usage.output_tokens, usage.cache_read_input_tokens,
+              usage.cache_creation_input_tokens]  # fmt: skip
+    split = usage.cache_creation
+    if split is not None:
+        counts += [split.ephemeral_5m_input_tokens, split.ephemeral_1h_input_tokens]
+    for value in counts:
+        if value is not None and not 0 <= value <= MAX_TOKENS:
+            return None
+    if counts[0] is None and counts[1] is None:
+        return None
+    cost = line.costUSD
+    if cost is not None and not (math.isfinite(cost) and abs(cost) < MAX_USD):
+        cost = None
+    five, hour = (counts[4] or 0, counts[5] or 0) if split is not None else (None, None)
+    return (when, message.id, line.requestId, message.model, line.isSidechain is True,
+            usage.speed, cost, counts[0], counts[1], counts[2], counts[3], five, hour,
+            line.uuid)  # fmt: skip
+
+
+def _plain_epoch(stamp: str | None) -> float | None:
+    """`epoch(stamp)` for a time in range written as Claude Code writes it; else None."""
+    found = _PLAIN_TIME.fullmatch(stamp) if stamp is not None else None
+    if found is None:
+        return None
+    hour, minute, second = int(found[4]), int(found[5]), int(found[6])
+    if hour > 23 or minute > 59 or second > 59:
+        return None
+    day = _DAYS.get(stamp[:10])  # type: ignore[index]
+    if day is None:
+        try:
+            day = datetime(int(found[1]), int(found[2]), int(found[3]), tzinfo=UTC).timestamp()
+        except ValueError:
+            return None
+        if len(_DAYS) > 100_000:
+            _DAYS.clear()
+        _DAYS[stamp[:10]] = day  # type: ignore[index]
+    fraction = found[7]
+    # as epoch() sums them: the whole seconds (exact in a float), then the fraction
+    when = (day + (hour * 3600 + minute * 60 + second)) + (
+        int(fraction) / 10 ** len(fraction) if fraction else 0.0)  # fmt: skip
+    return when if EARLIEST <= when <= AFTER else None
 
 
 @dataclass
