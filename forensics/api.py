@@ -56,6 +56,7 @@ from .store.ledger import is_interrupt as is_interrupt  # the CLI's: Ctrl-C howe
 from .store.prices import forget as forget_kept_prices
 from .store.prices import keep as keep_kept_prices
 from .store.reads import resolve_session, result_preview, stored_key
+from .straight import cost_ccusage_transcripts as cost_ccusage_transcripts  # (no store)
 from .whatif.guard import Guard
 from .whatif.replay import Replay
 
@@ -1419,50 +1420,6 @@ def cost_ccusage(
     with it line by line; not the provider's bill (`cost`)."""
     with using(store) as s:
         return Scope(s, selection).ccusage(by, Path(ccusage) if ccusage else None)
-
-
-def cost_ccusage_transcripts(
-    paths: Sequence[str | Path] = (),
-    *,
-    by: str = "day",
-    ccusage: str | Path | None = None,
-    since: float | None = None,
-    until: float | None = None,
-) -> tuple[pl.DataFrame, dict[str, Any]]:
-    """ccusage's question answered straight from Claude Code transcripts, without a store:
-    `cost_ccusage`'s totals (by day or session, its rules and prices) from the lines that
-    record a usage (sources/files/claude_code_usage.py). `paths` as `ingest_claude_code`
-    takes them (none: $CLAUDE_CONFIG_DIR, else ~/.config/claude and ~/.claude); `since`
-    and `until` in epoch seconds (UTC), as a Selection holds them. Also what was read:
-    roots, files, bytes, lines parsed, and the lines skipped (file:line, why)."""
-    from .columns import COST_CCUSAGE_DAY, COST_CCUSAGE_SESSION
-    from .cost import ccusage as rules
-    from .sources.files.claude_code_layout import found_roots
-    from .sources.files.claude_code_usage import read_usage
-
-    if by not in ("day", "session"):
-        raise ForensicsError(
-            f"ccusage totals by day or by session, not by {by!r}",
-            hint="--by day|session with --ccusage-compatible",
-        )
-    given = [Path(p) for p in paths] or found_roots(
-        "give the folder with --transcripts, or set CLAUDE_CONFIG_DIR"
-    )
-    read = read_usage(given, workers=_local_workers())
-    usage = rules.TranscriptUsage(read.rows)
-    try:
-        frame = rules.reconciled(usage, by, Path(ccusage) if ccusage else None, (since, until))
-    finally:
-        usage.close()
-    spec = COST_CCUSAGE_DAY if by == "day" else COST_CCUSAGE_SESSION
-    summary = {
-        "roots": [str(p) for p in given],
-        "files": read.files,
-        "bytes": read.bytes_read,
-        "lines_parsed": read.lines_parsed,
-        "skips": read.skips + read.passed_over,
-    }
-    return spec.from_query(frame), summary
 
 
 def cost_share(

@@ -1,8 +1,9 @@
 """What a caller sets for the library calls it makes, in context variables: where long
 analyses report how far they are, and how many processes rebuild facts (with
-FORENSICS_WORKERS: `workers`). A shared piece (no layer): every command sets both,
-also one that then imports nothing else (an ingest that finds nothing new,
-forensics/quick.py)."""
+FORENSICS_WORKERS: `workers`); and which store a command reads when none is named
+(FORENSICS_DB: `default_db_path`). A shared piece (no layer): every command sets
+them, also one that then imports nothing else (an ingest that finds nothing new,
+forensics/quick.py; ccusage's question without a store, forensics/straight.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from pathlib import Path
 
 from .errors import ForensicsError
 
@@ -21,6 +23,12 @@ PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar(
 # every core this process may use; engines/local.py)
 WORKERS: ContextVar[int | None] = ContextVar("forensics_workers", default=None)
 WORKERS_ENV = "FORENSICS_WORKERS"
+DEFAULT_DB = "forensics.duckdb"
+
+
+def default_db_path() -> Path:
+    """The store a command reads when none is named: $FORENSICS_DB, else ./forensics.duckdb."""
+    return Path(os.environ.get("FORENSICS_DB") or DEFAULT_DB)
 
 
 @contextmanager

@@ -6,6 +6,7 @@ transcripts and the rules corpus, is in tests/test_ccusage_parity.py."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -211,12 +212,14 @@ def test_pieces_of_any_size_read_the_same_lines(
         p.stat().st_size for p in root.rglob("*.jsonl"))
 
 
-@pytest.mark.parametrize("batch", [1, 1 << 30])
+@pytest.mark.parametrize("batch", [1, 97, 1 << 30])
 def test_workers_read_what_one_process_reads(
     stored, tmp_path: Path, monkeypatch, batch: int
 ) -> None:
-    """Read by two forked workers a file or all files at a time: the same rows in the
-    same order, skips, counts, and one response of two roots' files of the same name."""
+    """Read by two forked workers all files at a time, or files in parts (of a byte:
+    a line each at most; of 97 bytes: lines across parts): the same rows in the same
+    order, skips (their line numbers), counts, and one response of two roots' files of
+    the same name."""
     import shutil
 
     from forensics.sources.files import claude_code_usage
@@ -365,3 +368,34 @@ def test_the_typed_decode_reads_what_the_ingests_functions_read(
     assert 0 < read["typed"] < read["lines"]
     if corpus in CORPORA:
         assert read["typed"] > 0.8 * read["lines"], read
+
+
+def test_the_command_forks_its_readers_before_polars_and_imports_no_analyses(stored) -> None:
+    """`cost --ccusage-compatible --transcripts` imports polars, pyarrow and DuckDB while
+    its workers read (forked before any of them), and neither `forensics.api` nor the
+    analyses: their imports were a third of the 199 MB set's time."""
+    import subprocess
+    import sys
+
+    root, db = stored
+    probe = (
+        "import sys\nfrom forensics.sources.files import claude_code_usage as u\n"
+        "u.WORKER_BYTES = 0\nbegun = u.Reading.__init__\nseen = []\n"
+        "def init(self, *a, **k):\n"
+        "    seen.append(sorted(m for m in ('polars', 'pyarrow', 'duckdb') if m in sys.modules))\n"
+        "    begun(self, *a, **k)\n"
+        "u.Reading.__init__ = init\nfrom forensics.cli import main\n"
+        f"sys.argv = ['forensics', 'cost', '--by', 'day', '--ccusage-compatible',"
+        f" '--transcripts', {str(root)!r}, '-f', 'json']\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "print(seen, sorted(m for m in ('forensics.api', 'forensics.analysis.reconstruct',"
+        " 'forensics.engines.local') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "FORENSICS_WORKERS": "2"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True, env=env)  # fmt: skip
+    *printed, last = done.stdout.splitlines()
+    assert last == "[[]] []", done.stdout
+    kept = runner.invoke(app, ["cost", "--by", "day", "--ccusage-compatible", "--db", str(db),
+                               "-f", "json"])  # fmt: skip
+    assert json.loads("\n".join(printed)) == json.loads(kept.stdout)

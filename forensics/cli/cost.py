@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import ForensicsError
+from ..settings import default_db_path
 from ..words import counted
 from .common import (
     AppPick,
@@ -143,17 +144,6 @@ def cost(
     Example: forensics cost --by day --source claude-code --ccusage-compatible
     Example: forensics cost --by day --ccusage-compatible --transcripts ~/.claude/projects
     """
-    from .. import api
-    from ..columns import (
-        COST_CALLS,
-        COST_CCUSAGE_DAY,
-        COST_CCUSAGE_SESSION,
-        COST_SHARE,
-        COST_TOOL_CALLS,
-        COST_TOOLS,
-        cost_spec,
-    )
-
     chosen = by.value if by is not None else ("call" if session_id else "session")
     if share and by is not None:
         raise ForensicsError("--share splits the whole bill", hint="give --share or --by")
@@ -180,13 +170,26 @@ def cost(
             )
         # with no store named (no --db, no FORENSICS_DB) and none here, ccusage's question
         # is answered from its own folders; a store named that is not there is an error
-        no_store = db is None and not api.default_db_path().exists()
+        no_store = db is None and not default_db_path().exists()
         if transcripts or no_store:
             # --db is not a conflict with --transcripts: it may be FORENSICS_DB's
             given = (session_id, app_name, user, source)
             _ccusage_straight(transcripts or [], chosen, ccusage, picked, fmt, given,
-                              None if transcripts else api.default_db_path())  # fmt: skip
+                              None if transcripts else default_db_path())  # fmt: skip
             return
+    # (imported here: ccusage's question without a store imports neither)
+    from .. import api
+    from ..columns import (
+        COST_CALLS,
+        COST_CCUSAGE_DAY,
+        COST_CCUSAGE_SESSION,
+        COST_SHARE,
+        COST_TOOL_CALLS,
+        COST_TOOLS,
+        cost_spec,
+    )
+
+    if ccusage_compatible:
         frame = api.cost_ccusage(db, picked, by=chosen, ccusage=ccusage)
         spec = COST_CCUSAGE_DAY if chosen == "day" else COST_CCUSAGE_SESSION
         shown = frame["price_source"][0] if frame.height else "no Claude Code usage selected"
@@ -341,8 +344,7 @@ def _ccusage_straight(
     the caller checked), --since, --until and --ccusage apply; `store_options` select a
     store's sessions. `no_store`: the store that is not there, when no --transcripts
     were given."""
-    from .. import api
-    from ..columns import COST_CCUSAGE_DAY, COST_CCUSAGE_SESSION
+    from .. import straight
 
     if any(o is not None for o in store_options):
         reads = ("--transcripts reads" if no_store is None
@@ -356,7 +358,7 @@ def _ccusage_straight(
     if no_store is not None:
         echo(f"No store at {no_store}: ccusage's totals are read straight from the "
              "transcripts ccusage reads (--transcripts names others).", err=True)  # fmt: skip
-    frame, read = api.cost_ccusage_transcripts(
+    frame, read = straight.cost_ccusage_transcripts(
         paths, by=by, ccusage=ccusage, since=picked.since, until=picked.until
     )
     skips = read["skips"]
@@ -364,6 +366,8 @@ def _ccusage_straight(
         where, why = skips[0]
         echo(f"Skipped {counted(len(skips), 'line')} that could not be read (the first: "
              f"{where}: {why})", err=True)  # fmt: skip
+    from ..columns import COST_CCUSAGE_DAY, COST_CCUSAGE_SESSION  # (imported by now)
+
     spec = COST_CCUSAGE_DAY if by == "day" else COST_CCUSAGE_SESSION
     shown = frame["price_source"][0] if frame.height else "no Claude Code usage found"
     read_from = (f"read straight from {counted(read['files'], 'file')} "

@@ -512,9 +512,13 @@ def reconciled(
     """The totals of `queries`' usage by `by` (day or session) as ccusage gives them,
     priced with the table of its install (`binary`, else one found; else genai-prices
     under its rules), in [since, until) of `window` (epoch seconds)."""
+    return Reconciliation(queries, table_of(binary), window).totals(by)
+
+
+def table_of(binary: Path | None) -> PriceTable | None:
+    """The price table of ccusage's install (`binary`, else one found), None without."""
     found = find_binary(binary)
-    table = read_table(found) if found is not None else None
-    return Reconciliation(queries, table, window).totals(by)
+    return read_table(found) if found is not None else None
 
 
 class Reconciliation:

@@ -15,6 +15,8 @@ import duckdb
 
 from .. import sql
 from ..errors import StoreError
+from ..settings import DEFAULT_DB as DEFAULT_DB  # (the store's name for them)
+from ..settings import default_db_path as default_db_path
 from . import migrations
 
 if TYPE_CHECKING:  # (imported where used: an ingest that finds nothing new needs neither)
@@ -23,11 +25,6 @@ if TYPE_CHECKING:  # (imported where used: an ingest that finds nothing new need
 
 T = TypeVar("T")
 
-DEFAULT_DB = "forensics.duckdb"
-
-
-def default_db_path() -> Path:
-    return Path(os.environ.get("FORENSICS_DB") or DEFAULT_DB)
 
 
 # An offline tool opens no network: DuckDB would otherwise download an extension it

@@ -27,11 +27,10 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from functools import cache
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ...errors import ignore_stops
 from ...families.claude_code.transcript import (
@@ -42,26 +41,40 @@ from ...families.claude_code.transcript import (
     usage_counts,
     usage_total,
 )
-from ...store.arrow import columns_table
-from .claude_code import DETAIL_SCHEMA, killed
-from .claude_code_layout import DEFAULT_USER, sessions_under
+from .claude_code_layout import DEFAULT_USER, Layout, sessions_under
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 MARKER = b'"usage"'
 _MARKER = re.compile(re.escape(MARKER))  # a compiled search scans faster than bytes.find
 # the columns of transcript_events that queries/cost/ccusage.sql reads; `line` is the
 # line's byte offset in its file here, which orders the lines as their numbers do
-USAGE_SCHEMA = pa.schema(
-    [DETAIL_SCHEMA.field(n) if n != "line" else pa.field("line", pa.int64()) for n in (
-        "app_name", "user_id", "session_id", "event_id", "kind", "file", "line", "epoch",
-        "message_id", "request_id", "model", "is_sidechain", "speed", "cost_usd",
-        "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
-        "cache_write_5m_tokens", "cache_write_1h_tokens")]
+USAGE_NAMES = (
+    "app_name", "user_id", "session_id", "event_id", "kind", "file", "line", "epoch",
+    "message_id", "request_id", "model", "is_sidechain", "speed", "cost_usd",
+    "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
+    "cache_write_5m_tokens", "cache_write_1h_tokens",
 )  # fmt: skip
+
+
+@cache
+def usage_schema() -> pa.Schema:
+    """USAGE_NAMES' types: transcript_events', but `line` (an offset here, not a number).
+    (Imported when the rows are made, not before workers are forked to read them.)"""
+    import pyarrow as pa
+
+    from .claude_code import DETAIL_SCHEMA
+
+    return pa.schema(
+        [DETAIL_SCHEMA.field(n) if n != "line" else pa.field("line", pa.int64())
+         for n in USAGE_NAMES]
+    )  # fmt: skip
 
 
 @dataclass
 class UsageRead:
-    """What was read: the rows (USAGE_SCHEMA), and the counts an output says."""
+    """What was read: the rows (usage_schema()), and the counts an output says."""
 
     rows: pa.Table
     files: int = 0
@@ -72,8 +85,8 @@ class UsageRead:
     passed_over: list[tuple[str, str]] = field(default_factory=list)
 
 
-_TEMPLATE = dict.fromkeys(USAGE_SCHEMA.names)
-_VALUES = itemgetter(*USAGE_SCHEMA.names)
+_TEMPLATE = dict.fromkeys(USAGE_NAMES)
+_VALUES = itemgetter(*USAGE_NAMES)
 PIECE = 16 << 20  # bytes read at a time: a file's memory is a piece, not the file
 
 
@@ -117,15 +130,29 @@ class _Skips:
         raise AssertionError("the usage reader emits no anchors")
 
 
-def _usage_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
-    """(offset, bytes) of each line of a file holding MARKER, read a piece at a time."""
-    base, rest = 0, b""
-    # a file of a piece or less read whole: read(PIECE) sizes a piece's buffer for each
-    # (five times the time on the 199 MB set's files, 237 KB at the mean)
-    whole = os.fstat(handle.fileno()).st_size <= PIECE
+def _line_start(handle: BinaryIO, offset: int) -> int:
+    """Where the first line starting at or after `offset` starts (the file's end, when
+    none does)."""
+    if offset == 0:
+        return 0
+    handle.seek(offset - 1)
+    handle.readline()
+    return min(handle.tell(), os.fstat(handle.fileno()).st_size)
+
+
+def _usage_lines(handle: BinaryIO, first: int = 0, last: int | None = None
+                 ) -> Iterator[tuple[int, bytes]]:  # fmt: skip
+    """(offset, bytes) of each line holding MARKER that starts in [first, last) of a
+    file (last None: its end), read a piece at a time."""
+    base, rest = _line_start(handle, first), b""
+    handle.seek(base)
+    # up to `last`, or the end the file has now, in pieces: a larger read sizes a
+    # buffer it does not fill (read(PIECE) of each 237 KB file of the 199 MB set took
+    # five times read()'s time); past them, small reads for the line across `last`
+    left = (os.fstat(handle.fileno()).st_size if last is None else last) - base
     while True:
-        block = handle.read() if whole else handle.read(PIECE)
-        whole = False
+        block = handle.read(min(left, PIECE) if left > 0 else 1 << 20)
+        left -= len(block)
         data = rest + block if rest else block
         # whole lines only, but at the end; a line longer than a piece is read whole
         cut = len(data) if not block else data.rfind(b"\n") + 1
@@ -135,6 +162,8 @@ def _usage_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
             if hit is None:
                 break
             start = data.rfind(b"\n", 0, hit.start()) + 1
+            if last is not None and base + start >= last:
+                return
             end = data.find(b"\n", hit.end(), cut)
             end = cut if end < 0 else end
             yield base + start, data[start:end]
@@ -142,6 +171,8 @@ def _usage_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
         if not block:
             return
         base, rest = base + cut, data[cut:]
+        if last is not None and base >= last:
+            return
 
 
 @dataclass
@@ -159,16 +190,17 @@ class _FileRead:
     read: bool = True  # False: the file could not be read (its skip says why)
 
 
-# (app, session id, user, path, the file's name in the session, the name skips give)
-_Task = tuple[str, str, str, Path, str, str]
+# (app, session id, user, path, the file's name in the session, the name skips give,
+#  and the part of the file: the lines that start in [first, last), last None: its end)
+_Task = tuple[str, str, str, Path, str, str, int, int | None]
 
 WORKER_BYTES = 64 << 20  # below this much in all, the files are read in this process
-BATCH_BYTES = 32 << 20  # files handed to a worker at once
+BATCH_BYTES = 32 << 20  # files handed to a worker at once, and a larger file's parts
 
 
 def _read_file(task: _Task) -> _FileRead:
-    """The usage rows of one transcript file."""
-    app, session_id, user, path, rel, name = task
+    """The usage rows of one transcript file, or of a part of one."""
+    app, session_id, user, path, rel, name, first, last = task
     found = _FileRead()
     sink = _Skips(found.skips)
     sink.file(path, name)
@@ -178,7 +210,7 @@ def _read_file(task: _Task) -> _FileRead:
     responses: dict[tuple[bool, str], tuple[int, tuple[Any, ...]]] = {}
     try:
         with path.open("rb") as handle:
-            for offset, raw in _usage_lines(handle):
+            for offset, raw in _usage_lines(handle, first, last):
                 sink.start = offset
                 text = _text(raw, offset, name, sink, found)
                 if text is None:
@@ -206,7 +238,9 @@ def _read_file(task: _Task) -> _FileRead:
                 held = responses.get(side)
                 if held is None or total > held[0]:
                     responses[side] = (total, values)
-            found.bytes_read = handle.tell()
+            # the bytes of the lines read: a file's parts sum to the file
+            end = handle.seek(0, os.SEEK_END) if last is None else _line_start(handle, last)
+            found.bytes_read = end - _line_start(handle, first)
     except OSError as e:
         found.skips.append((str(path), f"cannot read the file: {e}"))
         found.read = False
@@ -238,58 +272,101 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _read_all(tasks: list[_Task], workers: int) -> Iterator[_FileRead]:
-    """Each file's read, in the files' order: in this process, or by `workers` forked
-    processes a batch at a time when there is enough to read (each file is read whole
-    by one of them, so the rows are those one process reads)."""
-    sizes = [_size(t[3]) for t in tasks] if workers > 1 else []
-    if workers < 2 or sum(sizes) < WORKER_BYTES:
-        yield from map(_read_file, tasks)
-        return
-    # fork: a worker runs Python's json and re only (never polars or DuckDB, whose
-    # threads the parent holds); a spawned one would run the caller's __main__ again
-    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=ignore_stops) as pool:
+def _tasks(layout: Layout, user: str, parted: bool) -> tuple[list[_Task], list[int]]:
+    """Each file to read, in order, and its size where `parted` (workers read them): a
+    file larger than BATCH_BYTES then in parts of that size, which two workers read at
+    once (the one-file set's 704 MB; each part's responses merged as one file's)."""
+    tasks: list[_Task] = []
+    sizes: list[int] = []
+    for entry in layout.sessions:
+        for path, file in entry.files:
+            task = (entry.app, entry.session_id, user, path, file.rel, file.path or file.rel)
+            size = _size(path) if parted else 0
+            cuts = list(range(0, size, BATCH_BYTES))[1:] if size > BATCH_BYTES else []
+            for first, last in zip([0, *cuts], [*cuts, None], strict=True):
+                tasks.append((*task, first, last))
+                sizes.append((last if last is not None else size) - first)
+    return tasks, sizes
+
+
+class Reading:
+    """A read of the usage lines begun: the files found, and where `workers` processes
+    read them (enough to read), their batches handed out at once, so that this process
+    can do other work (import what the rows go to) while they read. `result()` waits
+    for them; `close()` stops them (a Reading left unread)."""
+
+    def __init__(self, paths: list[Path], user: str = DEFAULT_USER, workers: int = 1):
+        self.layout = sessions_under(paths)
+        self.tasks, sizes = _tasks(self.layout, user, workers > 1)
+        self._pool: ProcessPoolExecutor | None = None
+        self._reads: Iterator[_FileRead]
+        if workers < 2 or sum(sizes) < WORKER_BYTES:
+            self._reads = map(_read_file, self.tasks)  # read here, in result()
+            return
+        # fork before anything starts a thread here (polars, DuckDB: imported after);
+        # a worker runs msgspec and re only. A spawned one would run __main__ again.
+        context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+        self._pool = ProcessPoolExecutor(workers, mp_context=context, initializer=ignore_stops)
+        batches = self._pool.map(_read_batch, _batches(self.tasks, sizes))  # all handed out
+        self._reads = (found for batch in batches for found in batch)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def result(self) -> UsageRead:
+        """Every file's rows, in the files' order, as one process reads them."""
+        from ...store.arrow import columns_table
+
         try:
-            for batch in pool.map(_read_batch, _batches(tasks, sizes)):
-                yield from batch
+            read = self._merged()
         except BrokenProcessPool:
+            from .claude_code import killed
+
             raise killed() from None
+        finally:
+            self.close()
+        schema = usage_schema()
+        rows = read.pop("rows")
+        # by column, each row's values taken at once (a row lacks no key: _TEMPLATE)
+        values = list(zip(*rows, strict=True)) or [()] * len(USAGE_NAMES)
+        return UsageRead(columns_table(dict(zip(USAGE_NAMES, values, strict=True)), schema),
+                         passed_over=self.layout.passed_over, **read)  # fmt: skip
+
+    def _merged(self) -> dict[str, Any]:
+        read: dict[str, Any] = {"files": 0, "bytes_read": 0, "lines_parsed": 0, "skips": [],
+                                "kinds": Counter()}  # fmt: skip
+        failed: list[tuple[Any, ...]] = []
+        # a response: one row per (session, file, side, key), the first of its largest
+        # usage, as SessionReader keeps a response's usage (two files of one name, from
+        # two roots, are one file here as there; a file's parts are one file)
+        responses: dict[tuple[str, str, bool, str], tuple[int, tuple[Any, ...]]] = {}
+        unread: set[Path] = set()  # files a part of which could not be read
+        for task, found in zip(self.tasks, self._reads, strict=True):
+            failed += found.failed
+            for side, total, row in found.responses:
+                key = (task[1], task[4], *side)
+                held = responses.get(key)
+                if held is None or total > held[0]:
+                    responses[key] = (total, row)
+            if not found.read:
+                if task[3] in unread:
+                    continue  # its skip said so once
+                unread.add(task[3])
+            read["skips"] += found.skips
+            read["kinds"].update(found.kinds)
+            read["lines_parsed"] += found.lines_parsed
+            read["bytes_read"] += found.bytes_read
+            read["files"] += found.read and task[6] == 0
+        read["rows"] = failed + [row for _, row in responses.values()]
+        return read
 
 
 def read_usage(paths: list[Path], user: str = DEFAULT_USER, workers: int = 1) -> UsageRead:
     """The usage rows of every transcript under `paths` (as `ingest claude-code` finds
     them), each as `transcript_events` would hold it; read by `workers` processes."""
-    layout = sessions_under(paths)
-    read = UsageRead(columns_table(dict.fromkeys(USAGE_SCHEMA.names, ()), USAGE_SCHEMA))
-    read.passed_over = layout.passed_over
-    tasks = [
-        (entry.app, entry.session_id, user, path, file.rel, file.path or file.rel)
-        for entry in layout.sessions
-        for path, file in entry.files
-    ]
-    failed: list[tuple[Any, ...]] = []
-    # a response: one row per (session, file, side, key), the first of its largest usage,
-    # as SessionReader keeps a response's usage (two files of one name, from two roots,
-    # are one file here as there)
-    responses: dict[tuple[str, str, bool, str], tuple[int, tuple[Any, ...]]] = {}
-    for task, found in zip(tasks, _read_all(tasks, workers), strict=True):
-        failed += found.failed
-        for side, total, row in found.responses:
-            key = (task[1], task[4], *side)
-            held = responses.get(key)
-            if held is None or total > held[0]:
-                responses[key] = (total, row)
-        read.skips += found.skips
-        read.kinds.update(found.kinds)
-        read.lines_parsed += found.lines_parsed
-        read.bytes_read += found.bytes_read
-        read.files += found.read
-    rows = failed + [row for _, row in responses.values()]
-    # by column, each row's values taken at once (a row lacks no key: _TEMPLATE)
-    values = list(zip(*rows, strict=True)) or [()] * len(USAGE_SCHEMA)
-    read.rows = columns_table(dict(zip(USAGE_SCHEMA.names, values, strict=True)), USAGE_SCHEMA)
-    return read
+    return Reading(paths, user, workers).result()
 
 
 def _text(raw: bytes, offset: int, name: str, sink: _Skips, read: _FileRead) -> str | None:
