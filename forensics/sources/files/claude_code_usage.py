@@ -281,7 +281,9 @@ def _tasks(layout: Layout, user: str, parted: bool) -> tuple[list[_Task], list[i
     for entry in layout.sessions:
         for path, file in entry.files:
             task = (entry.app, entry.session_id, user, path, file.rel, file.path or file.rel)
-            size = _size(path) if parted else 0
+            # (the size discovery's one stat found; a file it could not stat, stat here)
+            known = entry.stats.get(str(path)) if parted else None
+            size = known[0] if known is not None else _size(path) if parted else 0
             cuts = list(range(0, size, BATCH_BYTES))[1:] if size > BATCH_BYTES else []
             for first, last in zip([0, *cuts], [*cuts, None], strict=True):
                 tasks.append((*task, first, last))
