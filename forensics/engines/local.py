@@ -23,6 +23,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from operator import itemgetter
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -47,6 +48,7 @@ from ..model import Release
 from ..settings import workers  # (--workers, FORENSICS_WORKERS)
 from ..store import Store
 from ..store import facts as stored
+from ..store.arrow import columns_table
 from ..store.facts import Key
 from ..store.reads import session_of, session_release_evidence, session_tables, traced_windows
 from ..whatif import kept as guard_kept
@@ -212,15 +214,23 @@ def build_run(run: Run) -> Built:
             carried[name] += values
         sessions.append((key, len(event_rows), len(facts.rows["fact_calls"]), None))
     tables = {t: _arrow(rows[t], FACT_SCHEMAS[t]) for t in FACT_TABLES if t != "fact_carried"}
-    tables["fact_carried"] = pa.table(carried, schema=FACT_SCHEMAS["fact_carried"])
+    tables["fact_carried"] = _columns(carried, FACT_SCHEMAS["fact_carried"])
     return Built(tables, sessions, interrupted)
 
 
 def _arrow(rows: list[dict[str, object]], schema: pa.Schema) -> pa.Table:
-    """Rows as a table, column by column (twice as fast as Table.from_pylist). pyarrow,
-    not polars (store/arrow.py): this runs in a forked worker, and polars' thread pool
-    does not survive a fork of a process that used it (the worker hangs)."""
-    return pa.table({c: list(map(itemgetter(c), rows)) for c in schema.names}, schema=schema)
+    """Rows as a table, column by column (twice as fast as Table.from_pylist)."""
+    return _columns({c: list(map(itemgetter(c), rows)) for c in schema.names}, schema)
+
+
+def _columns(columns: dict[str, list[Any]], schema: pa.Schema) -> pa.Table:
+    """Columns as a table: in this process through polars (store/arrow.py: pyarrow's
+    builders import pandas, 43 MB of an ingest that rebuilds here), in a forked worker
+    by pyarrow (polars' thread pool does not survive a fork of a process that used it:
+    the worker hangs)."""
+    if multiprocessing.parent_process() is None:
+        return columns_table(columns, schema)
+    return pa.table(columns, schema=schema)
 
 
 @dataclass

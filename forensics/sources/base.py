@@ -15,6 +15,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from ..model import RAW_EVENT_SCHEMA, Batch, Skip
+from ..store.arrow import columns_table
 
 # Normalising a batch costs about 0.1 s whatever its size (measured), so batches
 # are large; the character cap keeps one of fat tool results near 100 MB.
@@ -142,12 +143,14 @@ class EventBatcher:
             self._flush()
 
     def _flush(self) -> None:
+        # built through polars (store/arrow.py): pyarrow's from_pydict imported pandas,
+        # 43 MB of every ingest's peak and 0.13 s
         if self._cols["event_id"]:
             try:
-                chunk = pa.RecordBatch.from_pydict(self._cols, schema=RAW_EVENT_SCHEMA)
+                chunk = columns_table(self._cols, RAW_EVENT_SCHEMA)
             except UnicodeEncodeError:  # a lone surrogate (Python's json reads "\ud800")
-                chunk = pa.RecordBatch.from_pydict(self._encodable(), schema=RAW_EVENT_SCHEMA)
-            self._chunks.append(chunk)
+                chunk = columns_table(self._encodable(), RAW_EVENT_SCHEMA)
+            self._chunks += chunk.to_batches()
             self._cols = {name: [] for name in RAW_EVENT_SCHEMA.names}
 
     def _encodable(self) -> dict[str, list[object]]:

@@ -9,10 +9,13 @@ builds the columns instead, and the table is cast to the exact schema.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def rows_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
@@ -24,6 +27,32 @@ def columns_table(columns: Mapping[str, Sequence[Any]], schema: pa.Schema) -> pa
     """Columns of Python values (one per field of `schema`) as a table of `schema`."""
     types = {field.name: _polars(field.type) for field in schema}
     return pl.DataFrame(dict(columns), schema=types).to_arrow().cast(schema)
+
+
+def column(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
+    """Python values as one Arrow array of `kind` (through polars, as columns_table)."""
+    return pl.Series(values, dtype=_polars(kind)).to_arrow().cast(kind)
+
+
+_WIDTHS = {pa.int32(): "int32", pa.int64(): "int64", pa.float64(): "float64"}
+
+
+def numeric(values: np.ndarray, kind: pa.DataType, valid: np.ndarray | None = None) -> pa.Array:
+    """A numpy array as an Arrow one of `kind` (int32, int64, float64 or bool), null where
+    `valid` is False, from its buffers: no builder that asks pandas, and no polars (this
+    also runs in forked workers, where polars' threads hang)."""
+    import numpy as np
+
+    size = len(values)
+    if kind == pa.bool_():
+        data = pa.py_buffer(np.packbits(np.asarray(values, dtype=bool), bitorder="little"))
+    else:
+        data = pa.py_buffer(np.ascontiguousarray(values, dtype=_WIDTHS[kind]))
+    if valid is None:
+        return pa.Array.from_buffers(kind, size, [None, data], null_count=0)
+    valid = np.asarray(valid, dtype=bool)
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(kind, size, [bitmap, data], null_count=size - int(valid.sum()))
 
 
 _TYPES: dict[pa.DataType, pl.DataType] = {

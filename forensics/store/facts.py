@@ -127,9 +127,9 @@ def drop_orphans(store: Store) -> int:
     gone = store.query("facts/orphan_sessions")
     if not gone:
         return 0
-    import pyarrow as pa
+    from .arrow import session_keys_table
 
-    keys = pa.table({c: [k[i] for k in gone] for i, c in enumerate(KEY_COLUMNS)})
+    keys = session_keys_table(gone)
     store.con.register("batch_keys", keys)
     try:
         with store.transaction():
@@ -167,16 +167,10 @@ def stale_tables(
     about `chunk_events`), in the order of `keys`: the run's keys, and its event rows and
     part rows as Arrow tables (queries/facts/stale_events.sql, stale_parts.sql), so
     memory holds one run's rows however many sessions there are."""
-    import pyarrow as pa
+    from .arrow import session_keys_table
 
     for run in _chunks(keys, sizes or {}, chunk_events):
-        table = pa.table(
-            {
-                "app_name": [k[0] for k in run],
-                "user_id": [k[1] for k in run],
-                "session_id": [k[2] for k in run],
-            }
-        )
+        table = session_keys_table(run)
         store.con.register("stale_keys", table)
         try:
             events = store.arrow("facts/stale_events")
@@ -201,7 +195,7 @@ def write(
     table, which a first build of a session does not need."""
     import pyarrow as pa
 
-    from .arrow import rows_table
+    from .arrow import column, rows_table, session_keys_table
 
     schemas = schemas or {}
     frames = {
@@ -217,10 +211,10 @@ def write(
         stamps[key]
         for key in zip(*(sessions.column(c).to_pylist() for c in KEY_COLUMNS), strict=True)
     ]
-    frames["fact_sessions"] = sessions.append_column("stamp", pa.array(stamp_of, pa.string()))
+    frames["fact_sessions"] = sessions.append_column("stamp", column(stamp_of, pa.string()))
     had = set(stamps if built is None else built)
     replaced = [k for k in stamps if k in had]
-    keys = pa.table({c: [k[i] for k in replaced] for i, c in enumerate(KEY_COLUMNS)})
+    keys = session_keys_table(replaced)
     con = store.con
     registered = ["batch_keys"]
     con.register("batch_keys", keys)

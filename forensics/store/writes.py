@@ -6,7 +6,7 @@ import pyarrow as pa
 
 from .. import sql
 from ..model import Release, TracedCall
-from .arrow import session_keys_table
+from .arrow import columns_table, session_keys_table
 from .handle import Store
 
 
@@ -41,6 +41,12 @@ def insert_batch(
 
 
 # the families' side tables a batch may carry, and the query that stores each
+# (through polars, store/arrow.py: pyarrow's builders import pandas)
+_RELEASES = pa.schema([(n, pa.string()) for n in (
+    "app_name", "user_id", "session_id", "basis", "version", "since_version", "until_version",
+    "detail")])  # fmt: skip
+_SOURCES = pa.schema([(n, pa.string()) for n in ("app_name", "user_id", "session_id", "source")])
+
 SIDE_TABLES = {
     "transcript_events": "store/insert_transcript_events",
     "transcript_files": "store/insert_transcript_files",
@@ -170,7 +176,7 @@ def insert_releases(
     if not releases:
         return 0
     keys = list(releases)
-    table = pa.table(
+    table = columns_table(
         {
             "app_name": [k[0] for k in keys],
             "user_id": [k[1] for k in keys],
@@ -180,7 +186,8 @@ def insert_releases(
             "since_version": [releases[k].since for k in keys],
             "until_version": [releases[k].until for k in keys],
             "detail": [releases[k].detail for k in keys],
-        }
+        },
+        _RELEASES,
     )
     store.con.register("new_releases", table)
     try:
@@ -198,13 +205,14 @@ def set_session_sources(
     if not sources:
         return
     keys = list(sources)
-    table = pa.table(
+    table = columns_table(
         {
             "app_name": [k[0] for k in keys],
             "user_id": [k[1] for k in keys],
             "session_id": [k[2] for k in keys],
             "source": [sources[k] for k in keys],
-        }
+        },
+        _SOURCES,
     )
     store.con.register("session_sources", table)
     try:

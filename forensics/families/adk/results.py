@@ -29,6 +29,8 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
+from ...store.arrow import column, numeric
+
 KEY = ("app_name", "user_id", "session_id", "event_id", "origin", "part_index")
 RESULT_SCHEMA = pa.schema(
     [
@@ -347,8 +349,8 @@ def size_results(payloads: pa.Table) -> tuple[pa.Table, pa.Table]:
             chunks.append(_figures(counts, found, local[index], local[index + 1]))
             taken += [s.row for s in found]
     keys = payloads.select(list(KEY))
-    sized = _table(keys.take(pa.array(taken, pa.int64())), chunks)
-    return sized, keys.take(pa.array(declined, pa.int64()))
+    sized = _table(keys.take(numeric(np.array(taken, np.int64), pa.int64())), chunks)
+    return sized, keys.take(numeric(np.array(declined, np.int64), pa.int64()))
 
 
 def _figures(counts: _Counts, found: list[_Sized], starts: np.ndarray, ends: np.ndarray) -> _Chunk:
@@ -398,21 +400,24 @@ def _table(keys: pa.Table, chunks: list[_Chunk]) -> pa.Table:
     row_count = np.zeros(len(has_rows), np.int64)
     row_count[has_rows] = joined("row_count")
     offsets = np.concatenate(([0], np.cumsum(row_count))).astype(np.int32)
-    nulls = pa.array(~has_rows, pa.bool_())
+    # (store/arrow.py's builders: pyarrow's import pandas, 43 MB of every ingest)
+    nulls = numeric(~has_rows, pa.bool_())
 
     def lists(values: np.ndarray) -> pa.Array:
         return pa.ListArray.from_arrays(
-            pa.array(offsets, pa.int32()), pa.array(values.astype(np.int32)), mask=nulls
+            numeric(offsets, pa.int32()), numeric(values, pa.int32()), mask=nulls
         )
 
+    markdown = [m for c in chunks for m in c.markdown]
     columns = {
-        "row_count": pa.array(row_count.astype(np.int32), mask=~has_rows),
-        "rows_key": pa.array([k for c in chunks for k in c.rows_key], pa.string()),
+        "row_count": numeric(row_count, pa.int32(), valid=has_rows),
+        "rows_key": column([k for c in chunks for k in c.rows_key], pa.string()),
         "row_chars": lists(joined("row_chars")),
         "row_extra": lists(joined("row_extra")),
-        "envelope_chars": pa.array(joined("envelope_chars")),
-        "envelope_extra": pa.array(joined("envelope_extra")),
-        "markdown_chars": pa.array([m for c in chunks for m in c.markdown], pa.int64()),
+        "envelope_chars": numeric(joined("envelope_chars"), pa.int64()),
+        "envelope_extra": numeric(joined("envelope_extra"), pa.int64()),
+        "markdown_chars": numeric(np.array([m or 0 for m in markdown], np.int64), pa.int64(),
+                                  valid=np.array([m is not None for m in markdown], bool)),
     }
     for name, array in columns.items():
         keys = keys.append_column(name, array)
