@@ -208,8 +208,44 @@ def test_pieces_of_any_size_read_the_same_lines(
     pieces = claude_code_usage.read_usage([root])
     assert pieces.rows.equals(whole.rows) and whole.rows.num_rows > 10
     assert pieces.skips == whole.skips and len(whole.skips) == 6
+    # and in parts of 97 bytes by two workers, read a piece at a time
+    monkeypatch.setattr(claude_code_usage, "WORKER_BYTES", 0)
+    monkeypatch.setattr(claude_code_usage, "BATCH_BYTES", 97)
+    parts = claude_code_usage.read_usage([root], workers=2)
+    assert parts.rows.equals(whole.rows) and parts.skips == whole.skips
+    assert (parts.files, parts.bytes_read) == (whole.files, whole.bytes_read)
     assert pieces.bytes_read == whole.bytes_read == sum(
         p.stat().st_size for p in root.rglob("*.jsonl"))
+
+
+def test_a_part_that_cannot_be_read_leaves_its_file_unread_once(
+    stored, tmp_path: Path, monkeypatch
+) -> None:
+    """A file read in parts, one of which cannot be read (gone, an I/O error): the file
+    is not counted as read and its skip is said once, as when one process reads it
+    whole and fails; what its other parts read is kept."""
+    import shutil
+
+    from forensics.sources.files import claude_code_usage
+
+    root = tmp_path / "copy"
+    shutil.copytree(stored[0], root, ignore=shutil.ignore_patterns("*.duckdb*"))
+    failing = root / "projects" / "-home-dev-p" / "h-1.jsonl"
+    lines = claude_code_usage._usage_lines
+
+    def broken(handle: Any, first: int = 0, last: int | None = None) -> Any:
+        if handle.name == str(failing) and first > 0:
+            raise OSError("Input/output error")
+        return lines(handle, first, last)
+
+    monkeypatch.setattr(claude_code_usage, "_usage_lines", broken)
+    monkeypatch.setattr(claude_code_usage, "WORKER_BYTES", 0)
+    monkeypatch.setattr(claude_code_usage, "BATCH_BYTES", 97)
+    read = claude_code_usage.read_usage([root], workers=2)
+    said = [why for where, why in read.skips if where == str(failing)]
+    assert said == ["cannot read the file: Input/output error"]
+    assert read.files == 1  # h-2 only
+    assert read.rows.num_rows > 0 and str(failing).endswith("h-1.jsonl")
 
 
 @pytest.mark.parametrize("batch", [1, 97, 1 << 30])
@@ -320,13 +356,18 @@ def variants(root: Path) -> Path:
     lines += [changed(("type",), t) for t in ("user", "system", "progress", "summary")]
     lines += [changed(("costUSD",), c) for c in (0.25, 7, 1e9, 999999999.5)]
     texts = [json.dumps(line) for line in lines]
-    texts += [json.dumps(line, ensure_ascii=True) for line in lines[-20:]]
-    # duplicated keys: the last one counts, in both readers
-    texts.append(json.dumps(plain)[:-1] + ', "type": "user"}')
-    texts.append(json.dumps(plain)[:-1] + ', "message": 5}')
-    texts.append('{"type":"progress","data":{"x":1},' + json.dumps(plain)[1:])
-    texts.append(json.dumps(plain).replace('"x"', '"\\ud83d\\ude00"'))
-    texts.append(json.dumps(plain).replace('"x"', "NaN"))
+    # non-ASCII text as UTF-8 rather than escaped (each its own response again)
+    texts += [json.dumps(changed(("message", "model"), "modèle-é"), ensure_ascii=False),
+              json.dumps(changed(("uuid",), "ü"), ensure_ascii=False)]  # fmt: skip
+    # duplicated keys (the last one counts, in both readers), a surrogate pair, a NaN:
+    # each a response of its own, so a wrong reading of it shows in the rows
+    texts.append(json.dumps(changed(("type",), "assistant"))[:-1] + ', "type": "user"}')
+    texts.append(json.dumps(changed(("type",), "user"))[:-1] + ', "type": "assistant"}')
+    texts.append(json.dumps(changed(("type",), "assistant"))[:-1] + ', "message": 5}')
+    progress = json.dumps(changed(("type",), "assistant"))[1:]
+    texts.append('{"type":"progress","data":{"x":1},' + progress)
+    texts.append(json.dumps(changed(("type",), "assistant")).replace('"x"', '"\\ud83d\\ude00"'))
+    texts.append(json.dumps(changed(("type",), "assistant")).replace('"x"', "NaN"))
     path = root / "projects" / "-home-dev-v" / "v-1.jsonl"
     path.parent.mkdir(parents=True)
     path.write_text("".join(t + "\n" for t in texts), encoding="utf-8", errors="surrogatepass")

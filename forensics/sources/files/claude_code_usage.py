@@ -148,10 +148,12 @@ def _usage_lines(handle: BinaryIO, first: int = 0, last: int | None = None
     handle.seek(base)
     # up to `last`, or the end the file has now, in pieces: a larger read sizes a
     # buffer it does not fill (read(PIECE) of each 237 KB file of the 199 MB set took
-    # five times read()'s time); past them, small reads for the line across `last`
+    # five times read()'s time); past them, the line across `last` (or what the file
+    # grew by) in reads that double, so a long line is copied a few times, not once
+    # a megabyte
     left = (os.fstat(handle.fileno()).st_size if last is None else last) - base
     while True:
-        block = handle.read(min(left, PIECE) if left > 0 else 1 << 20)
+        block = handle.read(min(left, PIECE) if left > 0 else min(max(1 << 20, len(rest)), PIECE))
         left -= len(block)
         data = rest + block if rest else block
         # whole lines only, but at the end; a line longer than a piece is read whole
@@ -344,7 +346,9 @@ class Reading:
         # usage, as SessionReader keeps a response's usage (two files of one name, from
         # two roots, are one file here as there; a file's parts are one file)
         responses: dict[tuple[str, str, bool, str], tuple[int, tuple[Any, ...]]] = {}
-        unread: set[Path] = set()  # files a part of which could not be read
+        # each file: whether every part of it was read (a file is read when all are,
+        # as one process reads it whole; what its parts read is kept either way)
+        whole: dict[Path, bool] = {}
         for task, found in zip(self.tasks, self._reads, strict=True):
             failed += found.failed
             for side, total, row in found.responses:
@@ -352,15 +356,14 @@ class Reading:
                 held = responses.get(key)
                 if held is None or total > held[0]:
                     responses[key] = (total, row)
-            if not found.read:
-                if task[3] in unread:
-                    continue  # its skip said so once
-                unread.add(task[3])
+            if not found.read and not whole.get(task[3], True):
+                found.skips = [s for s in found.skips if s[0] != str(task[3])]  # said once
+            whole[task[3]] = whole.get(task[3], True) and found.read
             read["skips"] += found.skips
             read["kinds"].update(found.kinds)
             read["lines_parsed"] += found.lines_parsed
             read["bytes_read"] += found.bytes_read
-            read["files"] += found.read and task[6] == 0
+        read["files"] = sum(whole.values())
         read["rows"] = failed + [row for _, row in responses.values()]
         return read
 
