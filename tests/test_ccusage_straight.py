@@ -440,3 +440,16 @@ def test_the_command_forks_its_readers_before_polars_and_imports_no_analyses(sto
     kept = runner.invoke(app, ["cost", "--by", "day", "--ccusage-compatible", "--db", str(db),
                                "-f", "json"])  # fmt: skip
     assert json.loads("\n".join(printed)) == json.loads(kept.stdout)
+
+
+def test_the_usage_rows_are_typed_as_transcript_events_holds_them() -> None:
+    """The usage reader's columns have transcript_events' types (its `line` an offset,
+    a 64-bit integer), so the ccusage query reads the same types from both."""
+    import pyarrow as pa
+
+    from forensics.sources.files.claude_code import DETAIL_SCHEMA
+    from forensics.sources.files.claude_code_usage import usage_schema
+
+    for field in usage_schema():
+        kept = DETAIL_SCHEMA.field(field.name)
+        assert field.type == (pa.int64() if field.name == "line" else kept.type), field

@@ -48,28 +48,30 @@ if TYPE_CHECKING:
 
 MARKER = b'"usage"'
 _MARKER = re.compile(re.escape(MARKER))  # a compiled search scans faster than bytes.find
-# the columns of transcript_events that queries/cost/ccusage.sql reads; `line` is the
+# the columns of transcript_events that queries/cost/ccusage.sql reads, and their types
+# (transcript_events', tests/test_ccusage_straight.py holds them so); `line` is the
 # line's byte offset in its file here, which orders the lines as their numbers do
-USAGE_NAMES = (
-    "app_name", "user_id", "session_id", "event_id", "kind", "file", "line", "epoch",
-    "message_id", "request_id", "model", "is_sidechain", "speed", "cost_usd",
-    "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
-    "cache_write_5m_tokens", "cache_write_1h_tokens",
+USAGE_COLUMNS = (
+    ("app_name", "string"), ("user_id", "string"), ("session_id", "string"),
+    ("event_id", "string"), ("kind", "string"), ("file", "string"), ("line", "int64"),
+    ("epoch", "float64"), ("message_id", "string"), ("request_id", "string"),
+    ("model", "string"), ("is_sidechain", "bool"), ("speed", "string"),
+    ("cost_usd", "float64"), ("input_tokens", "int64"), ("output_tokens", "int64"),
+    ("cache_read_tokens", "int64"), ("cache_creation_tokens", "int64"),
+    ("cache_write_5m_tokens", "int64"), ("cache_write_1h_tokens", "int64"),
 )  # fmt: skip
+USAGE_NAMES = tuple(name for name, _ in USAGE_COLUMNS)
 
 
 @cache
 def usage_schema() -> pa.Schema:
-    """USAGE_NAMES' types: transcript_events', but `line` (an offset here, not a number).
-    (Imported when the rows are made, not before workers are forked to read them.)"""
+    """USAGE_COLUMNS as an Arrow schema (pyarrow imported when the rows are made, not
+    before workers are forked to read them)."""
     import pyarrow as pa
 
-    from .claude_code import DETAIL_SCHEMA
-
-    return pa.schema(
-        [DETAIL_SCHEMA.field(n) if n != "line" else pa.field("line", pa.int64())
-         for n in USAGE_NAMES]
-    )  # fmt: skip
+    types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(),
+             "bool": pa.bool_()}  # fmt: skip
+    return pa.schema([(name, types[kind]) for name, kind in USAGE_COLUMNS])
 
 
 @dataclass
