@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from ...families.fields import json_error
 from ...model import RAW_SESSION_SCHEMA, Batch
+from ...store.arrow import rows_table  # (pyarrow's builders import pandas)
 from ..base import BATCH_ROWS, EventBatcher, not_unicode
 
 _EVENT_KEYS = {"author", "content", "invocation_id", "invocationId", "actions", "timestamp"}
@@ -207,6 +208,7 @@ class AdkJsonSource:
         self._files: dict[tuple[str, str, str], set[str]] = {}
         self._event_keys: dict[str, tuple[str, str, str]] = {}  # this run's, by event id
         self._path = ""
+        self._session_rows: list[dict[str, object]] = []  # noted since the last batch
 
     def batches(self, since_watermark: float | None) -> Iterator[Batch]:
         # Files carry no watermark: re-reading one is cheap and idempotent.
@@ -216,13 +218,9 @@ class AdkJsonSource:
         for path in self.paths:
             out.new_file()
             for _ in self._read_file(path, out):
-                yield out.take(self._sessions)
-                self._sessions = None
-        if out.pending() or self._sessions is not None:
-            yield out.take(self._sessions)
-            self._sessions = None
-
-    _sessions: pa.Table | None = None
+                yield out.take(self._taken_sessions())
+        if out.pending() or self._session_rows:
+            yield out.take(self._taken_sessions())
 
     def _read_file(self, path: Path, out: EventBatcher) -> Iterator[None]:
         """Add the file's events to `out`; yields whenever `out` is full."""
@@ -473,19 +471,13 @@ class AdkJsonSource:
             update_time = float(updated) if isinstance(updated, int | float) else None
         except OverflowError:  # an integer beyond any date: unknown
             update_time = None
-        row = pa.Table.from_pylist(
-            [
-                {
-                    "app_name": app,
-                    "user_id": user,
-                    "session_id": session,
-                    "create_time": None,
-                    "update_time": update_time,
-                }
-            ],
-            schema=RAW_SESSION_SCHEMA,
-        )
-        self._sessions = row if self._sessions is None else pa.concat_tables([self._sessions, row])
+        self._session_rows.append({"app_name": app, "user_id": user, "session_id": session,
+                                   "create_time": None, "update_time": update_time})  # fmt: skip
+
+    def _taken_sessions(self) -> pa.Table | None:
+        """The sessions noted since the last batch, as one table (None: none)."""
+        rows, self._session_rows = self._session_rows, []
+        return rows_table(rows, RAW_SESSION_SCHEMA) if rows else None
 
     def session_sources(self) -> dict[tuple[str, str, str], str]:
         """Per session: the file(s) its events came from, as the session's source. Asked

@@ -24,6 +24,7 @@ from ...errors import MissingRelationError
 from ...families.adk import v0
 from ...model import RAW_SESSION_SCHEMA, Batch
 from ...selection import Selection
+from ...store.arrow import rows_table  # (pyarrow's builders import pandas)
 from ..base import BATCH_ROWS, ActionFields, EventBatcher, layout_problem
 from .connection import ReadOnlyServer, one
 
@@ -238,10 +239,10 @@ class AdkPostgresSource:
             return None
         statement, params = found
         rows = con.execute(statement, params).fetchall()
-        return pa.Table.from_pylist(
+        return rows_table(
             [
                 {"app_name": a, "user_id": u, "session_id": s, "create_time": c, "update_time": t}
                 for a, u, s, c, t in rows
             ],
-            schema=RAW_SESSION_SCHEMA,
+            RAW_SESSION_SCHEMA,
         )

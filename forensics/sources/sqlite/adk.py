@@ -20,6 +20,7 @@ from ...errors import MissingRelationError, SourceError
 from ...families.adk import v0
 from ...model import RAW_SESSION_SCHEMA, Batch
 from ...selection import Selection
+from ...store.arrow import rows_table  # (pyarrow's builders import pandas)
 from ..base import BATCH_ROWS, ActionFields, EventBatcher, layout_problem
 from .clock import WriterClock
 from .clock import detect as detect_clock
@@ -261,7 +262,7 @@ class AdkSqliteSource:
             f"SELECT app_name, user_id, id, {create}, {update} FROM sessions{where}",  # noqa: S608
             params,
         ).fetchall()
-        return pa.Table.from_pylist(
+        return rows_table(
             [
                 {
                     "app_name": a,
@@ -273,5 +274,5 @@ class AdkSqliteSource:
                 for a, u, s, c, t in rows
                 if not any(isinstance(v, _NotUtf8) for v in (a, u, s))  # its events: skips
             ],
-            schema=RAW_SESSION_SCHEMA,
+            RAW_SESSION_SCHEMA,
         )
