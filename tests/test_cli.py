@@ -227,6 +227,30 @@ def test_a_command_imports_only_what_it_uses(tmp_path, command, allowed):
     assert out.stderr.strip().splitlines()[-1] == str(sorted(allowed))
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ingest", "claude-code", "{root}/sample_data/claude_code"],
+        ["ingest", "adk-sqlite", "{root}/sample_data/adk_v1.db"],
+        ["ingest", "adk-json", "{root}/sample_data/exports/incident.camel.json"],
+    ],
+)
+def test_an_ingest_does_not_import_pandas(tmp_path, command):
+    """An ingest and its facts' refresh build their Arrow tables through store/arrow.py:
+    pyarrow's builders import pandas where it is installed (43 MB and 0.13 s of every
+    ingest). The dev extras install it, so this can fail here."""
+    pytest.importorskip("pandas")
+    argv = [a.replace("{root}", str(ROOT)) for a in command]
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('pandas' in sys.modules, file=sys.stderr))\n"
+            f"sys.argv = ['forensics', *{argv!r}, '--db', {str(tmp_path / 'i.duckdb')!r}]\n"
+            "from forensics.cli import main\nmain()")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "read " in out.stdout
+    assert out.stderr.strip().splitlines()[-1] == "False"
+
+
 def test_loaders_import_no_presentation_layers():
     code = ("import sys\nimport forensics.api\n"
             "print(sorted(m for m in ('typer', 'jinja2', 'matplotlib') if m in sys.modules))")
