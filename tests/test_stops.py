@@ -463,3 +463,58 @@ def test_a_stop_after_the_command_ended_ends_the_process_without_a_traceback(
     else:
         assert done.returncode == 128 + how and "as the command ended" in done.stderr, done
         assert done.stdout.strip(), done  # the version, printed before the stop
+
+
+@pytest.mark.parametrize(("how", "part"), [(signal.SIGINT, 4096), (signal.SIGTERM, 4096),
+                                           (signal.SIGTERM, 1)])  # fmt: skip
+def test_ccusages_question_stopped_while_its_workers_read_ends_them_and_says_so(
+    tmp_path: Path, how: signal.Signals, part: int
+) -> None:
+    """`cost --ccusage-compatible --transcripts` stopped while its forked workers read:
+    the exit code says how, no traceback, and no worker outlives the command. (The
+    workers are slowed by a pause per file, injected in the command's own process
+    before it forks them, so that the stop lands while they read; with parts of a byte,
+    hundreds of thousands of them, it lands while they are still handed out, which
+    left the process waiting for its workers at exit, for ever.)"""
+    _transcripts(tmp_path / "in", sessions=40, turns=4)
+    pids = tmp_path / "pids"
+    code = (
+        "import os, time\n"
+        "from forensics.sources.files import claude_code_usage as u\n"
+        f"u.WORKER_BYTES, u.BATCH_BYTES = 0, {part}\n"
+        "read = u._read_file\n"
+        "def slow(task):\n"
+        f"    with open({str(pids)!r}, 'a') as f: f.write(f'{{os.getpid()}}\\n')\n"
+        "    time.sleep(0.2)\n"
+        "    return read(task)\n"
+        "u._read_file = slow\n"
+        "from forensics.cli import main\nmain()"
+    )
+    env = {**os.environ, "FORENSICS_WORKERS": "2"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "cost", "--by", "day", "--ccusage-compatible",
+         "--transcripts", str(tmp_path / "in")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not pids.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    proc.send_signal(how)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + how, err
+    assert "unexpected" not in err and "Traceback" not in err, err
+    workers = {int(p) for p in pids.read_text().split()}
+    assert workers and proc.pid not in workers
+    gone = time.monotonic() + 10
+    while time.monotonic() < gone and any(_alive(p) for p in workers):
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in workers)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -312,8 +312,14 @@ class Reading:
         # fork before anything starts a thread here (polars, DuckDB: imported after);
         # a worker runs msgspec and re only. A spawned one would run __main__ again.
         context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-        self._pool = ProcessPoolExecutor(workers, mp_context=context, initializer=ignore_stops)
-        batches = self._pool.map(_read_batch, _batches(self.tasks, sizes))  # all handed out
+        try:  # a stop while the batches are handed out stops the workers (else the
+            # process waits for them at its exit, for ever)
+            self._pool = ProcessPoolExecutor(workers, mp_context=context,
+                                             initializer=ignore_stops)  # fmt: skip
+            batches = self._pool.map(_read_batch, _batches(self.tasks, sizes))  # all at once
+        except BaseException:
+            self.close()
+            raise
         self._reads = (found for batch in batches for found in batch)
 
     def close(self) -> None:
