@@ -181,7 +181,7 @@ def _usage_lines(handle: BinaryIO, first: int = 0, last: int | None = None
 
 @dataclass
 class _FileRead:
-    """One file's part of a UsageRead: its rows as tuples (USAGE_SCHEMA's order), each
+    """One file's part of a UsageRead: its rows as tuples (USAGE_NAMES' order), each
     failed request's and each response's (the first of its largest usage in the file,
     with its side and key, and that usage), and what was counted on the way."""
 
