@@ -26,7 +26,6 @@ if TYPE_CHECKING:  # (imported where used: an ingest that finds nothing new need
 T = TypeVar("T")
 
 
-
 # An offline tool opens no network: DuckDB would otherwise download an extension it
 # knows (sqlite_scanner for a SQLite file given as --db, httpfs for a URL).
 OFFLINE = {"autoload_known_extensions": False, "autoinstall_known_extensions": False}

@@ -40,13 +40,14 @@ def insert_batch(
     return int(loaded)
 
 
-# the families' side tables a batch may carry, and the query that stores each
-# (through polars, store/arrow.py: pyarrow's builders import pandas)
+# the tables insert_releases and set_session_sources register, built through polars
+# (store/arrow.py: pyarrow's builders import pandas)
 _RELEASES = pa.schema([(n, pa.string()) for n in (
     "app_name", "user_id", "session_id", "basis", "version", "since_version", "until_version",
     "detail")])  # fmt: skip
 _SOURCES = pa.schema([(n, pa.string()) for n in ("app_name", "user_id", "session_id", "source")])
 
+# the families' side tables a batch may carry, and the query that stores each
 SIDE_TABLES = {
     "transcript_events": "store/insert_transcript_events",
     "transcript_files": "store/insert_transcript_files",
