@@ -233,10 +233,10 @@ def test_a_part_that_cannot_be_read_leaves_its_file_unread_once(
     failing = root / "projects" / "-home-dev-p" / "h-1.jsonl"
     lines = claude_code_usage._usage_lines
 
-    def broken(handle: Any, first: int = 0, last: int | None = None) -> Any:
+    def broken(handle: Any, first: int = 0, last: int | None = None, buffer: Any = None) -> Any:
         if handle.name == str(failing) and first > 0:
             raise OSError("Input/output error")
-        return lines(handle, first, last)
+        return lines(handle, first, last, buffer)
 
     monkeypatch.setattr(claude_code_usage, "_usage_lines", broken)
     monkeypatch.setattr(claude_code_usage, "WORKER_BYTES", 0)

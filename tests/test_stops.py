@@ -483,10 +483,10 @@ def test_ccusages_question_stopped_while_its_workers_read_ends_them_and_says_so(
         "from forensics.sources.files import claude_code_usage as u\n"
         f"u.WORKER_BYTES, u.BATCH_BYTES = 0, {part}\n"
         "read = u._read_file\n"
-        "def slow(task):\n"
+        "def slow(task, *rest):\n"
         f"    with open({str(pids)!r}, 'a') as f: f.write(f'{{os.getpid()}}\\n')\n"
         "    time.sleep(0.2)\n"
-        "    return read(task)\n"
+        "    return read(task, *rest)\n"
         "u._read_file = slow\n"
         "from forensics.cli import main\nmain()"
     )

@@ -28,6 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import cache
+from io import BufferedReader
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -142,51 +143,67 @@ def _line_start(handle: BinaryIO, offset: int) -> int:
     return min(handle.tell(), os.fstat(handle.fileno()).st_size)
 
 
-def _usage_lines(handle: BinaryIO, first: int = 0, last: int | None = None
-                 ) -> Iterator[tuple[int, bytes]]:  # fmt: skip
+def _usage_lines(handle: BufferedReader, first: int = 0, last: int | None = None,
+                 buffer: bytearray | None = None) -> Iterator[tuple[int, bytes]]:  # fmt: skip
     """(offset, bytes) of each line holding MARKER that starts in [first, last) of a
-    file (last None: its end), read a piece at a time."""
+    file (last None: its end), read a piece at a time into `buffer` (one a worker
+    keeps: the pages of a new one per file were a sixth of reading's system time)."""
     base, rest = _line_start(handle, first), b""
     handle.seek(base)
+    data = bytearray() if buffer is None else buffer
+    view = memoryview(data)
     # up to `last`, or the end the file has now, in pieces: a larger read sizes a
     # buffer it does not fill (read(PIECE) of each 237 KB file of the 199 MB set took
     # five times read()'s time); past them, the line across `last` (or what the file
     # grew by) in reads that double, so a long line is copied a few times, not once
     # a megabyte
     left = (os.fstat(handle.fileno()).st_size if last is None else last) - base
-    while True:
-        block = handle.read(min(left, PIECE) if left > 0 else min(max(1 << 20, len(rest)), PIECE))
-        left -= len(block)
-        data = rest + block if rest else block
-        # whole lines only, but at the end; a line longer than a piece is read whole
-        cut = len(data) if not block else data.rfind(b"\n") + 1
-        at = 0
-        while at < cut:
-            hit = _MARKER.search(data, at, cut)
-            if hit is None:
-                break
-            start = data.rfind(b"\n", 0, hit.start()) + 1
-            if last is not None and base + start >= last:
+    try:
+        while True:
+            want = min(left, PIECE) if left > 0 else min(max(1 << 20, len(rest)), PIECE)
+            if len(data) < len(rest) + want:  # grown, never shrunk: its pages stay
+                view.release()
+                data.extend(bytes(len(rest) + want - len(data)))
+                view = memoryview(data)
+            view[: len(rest)] = rest
+            got = handle.readinto(view[len(rest) : len(rest) + want])
+            left -= got
+            size = len(rest) + got  # data[:size] is the text read
+            # whole lines only, but at the end; a line longer than a piece is read whole
+            cut = size if not got else data.rfind(b"\n", 0, size) + 1
+            at = 0
+            while at < cut:
+                hit = _MARKER.search(data, at, cut)
+                if hit is None:
+                    break
+                start = data.rfind(b"\n", 0, hit.start()) + 1
+                if last is not None and base + start >= last:
+                    return
+                end = data.find(b"\n", hit.end(), cut)
+                end = cut if end < 0 else end
+                yield base + start, bytes(view[start:end])
+                at = end + 1
+            if not got:
                 return
-            end = data.find(b"\n", hit.end(), cut)
-            end = cut if end < 0 else end
-            yield base + start, data[start:end]
-            at = end + 1
-        if not block:
-            return
-        base, rest = base + cut, data[cut:]
-        if last is not None and base >= last:
-            return
+            base, rest = base + cut, bytes(view[cut:size])
+            if last is not None and base >= last:
+                return
+    finally:
+        view.release()
 
 
 @dataclass
 class _FileRead:
-    """One file's part of a UsageRead: its rows as tuples (USAGE_NAMES' order), each
-    failed request's and each response's (the first of its largest usage in the file,
-    with its side and key, and that usage), and what was counted on the way."""
+    """One file's part of a UsageRead: each failed request's row (a tuple in
+    USAGE_NAMES' order), how many responses it put in its batch's columns (each the
+    first of its largest usage in the file), with their sides and keys and those
+    usages' totals where another task reads the same file (`_Task`'s `shared`), and
+    what was counted on the way."""
 
     failed: list[tuple[Any, ...]] = field(default_factory=list)
-    responses: list[tuple[tuple[bool, str], int, tuple[Any, ...]]] = field(default_factory=list)
+    responses: int = 0
+    sides: list[tuple[bool, str]] | None = None  # where shared
+    totals: list[int] | None = None
     skips: list[tuple[str, str]] = field(default_factory=list)
     kinds: Counter[str] = field(default_factory=Counter)
     lines_parsed: int = 0
@@ -194,17 +211,31 @@ class _FileRead:
     read: bool = True  # False: the file could not be read (its skip says why)
 
 
+@dataclass
+class _BatchRead:
+    """A batch's files read: each file's _FileRead, and their responses' rows by column
+    (USAGE_NAMES' order), the files' in turn: a worker's result, sent as columns (a
+    list of values each is unpickled in a tenth of the time of as many row tuples)."""
+
+    files: list[_FileRead]
+    columns: list[list[Any]]
+
+
 # (app, session id, user, path, the file's name in the session, the name skips give,
-#  and the part of the file: the lines that start in [first, last), last None: its end)
-_Task = tuple[str, str, str, Path, str, str, int, int | None]
+#  the part of the file: the lines that start in [first, last), last None: its end,
+#  and whether another task reads a file of that session and name: another part of it,
+#  or a file of the same name under another root, whose responses are one file's)
+_Task = tuple[str, str, str, Path, str, str, int, int | None, bool]
 
 WORKER_BYTES = 64 << 20  # below this much in all, the files are read in this process
 BATCH_BYTES = 32 << 20  # files handed to a worker at once, and a larger file's parts
 
 
-def _read_file(task: _Task) -> _FileRead:
-    """The usage rows of one transcript file, or of a part of one."""
-    app, session_id, user, path, rel, name, first, last = task
+def _read_file(task: _Task, into: list[list[Any]], buffer: bytearray | None = None
+               ) -> _FileRead:  # fmt: skip
+    """The usage rows of one transcript file, or of a part of one: its responses' put in
+    `into` (columns), the rest in what it returns."""
+    app, session_id, user, path, rel, name, first, last, shared = task
     found = _FileRead()
     sink = _Skips(found.skips)
     sink.file(path, name)
@@ -214,7 +245,7 @@ def _read_file(task: _Task) -> _FileRead:
     responses: dict[tuple[bool, str], tuple[int, tuple[Any, ...]]] = {}
     try:
         with path.open("rb") as handle:
-            for offset, raw in _usage_lines(handle, first, last):
+            for offset, raw in _usage_lines(handle, first, last, buffer):
                 sink.start = offset
                 text = _text(raw, offset, name, sink, found)
                 if text is None:
@@ -248,12 +279,21 @@ def _read_file(task: _Task) -> _FileRead:
     except OSError as e:
         found.skips.append((str(path), f"cannot read the file: {e}"))
         found.read = False
-    found.responses = [(side, total, values) for side, (total, values) in responses.items()]
+    found.responses = len(responses)
+    if responses:
+        rows = zip(*(values for _, values in responses.values()), strict=True)
+        for column, values in zip(into, rows, strict=True):
+            column.extend(values)
+    if shared:
+        found.sides = list(responses)
+        found.totals = [total for total, _ in responses.values()]
     return found
 
 
-def _read_batch(tasks: list[_Task]) -> list[_FileRead]:
-    return [_read_file(task) for task in tasks]
+def _read_batch(tasks: list[_Task]) -> _BatchRead:
+    columns: list[list[Any]] = [[] for _ in USAGE_NAMES]
+    buffer = bytearray()
+    return _BatchRead([_read_file(task, columns, buffer) for task in tasks], columns)
 
 
 def _batches(tasks: list[_Task], sizes: list[int]) -> list[list[_Task]]:
@@ -280,7 +320,7 @@ def _tasks(layout: Layout, user: str, parted: bool) -> tuple[list[_Task], list[i
     """Each file to read, in order, and its size where `parted` (workers read them): a
     file larger than BATCH_BYTES then in parts of that size, which two workers read at
     once (the one-file set's 704 MB; each part's responses merged as one file's)."""
-    tasks: list[_Task] = []
+    found: list[tuple[str, str, str, Path, str, str, int, int | None]] = []
     sizes: list[int] = []
     for entry in layout.sessions:
         for path, file in entry.files:
@@ -290,9 +330,10 @@ def _tasks(layout: Layout, user: str, parted: bool) -> tuple[list[_Task], list[i
             size = known[0] if known is not None else _size(path) if parted else 0
             cuts = list(range(0, size, BATCH_BYTES))[1:] if size > BATCH_BYTES else []
             for first, last in zip([0, *cuts], [*cuts, None], strict=True):
-                tasks.append((*task, first, last))
+                found.append((*task, first, last))
                 sizes.append((last if last is not None else size) - first)
-    return tasks, sizes
+    read = Counter((task[1], task[4]) for task in found)
+    return [(*task, read[task[1], task[4]] > 1) for task in found], sizes
 
 
 class Reading:
@@ -305,9 +346,9 @@ class Reading:
         self.layout = sessions_under(paths)
         self.tasks, sizes = _tasks(self.layout, user, workers > 1)
         self._pool: ProcessPoolExecutor | None = None
-        self._reads: Iterator[_FileRead]
+        self._reads: Iterator[_BatchRead]
         if workers < 2 or sum(sizes) < WORKER_BYTES:
-            self._reads = map(_read_file, self.tasks)  # read here, in result()
+            self._reads = map(_read_batch, [self.tasks])  # read here, in result()
             return
         # fork before anything starts a thread here (polars, DuckDB: imported after);
         # a worker runs msgspec and re only. A spawned one would run __main__ again.
@@ -316,11 +357,10 @@ class Reading:
             # process waits for them at its exit, for ever)
             self._pool = ProcessPoolExecutor(workers, mp_context=context,
                                              initializer=ignore_stops)  # fmt: skip
-            batches = self._pool.map(_read_batch, _batches(self.tasks, sizes))  # all at once
+            self._reads = self._pool.map(_read_batch, _batches(self.tasks, sizes))  # at once
         except BaseException:
             self.close()
             raise
-        self._reads = (found for batch in batches for found in batch)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -339,40 +379,63 @@ class Reading:
             raise killed() from None
         finally:
             self.close()
-        schema = usage_schema()
-        rows = read.pop("rows")
-        # by column, each row's values taken at once (a row lacks no key: _TEMPLATE)
-        values = list(zip(*rows, strict=True)) or [()] * len(USAGE_NAMES)
-        return UsageRead(columns_table(dict(zip(USAGE_NAMES, values, strict=True)), schema),
+        columns = read.pop("columns")
+        return UsageRead(columns_table(dict(zip(USAGE_NAMES, columns, strict=True)),
+                                       usage_schema()),
                          passed_over=self.layout.passed_over, **read)  # fmt: skip
 
     def _merged(self) -> dict[str, Any]:
         read: dict[str, Any] = {"files": 0, "bytes_read": 0, "lines_parsed": 0, "skips": [],
                                 "kinds": Counter()}  # fmt: skip
         failed: list[tuple[Any, ...]] = []
+        columns: list[list[Any]] = [[] for _ in USAGE_NAMES]
         # a response: one row per (session, file, side, key), the first of its largest
         # usage, as SessionReader keeps a response's usage (two files of one name, from
-        # two roots, are one file here as there; a file's parts are one file)
-        responses: dict[tuple[str, str, bool, str], tuple[int, tuple[Any, ...]]] = {}
+        # two roots, are one file here as there; a file's parts are one file): a shared
+        # file's responses by key, their row in `columns` and its total (another file's
+        # are its own, and come in as they are)
+        responses: dict[tuple[str, str, bool, str], tuple[int, int]] = {}
         # each file: whether every part of it was read (a file is read when all are,
         # as one process reads it whole; what its parts read is kept either way)
         whole: dict[Path, bool] = {}
-        for task, found in zip(self.tasks, self._reads, strict=True):
-            failed += found.failed
-            for side, total, row in found.responses:
-                key = (task[1], task[4], *side)
-                held = responses.get(key)
-                if held is None or total > held[0]:
-                    responses[key] = (total, row)
-            if not found.read and not whole.get(task[3], True):
-                found.skips = [s for s in found.skips if s[0] != str(task[3])]  # said once
-            whole[task[3]] = whole.get(task[3], True) and found.read
-            read["skips"] += found.skips
-            read["kinds"].update(found.kinds)
-            read["lines_parsed"] += found.lines_parsed
-            read["bytes_read"] += found.bytes_read
+        tasks = iter(self.tasks)
+        for batch in self._reads:
+            mixed = any(found.sides is not None for found in batch.files)
+            if not mixed:  # most batches: their rows as they are
+                for column, values in zip(columns, batch.columns, strict=True):
+                    column.extend(values)
+            at = 0  # the file's first row in the batch's columns
+            for found, task in zip(batch.files, tasks, strict=False):  # the batch's tasks
+                failed += found.failed
+                if found.sides is not None and found.totals is not None:
+                    for row, side, total in zip(range(at, at + found.responses), found.sides,
+                                                found.totals, strict=True):  # fmt: skip
+                        key = (task[1], task[4], *side)
+                        held = responses.get(key)
+                        if held is None:
+                            responses[key] = (len(columns[0]), total)
+                            for column, values in zip(columns, batch.columns, strict=True):
+                                column.append(values[row])
+                        elif total > held[1]:
+                            responses[key] = (held[0], total)
+                            for column, values in zip(columns, batch.columns, strict=True):
+                                column[held[0]] = values[row]
+                elif mixed:
+                    for column, values in zip(columns, batch.columns, strict=True):
+                        column.extend(values[at : at + found.responses])
+                at += found.responses
+                if not found.read and not whole.get(task[3], True):
+                    found.skips = [s for s in found.skips if s[0] != str(task[3])]  # once
+                whole[task[3]] = whole.get(task[3], True) and found.read
+                read["skips"] += found.skips
+                read["kinds"].update(found.kinds)
+                read["lines_parsed"] += found.lines_parsed
+                read["bytes_read"] += found.bytes_read
         read["files"] = sum(whole.values())
-        read["rows"] = failed + [row for _, row in responses.values()]
+        # the failed requests' rows first, as a row per line read
+        failed_columns = list(zip(*failed, strict=True)) or [()] * len(USAGE_NAMES)
+        read["columns"] = [[*before, *after] for before, after
+                           in zip(failed_columns, columns, strict=True)]  # fmt: skip
         return read
 
 
