@@ -89,6 +89,21 @@ def test_a_view_leaves_out_only_its_own_final_order():
             assert len(con.extract_statements(query.unordered)) == statements, query.name
 
 
+def test_an_appending_statement_is_its_insert_without_the_conflict_check():
+    """Query.appending: the statement's own INSERT OR IGNORE as a plain INSERT (not a
+    word of its header or elsewhere), and an error for a statement that is none."""
+    from forensics.sql import Query
+
+    text = "-- name: t\n-- INSERT OR IGNORE INTO x\n-- params: (none)\nINSERT OR IGNORE INTO t BY NAME\n"
+    assert Query("t", "", (), text + "SELECT 'INSERT OR IGNORE INTO' AS a;").appending == (
+        "-- name: t\n-- INSERT OR IGNORE INTO x\n-- params: (none)\nINSERT INTO t BY NAME\n"
+        "SELECT 'INSERT OR IGNORE INTO' AS a;")  # fmt: skip
+    with pytest.raises(ValueError, match="not an INSERT OR IGNORE"):
+        _ = queries.load("store/insert_transcript_files").appending
+    for name in ("insert_events", "insert_parts", "insert_transcript_events", "insert_anchors"):
+        assert queries.load(f"store/{name}").appending.count("INSERT INTO") == 1
+
+
 def test_second_run_loads_nothing_and_third_reads_only_new_rows(tmp_path):
     src = make_sqlite_service_db(tmp_path / "adk.db")
     db = tmp_path / "f.duckdb"
@@ -192,6 +207,68 @@ def test_a_batch_that_meets_the_stores_memory_cap_is_stored_again_with_the_cap_d
     assert con.run("SELECT count(*) FROM events")[0][0] == 15
     assert con.run("SELECT count(DISTINCT event_id) FROM parts")[0][0] == 15
     assert con.run("SELECT status, rows_read, rows_loaded FROM ingests")[0] == ("ok", 15, 15)
+    con.close()
+
+
+class RepeatingSource(FailingSource):
+    """Four batches of five events; the third holds two events of the first again."""
+
+    notes: dict[str, object] = {}
+
+    def __init__(self) -> None:
+        super().__init__(RuntimeError("unused"), good_batches=4)
+
+    def batches(self, since_watermark):
+        for b, batch in enumerate(super().batches(since_watermark)):
+            if b == 2:
+                out = EventBatcher()
+                for i in range(5):
+                    out.rows_read += 1
+                    out.add(app_name="a", user_id="u", session_id="s",
+                            event_id=f"b0e{i}" if i < 2 else f"b2e{i}", invocation_id="i",
+                            timestamp=1.0 + i, event_json=_event_json(i, "s"),
+                            locator=f"row {i}")  # fmt: skip
+                batch = out.take()
+            yield batch
+            if b == 3:
+                return
+
+
+@pytest.mark.parametrize("appending", [True, False])
+def test_events_are_appended_until_one_is_stored_already(tmp_path, monkeypatch, appending):
+    """An ingest appends each batch's events (Query.appending) until a batch holds one
+    that is stored already: that batch is undone and stored again with the conflict
+    check, and so is every later one. The store and the counts are those of the run
+    that checks every batch; appending to a session its first batch stored keeps the
+    session's first row."""
+    from forensics.ingest import pipeline
+
+    statements: list[str] = []
+    run = Store.run
+
+    def watched(self, statement, params=None):
+        if "INTO events" in statement:
+            statements.append("append" if "OR IGNORE" not in statement else "check")
+        return run(self, statement, params)
+
+    monkeypatch.setattr(Store, "run", watched)
+    if not appending:  # the run as before: every batch checked
+        init = pipeline._Run.__init__
+
+        def checking(self, *args, **kwargs):
+            init(self, *args, **kwargs)
+            self.appending = False
+
+        monkeypatch.setattr(pipeline._Run, "__init__", checking)
+    con = Store.open(tmp_path / "f.duckdb")
+    result = ingest(con, RepeatingSource())
+    monkeypatch.undo()
+    assert statements == (["append", "append", "append", "check", "check"] if appending
+                          else ["check"] * 4)  # fmt: skip
+    assert (result.rows_read, result.rows_loaded, result.rows_already_stored) == (20, 18, 2)
+    assert con.run("SELECT count(*), count(DISTINCT event_id) FROM events")[0] == (18, 18)
+    assert con.run("SELECT count(*) FROM parts")[0][0] == 18
+    assert con.run("SELECT count(*) FROM sessions")[0][0] == 1
     con.close()
 
 

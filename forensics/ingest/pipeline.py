@@ -133,18 +133,26 @@ class _Run:
         self.keys: dict[tuple[str, str, str], dict[str, object]] = {}
         self.conflicts: list[int] = []
         self.replaced = 0  # stored events of sessions read whole again
+        self.appending = True  # until a batch holds an event stored already (insert)
         self.started = ledger.now()
         self.clock = time.monotonic()
 
     def insert(self, batch: Normalized) -> None:
         """Store one batch in a transaction of its own, then count it. A batch that
         meets the store's memory cap is undone and stored again with the cap doubled
-        (it stays raised for the rest of the run: the index only grows)."""
+        (it stays raised for the rest of the run: the index only grows). Its events are
+        appended as new (`Query.appending`, a third of the insert's cost) until one is
+        stored already or comes twice: that batch is undone and stored again as before,
+        and so is every later batch of the run."""
         while True:
             try:
                 with self.store.transaction():
                     replaced, loaded, conflicts = self._write(batch)
                 break
+            except duckdb.ConstraintException:  # (the transaction is rolled back)
+                if not self.appending:
+                    raise
+                self.appending = False
             except duckdb.OutOfMemoryException:  # (in a statement: the transaction is
                 # rolled back. A COMMIT that runs out fails otherwise, and DuckDB then
                 # refuses the database: that stops the run as any error does)
@@ -181,9 +189,10 @@ class _Run:
                 ingest_id=ingest_id,
                 source=self.label,
                 conflicts=conflicts,
+                appending=self.appending,
             )
         for name, table in batch.side.items():
-            insert_side(store, name, table, ingest_id)
+            insert_side(store, name, table, ingest_id, self.appending)
         # with the batch, so that a session committed before a stop says what it is
         if self.family is not None:
             set_session_family(store, self.family, ingest_id)

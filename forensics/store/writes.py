@@ -19,25 +19,35 @@ def insert_batch(
     ingest_id: int,
     source: str,
     conflicts: list[int] | None = None,
+    appending: bool = False,
 ) -> int:
     """Insert one batch inside the caller's transaction; returns the events newly stored
     (an event already in the store, by (app, user, session, event id), is not stored again;
-    `conflicts` gets the count of those whose stored content differs)."""
+    `conflicts` gets the count of those whose stored content differs). `appending`: the
+    events and parts as new (`Query.appending`): one stored already, or one that comes
+    twice, fails the insert with duckdb.ConstraintException (a session's row is kept
+    as before: a session's events come in more than one batch)."""
     con = store.con
     con.register("new_events", events)
     con.register("new_parts", parts)
     con.register("new_sessions", sessions)
     try:
-        loaded = store.run(sql.load("store/insert_events").sql, {"ingest_id": ingest_id})[0][0]
+        loaded = store.run(_statement("store/insert_events", appending),
+                           {"ingest_id": ingest_id})[0][0]  # fmt: skip
         # only an event the store held already can differ from it (after the insert the
         # new ones match themselves): a first load never scans the stored events for it
         if conflicts is not None and loaded < events.num_rows:
             conflicts.append(int(store.query("store/conflicting_events")[0][0]))
-        store.run(sql.load("store/insert_parts").sql)
+        store.run(_statement("store/insert_parts", appending))
         store.run(sql.load("store/insert_sessions").sql, {"source": source, "ingest_id": ingest_id})
     finally:
         store.unregister("new_events", "new_parts", "new_sessions")
     return int(loaded)
+
+
+def _statement(name: str, appending: bool) -> str:
+    query = sql.load(name)
+    return query.appending if appending else query.sql
 
 
 # the tables insert_releases and set_session_sources register, built through polars
@@ -47,25 +57,30 @@ _RELEASES = pa.schema([(n, pa.string()) for n in (
     "detail")])  # fmt: skip
 _SOURCES = pa.schema([(n, pa.string()) for n in ("app_name", "user_id", "session_id", "source")])
 
-# the families' side tables a batch may carry, and the query that stores each
+# the families' side tables a batch may carry, the query that stores each, and whether
+# an appending batch appends it (Query.appending: a row of an event; not a session's,
+# nor a file's, which a later batch or ingest may store again)
 SIDE_TABLES = {
-    "transcript_events": "store/insert_transcript_events",
-    "transcript_files": "store/insert_transcript_files",
-    "anchors": "store/insert_anchors",
-    "anchor_sessions": "store/insert_anchor_sessions",
+    "transcript_events": ("store/insert_transcript_events", True),
+    "transcript_files": ("store/insert_transcript_files", False),
+    "anchors": ("store/insert_anchors", True),
+    "anchor_sessions": ("store/insert_anchor_sessions", False),
 }
 
 
-def insert_side(store: Store, name: str, table: pa.Table, ingest_id: int) -> None:
+def insert_side(store: Store, name: str, table: pa.Table, ingest_id: int,
+                appending: bool = False) -> None:  # fmt: skip
     """Store a batch's side table (SIDE_TABLES) inside the caller's transaction; a row
-    whose event is stored already keeps the first one's details."""
-    query = SIDE_TABLES.get(name)
-    if query is None:
+    whose event is stored already keeps the first one's details (`appending`: as
+    insert_batch's, where SIDE_TABLES says so)."""
+    found = SIDE_TABLES.get(name)
+    if found is None:
         raise ValueError(f"no side table {name!r} (known: {', '.join(SIDE_TABLES)})")
+    query, appended = found
     view = f"new_{name}"
     store.con.register(view, table)
     try:
-        store.run(sql.load(query).sql, {"ingest_id": ingest_id})
+        store.run(_statement(query, appending and appended), {"ingest_id": ingest_id})
     finally:
         store.unregister(view)
 
