@@ -94,7 +94,8 @@ def test_an_appending_statement_is_its_insert_without_the_conflict_check():
     word of its header or elsewhere), and an error for a statement that is none."""
     from forensics.sql import Query
 
-    text = "-- name: t\n-- INSERT OR IGNORE INTO x\n-- params: (none)\nINSERT OR IGNORE INTO t BY NAME\n"
+    text = ("-- name: t\n-- INSERT OR IGNORE INTO x\n-- params: (none)\n"
+            "INSERT OR IGNORE INTO t BY NAME\n")
     assert Query("t", "", (), text + "SELECT 'INSERT OR IGNORE INTO' AS a;").appending == (
         "-- name: t\n-- INSERT OR IGNORE INTO x\n-- params: (none)\nINSERT INTO t BY NAME\n"
         "SELECT 'INSERT OR IGNORE INTO' AS a;")  # fmt: skip
@@ -178,7 +179,9 @@ def test_a_batch_that_meets_the_stores_memory_cap_is_stored_again_with_the_cap_d
     """The primary keys' index lives under the ingest's cap and grows with the store (at
     128 MB an ingest of 1,000,000 events ran out at 571,000): a batch that meets the cap
     is undone and stored again with it doubled, counted once. Here the cap is 2 MB, which
-    the first batch meets."""
+    the first batch meets. (Appending, its plain INSERTs fit, and its commit would meet
+    the cap, which DuckDB does not survive: holding more than half the cap before the
+    commit, it is undone and stored with the checked statements, which meet it.)"""
     from forensics.ingest import pipeline
 
     class ThreeBatches(FailingSource):
@@ -239,8 +242,8 @@ def test_events_are_appended_until_one_is_stored_already(tmp_path, monkeypatch, 
     """An ingest appends each batch's events (Query.appending) until a batch holds one
     that is stored already: that batch is undone and stored again with the conflict
     check, and so is every later one. The store and the counts are those of the run
-    that checks every batch; appending to a session its first batch stored keeps the
-    session's first row."""
+    that checks every batch; a session stored by an earlier batch is no conflict (its
+    row, the first, is kept)."""
     from forensics.ingest import pipeline
 
     statements: list[str] = []

@@ -140,16 +140,22 @@ class _Run:
     def insert(self, batch: Normalized) -> None:
         """Store one batch in a transaction of its own, then count it. A batch that
         meets the store's memory cap is undone and stored again with the cap doubled
-        (it stays raised for the rest of the run: the index only grows). Its events are
-        appended as new (`Query.appending`, a third of the insert's cost) until one is
-        stored already or comes twice: that batch is undone and stored again as before,
-        and so is every later batch of the run."""
+        (it stays raised for the rest of the run: the index only grows). Its rows are
+        appended as new (`Query.appending`, a third of the insert's cost) until an event
+        is stored already or a row comes twice, or until DuckDB holds more than half its
+        cap before the batch's commit: that batch is undone and stored again as before,
+        and so is every later batch of the run. (A COMMIT that meets the cap makes DuckDB
+        refuse the database until it is opened again, where a statement that meets it
+        is undone; the checked statements need more than the commit, so they meet it
+        first, and the batch is stored again with the cap doubled.)"""
         while True:
             try:
                 with self.store.transaction():
                     replaced, loaded, conflicts = self._write(batch)
+                    if self.appending and self._crowded():
+                        raise _Crowded
                 break
-            except duckdb.ConstraintException:  # (the transaction is rolled back)
+            except (duckdb.ConstraintException, _Crowded):  # (rolled back)
                 if not self.appending:
                     raise
                 self.appending = False
@@ -172,6 +178,11 @@ class _Run:
             result.watermark = max(batch.newest, result.watermark or batch.newest)
         if self.progress:
             self.progress(result)
+
+    def _crowded(self) -> bool:
+        """DuckDB holds more than half its cap (an appending batch's commit could meet it)."""
+        used, limit = self.store.memory_mib()
+        return limit is None or used * 2 > limit
 
     def _write(self, batch: Normalized) -> tuple[int, int, list[int]]:
         """The batch's rows into the store (inside the caller's transaction): the events
@@ -232,6 +243,10 @@ class _Run:
                 "size, author or turn): the first stored was kept"
             )
         ledger.write(store, result, self.started, ledger.now(), "ok", None)
+
+
+class _Crowded(Exception):
+    """An appending batch undone before its commit: DuckDB holds too much (_Run.insert)."""
 
 
 def _undo(store: Store, ingest_id: int) -> None:

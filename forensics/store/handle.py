@@ -234,17 +234,26 @@ class Store:
         """Double DuckDB's buffer limit (inside a `memory_limit` block: set back at its
         end), for work that met it; False, and unchanged, when that passes `most_mib`.
         What a cap also holds grows with the store (the primary keys' index)."""
-        (limit,) = self.run("SELECT current_setting('memory_limit')")[0]
-        number, _, unit = str(limit).partition(" ")  # as DuckDB reads it back: '244.1 MiB'
-        scale = {"bytes": 1 / 1024**2, "KiB": 1 / 1024, "MiB": 1, "GiB": 1024,
-                 "TiB": 1024**2, "PiB": 1024**3}.get(unit)  # fmt: skip
-        if scale is None:  # a spelling this does not know: the error stands
+        _, limit = self.memory_mib()
+        if limit is None:  # a spelling this does not know: the error stands
             return False
-        raised = max(int(float(number) * scale * 2), 1)
+        raised = max(int(limit * 2), 1)
         if raised > most_mib:
             return False
         self.run("SET memory_limit = ?", [f"{raised}MiB"])
         return True
+
+    def memory_mib(self) -> tuple[float, float | None]:
+        """What DuckDB's buffers hold now (what its limit counts) and that limit, in MiB
+        (the limit None: spelled in a unit this does not know)."""
+        ((used, limit),) = self.run(
+            "SELECT (SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()),"
+            " current_setting('memory_limit')"
+        )
+        number, _, unit = str(limit).partition(" ")  # as DuckDB reads it back: '244.1 MiB'
+        scale = {"bytes": 1 / 1024**2, "KiB": 1 / 1024, "MiB": 1, "GiB": 1024,
+                 "TiB": 1024**2, "PiB": 1024**3}.get(unit)  # fmt: skip
+        return float(used) / 1024**2, None if scale is None else float(number) * scale
 
     def kept_stamp(self, key: str, table: str) -> str | None:
         """The stamp kept in store_meta under `key` for the figures kept in `table`, None

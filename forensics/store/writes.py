@@ -24,9 +24,9 @@ def insert_batch(
     """Insert one batch inside the caller's transaction; returns the events newly stored
     (an event already in the store, by (app, user, session, event id), is not stored again;
     `conflicts` gets the count of those whose stored content differs). `appending`: the
-    events and parts as new (`Query.appending`): one stored already, or one that comes
-    twice, fails the insert with duckdb.ConstraintException (a session's row is kept
-    as before: a session's events come in more than one batch)."""
+    rows as new (`Query.appending`): an event stored already, or a row that comes twice,
+    fails the insert with duckdb.ConstraintException (a stored session is passed over
+    by the statement's own join: a session's events come in more than one batch)."""
     con = store.con
     con.register("new_events", events)
     con.register("new_parts", parts)
@@ -39,7 +39,8 @@ def insert_batch(
         if conflicts is not None and loaded < events.num_rows:
             conflicts.append(int(store.query("store/conflicting_events")[0][0]))
         store.run(_statement("store/insert_parts", appending))
-        store.run(sql.load("store/insert_sessions").sql, {"source": source, "ingest_id": ingest_id})
+        store.run(_statement("store/insert_sessions", appending),
+                  {"source": source, "ingest_id": ingest_id})  # fmt: skip
     finally:
         store.unregister("new_events", "new_parts", "new_sessions")
     return int(loaded)
@@ -58,13 +59,13 @@ _RELEASES = pa.schema([(n, pa.string()) for n in (
 _SOURCES = pa.schema([(n, pa.string()) for n in ("app_name", "user_id", "session_id", "source")])
 
 # the families' side tables a batch may carry, the query that stores each, and whether
-# an appending batch appends it (Query.appending: a row of an event; not a session's,
-# nor a file's, which a later batch or ingest may store again)
+# an appending batch appends it (Query.appending: not a file's row, which an ingest
+# replaces; a searched session's passes over one stored already, as insert_sessions)
 SIDE_TABLES = {
     "transcript_events": ("store/insert_transcript_events", True),
     "transcript_files": ("store/insert_transcript_files", False),
     "anchors": ("store/insert_anchors", True),
-    "anchor_sessions": ("store/insert_anchor_sessions", False),
+    "anchor_sessions": ("store/insert_anchor_sessions", True),
 }
 
 
