@@ -430,9 +430,9 @@ def test_the_fit_from_lists_is_the_unnested_definition(tmp_path, founding_db, mo
             )
             con.execute(f"INSERT INTO {table} SELECT {chosen} FROM {table}"  # noqa: S608
                         " WHERE session_id NOT LIKE '%-%'")  # fmt: skip
-    keys = con.execute(
+    keys = con.execute(  # in a set order: the sizes drawn must not hang on the rows' order
         "SELECT session_id, event_id, part_index FROM parts"
-        " WHERE kind = 'function_response' AND origin = 'content'"
+        " WHERE kind = 'function_response' AND origin = 'content' ORDER BY ALL"
     ).fetchall()
     assert len(keys) >= 20
     for session, event, index in keys:
@@ -525,6 +525,30 @@ def test_the_fit_from_lists_is_the_unnested_definition(tmp_path, founding_db, mo
         con.execute(f"DROP TABLE {kept.TABLE}")  # the audit reduces the rows again
     again = [api.guards(db, budget=10**9), api.guards(db, budget=700)]
     assert all(a.equals(b) for a, b in zip(again, audits, strict=True))
+
+
+def test_a_listed_result_without_rows_is_no_flat_result_of_the_guards_audit(
+    tmp_path, founding_db
+):
+    """A result stored with its rows' key, a markdown estimate and no rows (row sizes of
+    an empty list; the random sizes above drew one, and the audit divided a null): it
+    has no rows to write as JSON or as a table, so it is not one of the flat results
+    whose two sizes the audit compares, and every other figure stands."""
+    db = tmp_path / "empty.duckdb"
+    db.write_bytes(Path(founding_db).read_bytes())
+    before = _by_tool(api.guards(db, budget=16_000))
+    with duckdb.connect(str(db)) as con:
+        emptied = con.execute(
+            "UPDATE parts SET row_chars = [], row_extra = [] WHERE event_id = ("
+            " SELECT min(event_id) FROM parts WHERE kind = 'function_response'"
+            " AND markdown_chars IS NOT NULL AND len(row_chars) > 0)"
+            " AND kind = 'function_response' RETURNING tool_name"
+        ).fetchall()
+    assert len(emptied) == 1
+    after = _by_tool(api.guards(db, budget=16_000))
+    tool = emptied[0][0]
+    assert after[tool]["flat_results"] == before[tool]["flat_results"] - 1
+    assert after[tool]["results"] == before[tool]["results"]
 
 
 def test_the_guards_audit_refuses_row_sizes_the_fit_refuses(tmp_path, founding_db):

@@ -42,7 +42,9 @@ def guards(facts: Facts, budget: int, row_cap: int = ROW_CAP,
         over = sized.filter(pl.col("guard_tokens") > budget)
         dicts = sized.filter(pl.col("payload") == "dict")
         listed = sized.filter(pl.col("payload") != "dict")
-        flat = listed.filter(pl.col("markdown_chars").is_not_null())
+        # (a list without rows has none to write either way: its row sizes are null)
+        flat = listed.filter(pl.col("markdown_chars").is_not_null()
+                             & pl.col("rows_dumps_chars").is_not_null())  # fmt: skip
         n_rows = int(listed["rows"].sum() or 0)
         flat_rows = int(flat["rows"].sum() or 0)
         json_tokens = sum(math.ceil(c / chars_per_token) for c in flat["rows_dumps_chars"])
