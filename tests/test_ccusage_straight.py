@@ -264,6 +264,10 @@ def test_workers_read_what_one_process_reads(
     for root in roots:
         shutil.copytree(stored[0], root, ignore=shutil.ignore_patterns("*.duckdb*"))
     (roots[1] / "projects" / "-home-dev-p" / "h-2.jsonl").write_bytes(b"not json\n")
+    # and a session under one root only: its file's rows come in as they are, in
+    # batches with files of both roots (merged by key) or alone
+    own = roots[0] / "projects" / "-home-dev-p"
+    (own / "h-9.jsonl").write_bytes((own / "h-1.jsonl").read_bytes())
     alone = claude_code_usage.read_usage(roots)
     monkeypatch.setattr(claude_code_usage, "WORKER_BYTES", 0)
     monkeypatch.setattr(claude_code_usage, "BATCH_BYTES", batch)
@@ -271,12 +275,17 @@ def test_workers_read_what_one_process_reads(
     assert forked.rows.equals(alone.rows) and alone.rows.num_rows > 10
     assert (forked.skips, forked.kinds, forked.files, forked.bytes_read, forked.lines_parsed) == (
         alone.skips, alone.kinds, alone.files, alone.bytes_read, alone.lines_parsed)
-    assert alone.files == 2 * len(list(roots[0].rglob("*.jsonl")))
+    assert alone.files == 2 * len(list(roots[0].rglob("*.jsonl"))) - 1
     def calls(read: claude_code_usage.UsageRead) -> int:
         return read.rows.column("kind").to_pylist().count("call")
 
     # the copies' responses are one (a failed request is a row per line read)
-    assert calls(claude_code_usage.read_usage(roots[:1])) == calls(alone) > 5
+    one = claude_code_usage.read_usage(roots[:1])
+    assert calls(one) == calls(alone) > 5
+    # one root's files read whole by the workers are no file's twin: batches of rows
+    # as they are (in parts, each file's parts merged by key)
+    forked = claude_code_usage.read_usage(roots[:1], workers=2)
+    assert forked.rows.equals(one.rows) and (forked.skips, forked.files) == (one.skips, one.files)
 
 
 def test_a_store_named_that_is_not_there_is_an_error_not_the_transcripts(

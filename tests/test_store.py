@@ -272,6 +272,27 @@ def test_events_are_appended_until_one_is_stored_already(tmp_path, monkeypatch, 
     assert con.run("SELECT count(*), count(DISTINCT event_id) FROM events")[0] == (18, 18)
     assert con.run("SELECT count(*) FROM parts")[0][0] == 18
     assert con.run("SELECT count(*) FROM sessions")[0][0] == 1
+    # another source's later event of the stored session: appended, the session's row
+    # (its source, the ingest that stored it) the first one's
+    first = con.run("SELECT source, ingest_id FROM sessions")[0]
+
+    class Later(FailingSource):
+        kind, location, notes = "later", "elsewhere", {}
+
+        def batches(self, since_watermark):
+            out = EventBatcher()
+            out.rows_read += 1
+            out.add(app_name="a", user_id="u", session_id="s", event_id="later", invocation_id="i",
+                    timestamp=9.0, event_json=_event_json(9, "s"), locator="row 0")  # fmt: skip
+            yield out.take()
+
+    statements.clear()
+    monkeypatch.setattr(Store, "run", watched)
+    later = ingest(con, Later(RuntimeError("unused")))
+    monkeypatch.undo()
+    assert statements == ["append"] and later.rows_loaded == 1
+    assert con.run("SELECT source, ingest_id FROM sessions")[0] == first
+    assert first[0] == "test:failing"
     con.close()
 
 

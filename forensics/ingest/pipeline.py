@@ -147,7 +147,9 @@ class _Run:
         and so is every later batch of the run. (A COMMIT that meets the cap makes DuckDB
         refuse the database until it is opened again, where a statement that meets it
         is undone; the checked statements need more than the commit, so they meet it
-        first, and the batch is stored again with the cap doubled.)"""
+        first, and the batch is stored again with the cap doubled. Half is wide: a
+        batch of 773 Claude Code events, 23 MiB held, committed and checkpointed with
+        0.25 MiB over what DuckDB held; under a cap of 3 MB a commit needed more.)"""
         while True:
             try:
                 with self.store.transaction():

@@ -146,8 +146,9 @@ def _line_start(handle: BinaryIO, offset: int) -> int:
 def _usage_lines(handle: BufferedReader, first: int = 0, last: int | None = None,
                  buffer: bytearray | None = None) -> Iterator[tuple[int, bytes]]:  # fmt: skip
     """(offset, bytes) of each line holding MARKER that starts in [first, last) of a
-    file (last None: its end), read a piece at a time into `buffer` (one a worker
-    keeps: the pages of a new one per file were a sixth of reading's system time)."""
+    file (last None: its end), read a piece at a time into `buffer` (one a batch's
+    files share: the pages of a new one per file were a sixth of reading's system
+    time)."""
     base, rest = _line_start(handle, first), b""
     handle.seek(base)
     data = bytearray() if buffer is None else buffer
@@ -399,7 +400,9 @@ class Reading:
         # as one process reads it whole; what its parts read is kept either way)
         whole: dict[Path, bool] = {}
         tasks = iter(self.tasks)
+        told = 0  # files the batches told of: one per task, in order
         for batch in self._reads:
+            told += len(batch.files)
             mixed = any(found.sides is not None for found in batch.files)
             if not mixed:  # most batches: their rows as they are
                 for column, values in zip(columns, batch.columns, strict=True):
@@ -431,6 +434,8 @@ class Reading:
                 read["kinds"].update(found.kinds)
                 read["lines_parsed"] += found.lines_parsed
                 read["bytes_read"] += found.bytes_read
+        if told != len(self.tasks):  # (zip above stops at the shorter, silently)
+            raise RuntimeError(f"the usage readers told of {told} files, not {len(self.tasks)}")
         read["files"] = sum(whole.values())
         # the failed requests' rows first, as a row per line read
         failed_columns = list(zip(*failed, strict=True)) or [()] * len(USAGE_NAMES)
