@@ -648,8 +648,9 @@ def test_sessions_read_by_workers_store_what_one_process_stores(
 ) -> None:
     """Sessions read by forked workers, their reader's calls replayed here, against one
     process reading every line: the same tables, the same skips in the same order, on
-    the bundled sample with bad lines added, some sessions too large for a worker (read
-    here between the others) and batches cut every few events."""
+    the bundled sample with bad lines added, some sessions too large for a worker (each
+    read by a process of its own that sends its calls as it reads them: three at a time
+    where batches are cut every few events) and batches cut every few events."""
     import shutil
 
     from forensics.sources.files import claude_code
@@ -665,6 +666,15 @@ def test_sessions_read_by_workers_store_what_one_process_stores(
     monkeypatch.setattr(claude_code, "SESSION_WORKER_BYTES", sizes[len(sizes) // 2])
     if batch_chars < 100_000:  # and one session read ahead at a time (bytes bound it)
         monkeypatch.setattr(claude_code, "AHEAD_BYTES", 1)
+        monkeypatch.setattr(claude_code, "STREAM_CALLS", 3)
+    streamed: list[int] = []
+    started = claude_code._Stream.__init__
+
+    def counting(self: Any, task: Any) -> None:
+        streamed.append(len(task[3]))
+        started(self, task)
+
+    monkeypatch.setattr(claude_code._Stream, "__init__", counting)
     stores, skips = [], []
     for workers in ("1", "2"):
         monkeypatch.setenv("FORENSICS_WORKERS", workers)
@@ -673,6 +683,7 @@ def test_sessions_read_by_workers_store_what_one_process_stores(
         stores.append(db)
         skips.append([(s.locator, s.reason) for s in result.skips])
     assert skips[0] == skips[1] and len(skips[0]) == 3
+    assert streamed  # (with two workers: the sessions over SESSION_WORKER_BYTES)
     # and the batches are cut where one process cuts them (a batch holds BATCH_CHARS)
     cuts = [[(b.events.num_rows, b.side["transcript_events"].num_rows, len(b.replaces))
              for b in claude_code.ClaudeCodeSource([root], workers=w).batches(None)]

@@ -101,6 +101,61 @@ def test_a_stopped_claude_code_ingest_keeps_whole_sessions_and_a_rerun_adds_the_
     ].sum()
 
 
+# (SIGTERM only: a Ctrl-C while the reading thread waits minutes on a reader process,
+# a stream's or a pool worker's alike, is not seen until it answers; docs/claude-code.md)
+@pytest.mark.parametrize("how", [signal.SIGTERM])
+def test_a_claude_code_ingest_stopped_while_a_session_streams_ends_its_reader(
+    tmp_path: Path, how: signal.Signals
+) -> None:
+    """Sessions too large for a worker are each read by a process of their own that
+    sends what it reads as it reads it (here every session is: the limit is set to 0,
+    and the reader waits two minutes before it reads, so that the stop lands while the
+    ingest waits for it): a stop ends the command as it says, soon, with no traceback,
+    leaves no reader behind (one that ignored the SIGTERM it gets at the command's
+    exit held the command for its two minutes), and what was committed is whole (a
+    rerun completes it to the store loaded in one go)."""
+    _transcripts(tmp_path / "in", sessions=30, turns=20)
+    fresh = tmp_path / "fresh.duckdb"
+    api.ingest_claude_code(fresh, [tmp_path / "in"])
+    pids = tmp_path / "pids"
+    db = tmp_path / "stopped.duckdb"
+    code = (
+        "import os, time\n"
+        "from forensics.sources.files import claude_code as c\n"
+        "c.SESSION_WORKER_BYTES = 0\n"
+        "stream = c._stream_session\n"
+        "def slow(task, conn):\n"
+        f"    with open({str(pids)!r}, 'a') as f: f.write(f'{{os.getpid()}}\\n')\n"
+        "    time.sleep(120)\n"
+        "    stream(task, conn)\n"
+        "c._stream_session = slow\n"
+        "from forensics.cli import main\nmain()"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "ingest", "claude-code", str(tmp_path / "in"),
+         "--db", str(db)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "FORENSICS_WORKERS": "2"},
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not pids.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.5)
+    proc.send_signal(how)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode in (0, 128 + how), err
+    assert "unexpected" not in err and "Traceback" not in err, err
+    readers = {int(p) for p in pids.read_text().split()}
+    assert readers and proc.pid not in readers
+    gone = time.monotonic() + 10
+    while time.monotonic() < gone and any(_alive(p) for p in readers):
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in readers)
+    api.ingest_claude_code(db, [tmp_path / "in"])
+    assert api.sessions(db).select("session_id", "events").sort("session_id").equals(
+        api.sessions(fresh).select("session_id", "events").sort("session_id"))
+
+
 @pytest.fixture
 def small_disk(tmp_path: Path):
     """A 6 MB tmpfs (root only, as here: skipped elsewhere)."""

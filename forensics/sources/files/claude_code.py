@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -188,7 +190,8 @@ class _Sink:
 
 
 # A session up to this many bytes is read by a worker process (when there are workers);
-# a larger one here, a line at a time, so its memory is a batch, not the session
+# a larger one by a process of its own that sends what it reads as it reads it (_Stream),
+# or here, a line at a time: its memory is a batch, not the session
 SESSION_WORKER_BYTES = 16 << 20
 WORKER_MIN_BYTES = 32 << 20  # less than this to read in all: no workers (their start costs)
 # sessions read ahead of the one being replayed, in bytes of their files: what a worker
@@ -214,9 +217,11 @@ class _Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
         self.told = True  # anything told since the last tick
+        self.chars = 0  # of the events' JSON in `calls`
 
     def event(self, row: dict[str, Any]) -> None:
         self.calls.append(("event", row))
+        self.chars += len(row.get("event_json") or "")
         self.told = True
 
     def detail(self, row: dict[str, Any]) -> None:
@@ -268,6 +273,102 @@ def _read_session(task: _Task) -> _SessionCalls:
     return found, reader.kinds
 
 
+# what a session read in a process of its own sends at once: calls, or event JSON
+STREAM_CALLS = 4096
+STREAM_CHARS = 2_000_000
+
+
+def _streaming(task: _Task, conn: Connection) -> None:
+    """A stream's process: Ctrl-C is the ingest's (which then ends it), a SIGTERM ends it
+    at once, with no traceback (what ends it at the ingest process's exit, if that is
+    how it ends); then it reads (_stream_session)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _stream_session(task, conn)
+
+
+def _stream_session(task: _Task, conn: Connection) -> None:
+    """A session larger than SESSION_WORKER_BYTES read in a process of its own, as the
+    ingest's process reads it (batches()), its sink's calls sent to `conn` while it
+    reads, a few thousand at a time: ("calls", calls) and, at each file's end,
+    ("file", lines, error); then ("kinds", kinds). ("raised", error): it failed. What it
+    holds is its reader and a message: sending waits for the ingest to read."""
+    try:
+        app, user, session_id, files = task
+        recorder = _Recorder()
+        reader = SessionReader(app, user, session_id, recorder)
+        for path, file in files:
+            count = 0
+            error = None
+            try:
+                for _ in reader.read(file, read_lines(path, recorder.skip)):
+                    count += 1
+                    recorder.tick()
+                    if len(recorder.calls) >= STREAM_CALLS or recorder.chars >= STREAM_CHARS:
+                        conn.send(("calls", recorder.calls))
+                        recorder.calls, recorder.chars = [], 0
+            except OSError as e:
+                error = f"cannot read the file: {e}"
+            conn.send(("calls", recorder.calls))
+            conn.send(("file", count, error))
+            recorder.calls, recorder.told, recorder.chars = [], True, 0
+        conn.send(("kinds", reader.kinds))
+    except BaseException as e:  # said where the ingest reads it, as a worker's would be
+        try:
+            conn.send(("raised", e))
+        except Exception:  # (an error that does not pickle)
+            conn.send(("raised", RuntimeError(f"reading {task[2]}: {e!r}")))
+    finally:
+        conn.close()
+
+
+class _Stream:
+    """A session being read by a process of its own (_stream_session), forked when its
+    turn comes; this process replays what it sends as it comes (`file`), so that the
+    largest sessions are read on another core while this one stores them."""
+
+    def __init__(self, task: _Task):
+        # fork: the process runs the reader only (never polars or DuckDB, whose threads
+        # this process holds), as the pool's workers do
+        context = (multiprocessing.get_context("fork") if hasattr(os, "fork")
+                   else multiprocessing.get_context("spawn"))  # fmt: skip
+        self.conn, sending = context.Pipe(duplex=False)
+        self.process = context.Process(target=_streaming, args=(task, sending),
+                                       daemon=True)  # fmt: skip
+        try:
+            self.process.start()
+        finally:
+            sending.close()  # (this process's copy: the reader's end closes at its exit)
+
+    def file(self, sink: _Sink) -> Generator[Batch, None, tuple[int, str | None]]:
+        """The next file's calls told to `sink`, a batch taken where the reader would
+        take it; its lines read, and why it could not be read (None: it was)."""
+        while True:
+            message = self._received()
+            if message[0] != "calls":
+                return message[1], message[2]
+            yield from _replay(message[1], sink)
+
+    def kinds(self) -> Counter[str]:
+        kinds: Counter[str] = self._received()[1]
+        return kinds
+
+    def _received(self) -> tuple[Any, ...]:
+        try:
+            message: tuple[Any, ...] = self.conn.recv()
+        except EOFError:  # it ended without a word: the system stopped it
+            raise killed() from None
+        if message[0] == "raised":
+            raise message[1]
+        return message
+
+    def close(self) -> None:
+        if self.process.is_alive():  # (stopped before it finished: it ignores Ctrl-C)
+            self.process.kill()
+        self.process.join()
+        self.conn.close()
+
+
 class ClaudeCodeSource:
     """Claude Code transcripts under some folders, as batches of the store's events."""
 
@@ -316,46 +417,26 @@ class ClaudeCodeSource:
             sink.replaces.append((entry.app, self.user, entry.session_id))
             own = next((p for p, f in entry.files if f.role == "main"), entry.files[0][0])
             self._sources[(entry.app, self.user, entry.session_id)] = f"{self.kind}:{own}"
-            unread = False
-            for i, (path, file) in enumerate(entry.files):
-                files += 1
-                count = 0
-                error = None
-                if recorded is not None:  # read by a worker: its sink's calls told to ours
-                    calls, count, error = recorded[0][i]
-                    yield from _replay(calls, sink)
+            # a session too large for a worker: read by a process of its own while this
+            # one stores it (with workers), else here, a line at a time
+            stream = None
+            size = sum(max(st[0], 0) for st in stats.values())
+            if recorded is None and self.workers > 1 and size > SESSION_WORKER_BYTES:
+                stream = _Stream((entry.app, self.user, entry.session_id, entry.files))
+            try:
+                unread, counted = yield from self._session(entry, stats, sink, reader,
+                                                           recorded, stream, read)  # fmt: skip
+                if stream is not None:
+                    kinds.update(stream.kinds())
                 else:
-
-                    def counted(path: Path = path) -> Iterator[tuple[int, str]]:
-                        nonlocal count
-                        for item in read_lines(path, sink.skip):
-                            count += 1
-                            yield item
-
-                    try:
-                        for _ in reader.read(file, counted()):
-                            if sink.batcher.full():
-                                yield sink.take()
-                    except OSError as e:
-                        error = f"cannot read the file: {e}"
-                if error is not None:
-                    sink.skip(str(path), error)
-                    unread = True
-                    continue
-                lines += count
-                size, mtime = stats[str(path)]
-                read.append(
-                    {
-                        "path": str(path),
-                        "user_id": self.user,
-                        "size": size,
-                        "mtime_ns": mtime,
-                        "lines": count,
-                    }
-                )
+                    kinds.update(reader.kinds if recorded is None else recorded[1])
+            finally:
+                if stream is not None:
+                    stream.close()
+            files += len(entry.files)
+            lines += counted
             if not unread:
                 sink.searched.append((entry.app, self.user, entry.session_id))
-            kinds.update(reader.kinds if recorded is None else recorded[1])
         self.notes["files"] = files
         self.notes["lines"] = lines
         if unchanged:
@@ -366,11 +447,60 @@ class ClaudeCodeSource:
         batch.side["transcript_files"] = _table(read, FILE_SCHEMA)
         yield batch
 
+    def _session(
+        self, entry: SessionFiles, stats: Stats, sink: _Sink, reader: SessionReader,
+        recorded: _SessionCalls | None, stream: _Stream | None, read: list[dict[str, object]],
+    ) -> Generator[Batch, None, tuple[bool, int]]:  # fmt: skip
+        """One session's files told to `sink` (from a worker's calls, from a stream, or
+        read here), each file read added to `read`; whether a file could not be read,
+        and the lines of those that could."""
+        unread = False
+        lines = 0
+        for i, (path, file) in enumerate(entry.files):
+            count = 0
+            error = None
+            if recorded is not None:  # read by a worker: its sink's calls told to ours
+                calls, count, error = recorded[0][i]
+                yield from _replay(calls, sink)
+            elif stream is not None:
+                count, error = yield from stream.file(sink)
+            else:
+
+                def counted(path: Path = path) -> Iterator[tuple[int, str]]:
+                    nonlocal count
+                    for item in read_lines(path, sink.skip):
+                        count += 1
+                        yield item
+
+                try:
+                    for _ in reader.read(file, counted()):
+                        if sink.batcher.full():
+                            yield sink.take()
+                except OSError as e:
+                    error = f"cannot read the file: {e}"
+            if error is not None:
+                sink.skip(str(path), error)
+                unread = True
+                continue
+            lines += count
+            size, mtime = stats[str(path)]
+            read.append(
+                {
+                    "path": str(path),
+                    "user_id": self.user,
+                    "size": size,
+                    "mtime_ns": mtime,
+                    "lines": count,
+                }
+            )
+        return unread, lines
+
     def _read_ahead(
         self, todo: list[tuple[SessionFiles, Stats]]
     ) -> Iterator[tuple[SessionFiles, Stats, _SessionCalls | None]]:
         """Each session to read, in order, with what a worker read of it (None: to read
-        here, a line at a time): a session of up to SESSION_WORKER_BYTES goes to one of
+        by a stream of its own, or here, a line at a time): a session of up to
+        SESSION_WORKER_BYTES goes to one of
         `workers` forked processes, a few sessions ahead of the one being replayed."""
         sizes = [sum(max(st[0], 0) for st in stats.values()) for _, stats in todo]
         small = sum(size for size in sizes if size <= SESSION_WORKER_BYTES)
