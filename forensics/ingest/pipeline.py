@@ -420,7 +420,10 @@ def prefetch(batches: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
     thread.start()
     try:
         while True:
-            item = box.get()
+            try:  # (a timeout: a stop signalled to another thread is acted on here)
+                item = box.get(timeout=0.2)
+            except queue.Empty:
+                continue
             if item is done:
                 return
             if isinstance(item, BaseException):
