@@ -5,7 +5,11 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class ForensicsError(Exception):
@@ -117,3 +121,16 @@ def ignore_stops() -> None:
     its pool; a worker that raised them too printed its own traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def waited(future: Future[T]) -> T:
+    """`future.result()`, woken five times a second, so that a Ctrl-C is acted on while
+    this thread waits: polars, once imported, handles SIGINT itself with SA_RESTART, so
+    the kernel resumes a wait the signal interrupted, and Python's handler runs only
+    when the main thread next runs (a wait for a worker's minutes, for minutes)."""
+    while True:
+        try:
+            return future.result(timeout=0.2)
+        except TimeoutError:
+            if future.done():  # the work's own TimeoutError
+                raise

@@ -709,6 +709,93 @@ def test_sessions_read_by_workers_store_what_one_process_stores(
             assert one == two, table
 
 
+def _running(pid: int) -> bool:
+    """A process that has not ended (a zombie no one reaps has)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _long_session(folder: Path, turns: int = 400) -> Path:
+    """One session of about 600 KB: more than a pipe holds, at a call a message."""
+    t = Transcript("s-long")
+    for i in range(turns):
+        t.prompt(f"question {i} " + "x" * 600)
+        t.response(f"m-{i}", [{"type": "text", "text": "y" * 600}], usage(3, 0, 100, 5))
+    t.write(folder)
+    return folder
+
+
+def test_a_stream_closed_while_it_reads_is_ended_and_one_killed_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A streamed session's batches left unread (the ingest stopped, its batches closed)
+    end the process reading it at once; a stream the system kills is said as a killed
+    worker is (out of memory, most often), not as a broken pipe."""
+    import os
+    import signal
+
+    from forensics.errors import ForensicsError
+    from forensics.sources.files import claude_code
+
+    root = _long_session(tmp_path / "claude")
+    monkeypatch.setattr(claude_code, "SESSION_WORKER_BYTES", 0)
+    monkeypatch.setattr(claude_code, "STREAM_CALLS", 1)
+    monkeypatch.setattr(claude_code, "BATCH_CHARS", 20_000)
+    pids: list[int] = []
+    started = claude_code._Stream.__init__
+
+    def recording(self: Any, task: Any) -> None:
+        started(self, task)
+        pids.append(self.process.pid)
+
+    monkeypatch.setattr(claude_code._Stream, "__init__", recording)
+    batches = claude_code.ClaudeCodeSource([root], workers=2).batches(None)
+    assert next(batches).events.num_rows
+    assert len(pids) == 1 and _running(pids[0])  # (its next message waits to be read)
+    batches.close()
+    assert not _running(pids[0])
+
+    def killed(task: Any, conn: Any) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(claude_code, "_stream_session", killed)
+    with pytest.raises(ForensicsError, match="killed before it finished"):
+        list(claude_code.ClaudeCodeSource([root], workers=2).batches(None))
+
+
+def test_a_stream_whose_ingest_dies_ends(tmp_path: Path) -> None:
+    """The ingest's process killed (out of memory, kill -9) while a stream waits to send:
+    its send fails (it holds no copy of the ingest's end of the pipe) and it ends,
+    rather than wait for ever with the session's reader in memory."""
+    import subprocess
+    import sys
+    import time
+
+    root = _long_session(tmp_path / "claude")
+    code = (
+        "import os, signal, time\n"
+        "from pathlib import Path\n"
+        "from forensics.sources.files import claude_code as c\n"
+        "c.STREAM_CALLS = 1\n"
+        f"entry = c.layout_of([Path({str(root)!r})]).sessions[0]\n"
+        "stream = c._Stream((entry.app, 'u', entry.session_id, entry.files))\n"
+        "print(stream.process.pid, flush=True)\n"
+        "time.sleep(0.5)  # it fills the pipe, and waits\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    pids = [int(p) for p in done.stdout.split()]
+    assert len(pids) == 1, done.stderr
+    gone = time.monotonic() + 20
+    while time.monotonic() < gone and _running(pids[0]):
+        time.sleep(0.05)
+    assert not _running(pids[0])
+
+
 def test_failed_requests_and_a_context_failure(tmp_path: Path) -> None:
     t = Transcript()
     t.prompt("go")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from ..errors import FactsInterrupted, ForensicsError
+from ..errors import FactsInterrupted, ForensicsError, waited
 from ..sanitize import visible
 
 # typer 0.29 prints a type after every flag (`--help <bool>`, `--full <bool>`): a flag
@@ -375,7 +375,7 @@ def _read_ahead(frames: Iterator[pl.DataFrame]) -> Iterator[pl.DataFrame]:
     with ThreadPoolExecutor(1, thread_name_prefix="forensics-read") as pool:
         try:
             pending = pool.submit(read)
-            while (frame := pending.result()) is not None:
+            while (frame := waited(pending)) is not None:
                 pending = pool.submit(read)
                 yield frame
         finally:

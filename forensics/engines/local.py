@@ -43,7 +43,7 @@ from ..cost import stored as priced
 from ..cost.billed import price_store
 from ..cost.prices import PriceBook
 from ..cost.stored import book_of
-from ..errors import FactsInterrupted, ForensicsError, StoreError, ignore_stops
+from ..errors import FactsInterrupted, ForensicsError, StoreError, ignore_stops, waited
 from ..model import Release
 from ..settings import workers  # (--workers, FORENSICS_WORKERS)
 from ..store import Store
@@ -325,7 +325,7 @@ def _built(runs: Iterator[Run], count: int) -> Iterator[Built]:
 def _result(future: Future[Built]) -> Built:
     """A worker's run; a worker the system killed (out of memory, most often) is said."""
     try:
-        return future.result()
+        return waited(future)
     except BrokenProcessPool:
         raise ForensicsError(
             "a process building the facts was killed before it finished (the system stops"

@@ -420,9 +420,11 @@ def prefetch(batches: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
     thread.start()
     try:
         while True:
-            try:  # (a timeout: a stop signalled to another thread is acted on here)
+            try:  # (a timeout: see errors.waited; a Ctrl-C is acted on while it waits)
                 item = box.get(timeout=0.2)
             except queue.Empty:
+                if not thread.is_alive() and box.empty():  # (it ended without a word)
+                    raise RuntimeError("the reading thread ended without its batches") from None
                 continue
             if item is done:
                 return

@@ -18,6 +18,7 @@ that is not UTF-8 or not JSON is skipped with its file and line, the rest is rea
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -278,24 +279,52 @@ STREAM_CALLS = 4096
 STREAM_CHARS = 2_000_000
 
 
-def _streaming(task: _Task, conn: Connection) -> None:
-    """A stream's process: Ctrl-C is the ingest's (which then ends it), a SIGTERM ends it
-    at once, with no traceback (what ends it at the ingest process's exit, if that is
-    how it ends); then it reads (_stream_session)."""
+def _streaming(task: _Task, conn: Connection, other: Connection) -> None:
+    """A stream's process: it closes its copy of the ingest's end of the pipe (so that,
+    should the ingest's process die, its next send fails and it ends, not waits for
+    ever), keeps the objects it was forked with out of the collector's passes (a pass
+    would copy their pages), takes Ctrl-C as the ingest's (which then ends it) and dies
+    of a SIGTERM with no traceback (what ends it at the ingest process's exit, if that
+    is how it ends); then it reads (_stream_session)."""
+    other.close()
+    gc.freeze()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _stream_session(task, conn)
+    try:
+        _stream_session(task, conn)
+    except _Gone:  # the ingest is gone: nobody to tell
+        pass
+
+
+class _Gone(Exception):
+    """A stream's ingest is gone (its end of the pipe closed): not an OSError, which
+    says a file could not be read."""
+
+
+def _send(conn: Connection, message: tuple[Any, ...]) -> None:
+    try:
+        conn.send(message)
+    except OSError:  # (BrokenPipeError, most often)
+        raise _Gone from None
+
+
+def _send_calls(conn: Connection, calls: list[tuple[Any, ...]]) -> None:
+    """`calls` in messages of STREAM_CALLS at most (a file's end flushes its anchors and
+    events at once; batches are cut at ticks, not at messages)."""
+    for at in range(0, max(len(calls), 1), STREAM_CALLS):
+        _send(conn, ("calls", calls[at : at + STREAM_CALLS]))
 
 
 def _stream_session(task: _Task, conn: Connection) -> None:
     """A session larger than SESSION_WORKER_BYTES read in a process of its own, as the
     ingest's process reads it (batches()), its sink's calls sent to `conn` while it
-    reads, a few thousand at a time: ("calls", calls) and, at each file's end,
-    ("file", lines, error); then ("kinds", kinds). ("raised", error): it failed. What it
-    holds is its reader and a message: sending waits for the ingest to read."""
+    reads, STREAM_CALLS at a time at most: ("calls", calls) and, at each file's end,
+    ("file", lines, error); then ("kinds", kinds). ("raised", error): it failed (what it
+    had read sent before). What it holds is its reader and a message: sending waits for
+    the ingest to read."""
+    recorder = _Recorder()
     try:
         app, user, session_id, files = task
-        recorder = _Recorder()
         reader = SessionReader(app, user, session_id, recorder)
         for path, file in files:
             count = 0
@@ -305,19 +334,22 @@ def _stream_session(task: _Task, conn: Connection) -> None:
                     count += 1
                     recorder.tick()
                     if len(recorder.calls) >= STREAM_CALLS or recorder.chars >= STREAM_CHARS:
-                        conn.send(("calls", recorder.calls))
+                        _send_calls(conn, recorder.calls)
                         recorder.calls, recorder.chars = [], 0
             except OSError as e:
                 error = f"cannot read the file: {e}"
-            conn.send(("calls", recorder.calls))
-            conn.send(("file", count, error))
+            _send_calls(conn, recorder.calls)
+            _send(conn, ("file", count, error))
             recorder.calls, recorder.told, recorder.chars = [], True, 0
-        conn.send(("kinds", reader.kinds))
+        _send(conn, ("kinds", reader.kinds))
+    except _Gone:
+        raise
     except BaseException as e:  # said where the ingest reads it, as a worker's would be
+        _send_calls(conn, recorder.calls)  # (what one process would have told first)
         try:
-            conn.send(("raised", e))
-        except Exception:  # (an error that does not pickle)
-            conn.send(("raised", RuntimeError(f"reading {task[2]}: {e!r}")))
+            _send(conn, ("raised", e))
+        except Exception:  # (an error that does not pickle; _Gone again, if gone)
+            _send(conn, ("raised", RuntimeError(f"reading {task[2]}: {e!r}")))
     finally:
         conn.close()
 
@@ -333,10 +365,14 @@ class _Stream:
         context = (multiprocessing.get_context("fork") if hasattr(os, "fork")
                    else multiprocessing.get_context("spawn"))  # fmt: skip
         self.conn, sending = context.Pipe(duplex=False)
-        self.process = context.Process(target=_streaming, args=(task, sending),
+        self.process = context.Process(target=_streaming, args=(task, sending, self.conn),
                                        daemon=True)  # fmt: skip
+        self.ended = False  # it sent all it read
         try:
             self.process.start()
+        except BaseException:
+            self.conn.close()
+            raise
         finally:
             sending.close()  # (this process's copy: the reader's end closes at its exit)
 
@@ -351,6 +387,7 @@ class _Stream:
 
     def kinds(self) -> Counter[str]:
         kinds: Counter[str] = self._received()[1]
+        self.ended = True
         return kinds
 
     def _received(self) -> tuple[Any, ...]:
@@ -363,9 +400,10 @@ class _Stream:
         return message
 
     def close(self) -> None:
-        if self.process.is_alive():  # (stopped before it finished: it ignores Ctrl-C)
+        if not self.ended:  # stopped before it finished (it ignores Ctrl-C)
             self.process.kill()
         self.process.join()
+        self.process.close()
         self.conn.close()
 
 
@@ -422,7 +460,10 @@ class ClaudeCodeSource:
             stream = None
             size = sum(max(st[0], 0) for st in stats.values())
             if recorded is None and self.workers > 1 and size > SESSION_WORKER_BYTES:
-                stream = _Stream((entry.app, self.user, entry.session_id, entry.files))
+                try:
+                    stream = _Stream((entry.app, self.user, entry.session_id, entry.files))
+                except OSError:  # no process to be had (memory, process limits): here
+                    stream = None
             try:
                 unread, counted = yield from self._session(entry, stats, sink, reader,
                                                            recorded, stream, read)  # fmt: skip
