@@ -296,6 +296,51 @@ def test_events_are_appended_until_one_is_stored_already(tmp_path, monkeypatch, 
     con.close()
 
 
+def test_a_stop_just_after_the_runs_commit_keeps_the_run(tmp_path, monkeypatch):
+    """Ctrl-C that lands just after the COMMIT of the run's last transaction (its ledger
+    row written `ok`), before the code knew it ended: the run stays, whole, and is said
+    to have been committed. (It was undone under an `ok` row: events gone, ledger not.)"""
+    from forensics.errors import FactsInterrupted
+    from forensics.ingest import pipeline
+
+    class TwoBatches(FailingSource):
+        notes: dict[str, object] = {}
+
+        def batches(self, since_watermark):
+            read = super().batches(since_watermark)
+            for _ in range(self.good_batches):
+                yield next(read)
+
+    run = Store.run
+    finishing: list[bool] = []
+    finish = pipeline._Run.finish
+
+    def finished(self):
+        finish(self)
+        finishing.append(True)
+
+    def stopped_after(self, statement, params=None):
+        found = run(self, statement, params)
+        if statement == "COMMIT" and finishing:
+            finishing.clear()
+            raise KeyboardInterrupt
+        return found
+
+    monkeypatch.setattr(pipeline._Run, "finish", finished)
+    monkeypatch.setattr(Store, "run", stopped_after)
+    con = Store.open(tmp_path / "f.duckdb")
+    stop: BaseException | None = None
+    try:  # (a bare KeyboardInterrupt would end pytest's run: caught, and checked)
+        ingest(con, TwoBatches(RuntimeError("unused"), good_batches=2))
+    except KeyboardInterrupt as e:
+        stop = e
+    monkeypatch.undo()
+    assert isinstance(stop, FactsInterrupted) and "the ingest was committed" in stop.message
+    assert con.run("SELECT status, rows_loaded FROM ingests")[0] == ("ok", 10)
+    assert con.run("SELECT count(*) FROM events")[0][0] == 10
+    con.close()
+
+
 @pytest.mark.parametrize("error", [KeyboardInterrupt(), RuntimeError("server went away")])
 def test_an_interrupted_ingest_commits_nothing_and_the_ledger_says_so(tmp_path, error):
     db = tmp_path / "f.duckdb"

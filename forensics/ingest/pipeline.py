@@ -95,6 +95,9 @@ def ingest(
                     run.finish()
                 finished = True
             except BaseException as e:
+                if ledger.finished_ok(store, result.ingest_id):  # it landed after the
+                    finished = True  # run's COMMIT: nothing to undo (the ledger says ok)
+                    raise
                 result.seconds = time.monotonic() - run.clock
                 result.notes = dict(getattr(source, "notes", {}))
                 if not commit_each_batch:

@@ -137,6 +137,18 @@ def write(
         )
 
 
+def finished_ok(store: Store, ingest_id: int) -> bool:
+    """Whether the run's own ledger row says `ok`: its last transaction committed (a stop
+    that lands just after that COMMIT, before the code knows, stops a run that ended).
+    False where the store cannot say."""
+    try:
+        rows = store.run("SELECT count(*) FROM ingests WHERE ingest_id = ? AND status = 'ok'",
+                         [ingest_id])  # fmt: skip
+    except duckdb.Error:
+        return False
+    return bool(rows[0][0])
+
+
 def is_interrupt(error: BaseException) -> bool:
     """Ctrl-C, however it surfaced (Python's, DuckDB's InterruptException, DuckDB's bare
     RuntimeError from inside an Arrow scan, or its InvalidInputException naming the
