@@ -23,7 +23,7 @@ import multiprocessing
 import os
 import signal
 from collections import Counter, deque
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import Connection
@@ -261,17 +261,28 @@ def _read_session(task: _Task) -> _SessionCalls:
     reader = SessionReader(app, user, session_id, recorder)
     found: list[_FileCalls] = []
     for path, file in files:
-        count = 0
-        error = None
-        try:
-            for _ in reader.read(file, read_lines(path, recorder.skip)):
-                count += 1
-                recorder.tick()
-        except OSError as e:
-            error = f"cannot read the file: {e}"
+        count, error = _recorded(reader, recorder, path, file)
         found.append((recorder.calls, count, error))
         recorder.calls, recorder.told = [], True
     return found, reader.kinds
+
+
+def _recorded(reader: SessionReader, recorder: _Recorder, path: Path, file: TranscriptFile,
+              flush: Callable[[], None] | None = None) -> tuple[int, str | None]:  # fmt: skip
+    """One file read into `recorder`, a tick after each line (`flush`, given, is called
+    whenever it holds STREAM_CALLS calls or STREAM_CHARS of event JSON): its lines, and
+    why it could not be read (None: it was)."""
+    count = 0
+    try:
+        for _ in reader.read(file, read_lines(path, recorder.skip)):
+            count += 1
+            recorder.tick()
+            if flush is not None and (len(recorder.calls) >= STREAM_CALLS
+                                      or recorder.chars >= STREAM_CHARS):  # fmt: skip
+                flush()
+    except OSError as e:
+        return count, f"cannot read the file: {e}"
+    return count, None
 
 
 # what a session read in a process of its own sends at once: calls, or event JSON
@@ -323,21 +334,16 @@ def _stream_session(task: _Task, conn: Connection) -> None:
     had read sent before). What it holds is its reader and a message: sending waits for
     the ingest to read."""
     recorder = _Recorder()
+
+    def flush() -> None:
+        _send_calls(conn, recorder.calls)
+        recorder.calls, recorder.chars = [], 0
+
     try:
         app, user, session_id, files = task
         reader = SessionReader(app, user, session_id, recorder)
         for path, file in files:
-            count = 0
-            error = None
-            try:
-                for _ in reader.read(file, read_lines(path, recorder.skip)):
-                    count += 1
-                    recorder.tick()
-                    if len(recorder.calls) >= STREAM_CALLS or recorder.chars >= STREAM_CHARS:
-                        _send_calls(conn, recorder.calls)
-                        recorder.calls, recorder.chars = [], 0
-            except OSError as e:
-                error = f"cannot read the file: {e}"
+            count, error = _recorded(reader, recorder, path, file, flush)
             _send_calls(conn, recorder.calls)
             _send(conn, ("file", count, error))
             recorder.calls, recorder.told, recorder.chars = [], True, 0
