@@ -464,12 +464,11 @@ class ClaudeCodeSource:
             # a session too large for a worker: read by a process of its own while this
             # one stores it (with workers), else here, a line at a time
             stream = None
-            size = sum(max(st[0], 0) for st in stats.values())
-            if recorded is None and self.workers > 1 and size > SESSION_WORKER_BYTES:
+            if recorded is None and self.workers > 1 and _bytes(stats) > SESSION_WORKER_BYTES:
                 try:
                     stream = _Stream((entry.app, self.user, entry.session_id, entry.files))
                 except OSError:  # no process to be had (memory, process limits): here
-                    stream = None
+                    pass
             try:
                 unread, counted = yield from self._session(entry, stats, sink, reader,
                                                            recorded, stream, read)  # fmt: skip
@@ -547,9 +546,9 @@ class ClaudeCodeSource:
     ) -> Iterator[tuple[SessionFiles, Stats, _SessionCalls | None]]:
         """Each session to read, in order, with what a worker read of it (None: to read
         by a stream of its own, or here, a line at a time): a session of up to
-        SESSION_WORKER_BYTES goes to one of
-        `workers` forked processes, a few sessions ahead of the one being replayed."""
-        sizes = [sum(max(st[0], 0) for st in stats.values()) for _, stats in todo]
+        SESSION_WORKER_BYTES goes to one of `workers` forked processes, a few sessions
+        ahead of the one being replayed."""
+        sizes = [_bytes(stats) for _, stats in todo]
         small = sum(size for size in sizes if size <= SESSION_WORKER_BYTES)
         if self.workers < 2 or small < WORKER_MIN_BYTES:
             for entry, stats in todo:
@@ -585,6 +584,11 @@ class ClaudeCodeSource:
                 for future, _ in ahead:
                     if future is not None:
                         future.cancel()
+
+
+def _bytes(stats: Stats) -> int:
+    """A session's bytes, as its files' discovery found them."""
+    return sum(max(size, 0) for size, _ in stats.values())
 
 
 def _replay(calls: list[tuple[Any, ...]], sink: _Sink) -> Iterator[Batch]:
