@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ForensicsError
 from .settings import workers
 from .sources.files.claude_code_layout import found_roots
-from .sources.files.claude_code_usage import Reading
+from .sources.files.claude_code_usage import USAGE_NAMES, Reading, usage_schema
 
 if TYPE_CHECKING:
     import polars as pl
@@ -49,8 +49,12 @@ def cost_ccusage_transcripts(
         # while the workers read (forked above, before these start any thread)
         from .columns import COST_CCUSAGE_DAY, COST_CCUSAGE_SESSION
         from .cost import ccusage as rules
+        from .store.arrow import columns_table
 
         table = rules.table_of(Path(ccusage) if ccusage else None)
+        # and what the rows' first table costs besides their own (pyarrow's compute
+        # module, which its cast imports; polars' first frame): 0.1 s after the reads
+        columns_table({name: [] for name in USAGE_NAMES}, usage_schema())
         read = reading.result()
     finally:
         reading.close()
