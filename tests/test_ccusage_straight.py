@@ -462,3 +462,49 @@ def test_the_usage_rows_are_typed_as_transcript_events_holds_them() -> None:
     for field in usage_schema():
         kept = DETAIL_SCHEMA.field(field.name)
         assert field.type == (pa.int64() if field.name == "line" else kept.type), field
+
+
+def test_workers_read_a_project_as_soon_as_its_folder_is_walked(
+    stored, tmp_path: Path, monkeypatch
+) -> None:
+    """Under one projects folder, a project's files are handed to the workers once its
+    folder is walked, before the next project's is looked for; the rows, skips and
+    counts are those one process reads after finding every file."""
+    import shutil
+
+    from forensics.sources.files import claude_code_layout, claude_code_usage
+
+    root = tmp_path / "copy"
+    shutil.copytree(stored[0], root, ignore=shutil.ignore_patterns("*.duckdb*"))
+    projects = root / "projects"
+    for n in range(3):
+        shutil.copytree(projects / "-home-dev-p", projects / f"-home-dev-q{n}")
+    (projects / "stray.jsonl").write_text("{}\n")  # passed over, in its place
+    alone = claude_code_usage.read_usage([root])
+    seen: list[tuple[str, object]] = []
+    walked, hand_out = claude_code_layout._walked, claude_code_usage.Reading._hand_out
+
+    def walking(entry: os.DirEntry[str]) -> list[str]:
+        seen.append(("walked", entry.name))
+        return walked(entry)
+
+    def handing(self: Any, workers: int, batches: list[Any]) -> Any:
+        seen.append(("handed out", sorted({task[4] for batch in batches for task in batch})))
+        return hand_out(self, workers, batches)
+
+    monkeypatch.setattr(claude_code_layout, "_walked", walking)
+    monkeypatch.setattr(claude_code_usage.Reading, "_hand_out", handing)
+    monkeypatch.setattr(claude_code_usage, "WORKER_BYTES", 0)
+    monkeypatch.setattr(claude_code_usage, "BATCH_BYTES", 1)  # a batch a byte
+    forked = claude_code_usage.read_usage([root], workers=2)
+    assert forked.rows.equals(alone.rows) and alone.rows.num_rows > 10
+    assert (forked.skips, forked.kinds, forked.files, forked.bytes_read, forked.passed_over) == (
+        alone.skips, alone.kinds, alone.files, alone.bytes_read, alone.passed_over)
+    assert alone.passed_over == [(str(projects / "stray.jsonl"),
+                                  "not where Claude Code writes transcripts")]  # fmt: skip
+    # each session's files are handed out as it is found, before the next project is
+    # walked (but the last batch, which waits for the next file: it may grow)
+    one, two = "-home-dev-p/h-1.jsonl", "-home-dev-p/h-2.jsonl"
+    assert seen[:4] == [("walked", "-home-dev-p"), ("handed out", [one]),
+                        ("handed out", [one, two]), ("walked", "-home-dev-q0")]  # fmt: skip
+    assert [what for what, _ in seen].count("handed out") == 4 * 2 + 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,30 +102,40 @@ def _classify(path: Path, projects_dir: Path) -> tuple[str, str, TranscriptFile]
     return None
 
 
-def _transcripts(folder: Path) -> list[Path]:
-    """The .jsonl entries under `folder`, in path order; folders that are links are not
-    followed (a link back up would loop), a file that is a link is read."""
+def _listed(folder: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(entries, key=lambda entry: entry.name)
+    except OSError:  # (os.walk passes over a folder it cannot list)
+        return []
+
+
+def _walked(entry: os.DirEntry[str]) -> list[str]:
+    """The .jsonl entries at and under one entry of a folder, in path order; folders
+    that are links are not followed (a link back up would loop), a file that is a link
+    is read."""
     found: list[str] = []
-    todo = [os.fspath(folder)]
+    todo = [entry]
     while todo:  # os.walk's choices, on strings (a Path per entry was half of discover)
+        at = todo.pop()
         try:
-            with os.scandir(todo.pop()) as entries:
-                listed = list(entries)
-        except OSError:  # (os.walk passes over a folder it cannot list)
-            continue
-        for entry in listed:
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            if not is_dir:
-                if entry.name.endswith(".jsonl"):
-                    found.append(entry.path)
-            elif not entry.is_symlink():
-                todo.append(entry.path)
-                if entry.name.endswith(".jsonl"):
-                    found.append(entry.path)
-    return [Path(p) for p in sorted(found, key=lambda p: p.split(os.sep))]  # in Path order
+            is_dir = at.is_dir()
+        except OSError:
+            is_dir = False
+        if at.name.endswith(".jsonl") and (not is_dir or not at.is_symlink()):
+            found.append(at.path)
+        if is_dir and not at.is_symlink():
+            todo += _listed(at.path)
+    return sorted(found, key=lambda p: p.split(os.sep))  # in Path order
+
+
+def _transcripts(folder: Path) -> Iterator[list[str]]:
+    """The .jsonl entries under `folder`, by the entry of `folder` they are at or under
+    (a project's folder, when it is a projects folder), in path order."""
+    for entry in _listed(os.fspath(folder)):
+        found = _walked(entry)
+        if found:
+            yield found
 
 
 def _projects_dir(file: Path) -> Path:
@@ -133,72 +143,111 @@ def _projects_dir(file: Path) -> Path:
     return file.parents[3] if file.parent.name == "subagents" else file.parents[1]
 
 
+class Discovery:
+    """discover(paths) as it goes: the sessions, in its order, each as soon as it is
+    found whole (a project's sessions once its folder is walked, where one projects
+    folder or root is given; else all at the end), so that their files are read while
+    the rest are looked for. `layout()`, after, is discover's."""
+
+    def __init__(self, paths: list[Path]):
+        self.paths = paths
+        self.sessions: list[SessionFiles] = []
+        self.roots: list[str] = []
+        self.passed_over: list[tuple[str, str]] = []
+
+    def layout(self) -> Layout:
+        return Layout(self.sessions, self.roots, self.passed_over)
+
+    def __iter__(self) -> Iterator[SessionFiles]:
+        """Each session found; a file reached twice (two paths, two roots) is read once."""
+        found: dict[tuple[str, str], SessionFiles] = {}
+        files_seen: set[object] = set()  # each file's (device, inode): one file, however reached
+
+        def add(path: Path, projects_dir: Path) -> None:
+            placed = _classify(path, projects_dir)
+            if placed is None:
+                self.passed_over.append((str(path), "not where Claude Code writes transcripts"))
+                return
+            stat = None
+            try:  # (one stat: Path.resolve walked every folder of every path, in Python)
+                stat = os.stat(path)
+                real: object = (stat.st_dev, stat.st_ino)
+                if not stat.st_ino:  # a file system without inode numbers: the path itself
+                    real = path.resolve()
+            except (OSError, RuntimeError):  # a link loop: reading it says why
+                real = path
+            if real in files_seen:
+                return
+            files_seen.add(real)
+            app, sid, file = placed
+            entry = found.setdefault((app, sid), SessionFiles(app, sid))
+            entry.files.append((path, file))
+            if stat is not None:  # whether it changed since an ingest read it, without a
+                entry.stats[str(path)] = (stat.st_size, stat.st_mtime_ns)  # second stat
+
+        for given in self.paths:
+            path = Path(os.path.abspath(given.expanduser()))  # a project is its folder's name
+            if not path.exists():
+                raise ForensicsError(
+                    f"no such file or folder: {path}",
+                    hint="give a Claude Code config folder (holding projects/), a projects "
+                    "folder, a project's folder or .jsonl files",
+                )
+            self.roots.append(str(given))
+            if path.is_file():
+                add(path, _projects_dir(path))
+                continue
+            if (path / "projects").is_dir():
+                path = projects_dir = path / "projects"
+            elif any(p.is_file() for p in path.glob("*.jsonl")):
+                projects_dir = path.parent  # one project's folder
+            else:
+                projects_dir = path
+            # each entry of a projects folder is a project: its sessions are whole once
+            # it is walked, and they come before the next project's (sorted by app)
+            whole = len(self.paths) == 1 and path == projects_dir
+            for texts in _transcripts(path):
+                for text in texts:
+                    add(Path(text), projects_dir)
+                if whole:
+                    yield from self._whole(found)
+        yield from self._whole(found)
+
+    def _whole(self, found: dict[tuple[str, str], SessionFiles]) -> list[SessionFiles]:
+        """The sessions found whole, in order, their own files first, then subagents
+        (subagents/, then 2.0's); `found` emptied."""
+        sessions = sorted(found.values(), key=lambda s: (s.app, s.session_id))
+        found.clear()
+        order = {"main": 0, "subagent": 1, "agent": 2}
+        for entry in sessions:
+            entry.files.sort(key=lambda item: (order[item[1].role], item[1].rel))
+        self.sessions += sessions
+        return sessions
+
+
 def discover(paths: list[Path]) -> Layout:
     """The sessions under `paths` (roots, projects folders, project folders or files);
     a file reached twice (two paths, two roots) is read once."""
-    found: dict[tuple[str, str], SessionFiles] = {}
-    passed_over: list[tuple[str, str]] = []
-    roots: list[str] = []
-    files_seen: set[object] = set()  # each file's (device, inode): one file, however reached
+    discovery = Discovery(paths)
+    for _ in discovery:
+        pass
+    return discovery.layout()
 
-    def add(path: Path, projects_dir: Path) -> None:
-        placed = _classify(path, projects_dir)
-        if placed is None:
-            passed_over.append((str(path), "not where Claude Code writes transcripts"))
-            return
-        stat = None
-        try:  # (one stat: Path.resolve walked every folder of every path, in Python)
-            stat = os.stat(path)
-            real: object = (stat.st_dev, stat.st_ino)
-            if not stat.st_ino:  # a file system without inode numbers: the path itself
-                real = path.resolve()
-        except (OSError, RuntimeError):  # a link loop: reading it says why
-            real = path
-        if real in files_seen:
-            return
-        files_seen.add(real)
-        app, sid, file = placed
-        entry = found.setdefault((app, sid), SessionFiles(app, sid))
-        entry.files.append((path, file))
-        if stat is not None:  # whether it changed since an ingest read it, without a
-            entry.stats[str(path)] = (stat.st_size, stat.st_mtime_ns)  # second stat
 
-    for given in paths:
-        path = Path(os.path.abspath(given.expanduser()))  # a project is its folder's name
-        if not path.exists():
-            raise ForensicsError(
-                f"no such file or folder: {path}",
-                hint="give a Claude Code config folder (holding projects/), a projects "
-                "folder, a project's folder or .jsonl files",
-            )
-        roots.append(str(given))
-        if path.is_file():
-            add(path, _projects_dir(path))
-            continue
-        if (path / "projects").is_dir():
-            path = projects_dir = path / "projects"
-        elif any(p.is_file() for p in path.glob("*.jsonl")):
-            projects_dir = path.parent  # one project's folder
-        else:
-            projects_dir = path
-        for file in _transcripts(path):
-            add(file, projects_dir)
-    sessions = sorted(found.values(), key=lambda s: (s.app, s.session_id))
-    for entry in sessions:  # own files first, then subagents (subagents/, then 2.0's)
-        order = {"main": 0, "subagent": 1, "agent": 2}
-        entry.files.sort(key=lambda item: (order[item[1].role], item[1].rel))
-    return Layout(sessions, roots, passed_over)
+def no_sessions(paths: list[Path]) -> ForensicsError:
+    """The error of paths that hold no session's transcript."""
+    return ForensicsError(
+        f"no Claude Code transcripts (.jsonl files of a project) under "
+        f"{', '.join(str(p) for p in paths)}",
+        hint="Claude Code writes them to <config>/projects/<project>/<session>.jsonl",
+    )
 
 
 def sessions_under(paths: list[Path]) -> Layout:
     """discover(paths), or a named error when they hold no session's transcript."""
     layout = discover(paths)
     if not layout.sessions:
-        raise ForensicsError(
-            f"no Claude Code transcripts (.jsonl files of a project) under "
-            f"{', '.join(str(p) for p in paths)}",
-            hint="Claude Code writes them to <config>/projects/<project>/<session>.jsonl",
-        )
+        raise no_sessions(paths)
     return layout
 
 

@@ -24,7 +24,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import cache
@@ -42,7 +42,7 @@ from ...families.claude_code.transcript import (
     usage_counts,
     usage_total,
 )
-from .claude_code_layout import DEFAULT_USER, Layout, sessions_under
+from .claude_code_layout import DEFAULT_USER, Discovery, SessionFiles, no_sessions
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -297,19 +297,6 @@ def _read_batch(tasks: list[_Task]) -> _BatchRead:
     return _BatchRead([_read_file(task, columns, buffer) for task in tasks], columns)
 
 
-def _batches(tasks: list[_Task], sizes: list[int]) -> list[list[_Task]]:
-    """The files in order, in runs of about BATCH_BYTES."""
-    found: list[list[_Task]] = [[]]
-    size = 0
-    for task, bytes_ in zip(tasks, sizes, strict=True):
-        if size >= BATCH_BYTES:
-            found.append([])
-            size = 0
-        found[-1].append(task)
-        size += bytes_
-    return found
-
-
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -317,51 +304,81 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _tasks(layout: Layout, user: str, parted: bool) -> tuple[list[_Task], list[int]]:
-    """Each file to read, in order, and its size where `parted` (workers read them): a
-    file larger than BATCH_BYTES then in parts of that size, which two workers read at
-    once (the one-file set's 704 MB; each part's responses merged as one file's)."""
+def _tasks(entry: SessionFiles, user: str, parted: bool) -> tuple[list[_Task], list[int]]:
+    """Each file of a session to read, in order, and its size where `parted` (workers
+    read them): a file larger than BATCH_BYTES then in parts of that size, which two
+    workers read at once (the one-file set's 704 MB; each part's responses merged as one
+    file's). (Files of one name are one session's: their name holds their project.)"""
     found: list[tuple[str, str, str, Path, str, str, int, int | None]] = []
     sizes: list[int] = []
-    for entry in layout.sessions:
-        for path, file in entry.files:
-            task = (entry.app, entry.session_id, user, path, file.rel, file.path or file.rel)
-            # (the size discovery's one stat found; a file it could not stat, stat here)
-            known = entry.stats.get(str(path)) if parted else None
-            size = known[0] if known is not None else _size(path) if parted else 0
-            cuts = list(range(0, size, BATCH_BYTES))[1:] if size > BATCH_BYTES else []
-            for first, last in zip([0, *cuts], [*cuts, None], strict=True):
-                found.append((*task, first, last))
-                sizes.append((last if last is not None else size) - first)
-    read = Counter((task[1], task[4]) for task in found)
-    return [(*task, read[task[1], task[4]] > 1) for task in found], sizes
+    for path, file in entry.files:
+        task = (entry.app, entry.session_id, user, path, file.rel, file.path or file.rel)
+        # (the size discovery's one stat found; a file it could not stat, stat here)
+        known = entry.stats.get(str(path)) if parted else None
+        size = known[0] if known is not None else _size(path) if parted else 0
+        cuts = list(range(0, size, BATCH_BYTES))[1:] if size > BATCH_BYTES else []
+        for first, last in zip([0, *cuts], [*cuts, None], strict=True):
+            found.append((*task, first, last))
+            sizes.append((last if last is not None else size) - first)
+    read = Counter(task[4] for task in found)
+    return [(*task, read[task[4]] > 1) for task in found], sizes
 
 
 class Reading:
     """A read of the usage lines begun: the files found, and where `workers` processes
-    read them (enough to read), their batches handed out at once, so that this process
-    can do other work (import what the rows go to) while they read. `result()` waits
-    for them; `close()` stops them (a Reading left unread)."""
+    read them (enough to read), their batches handed out as the files are found (a
+    project's once its folder is walked), so that the workers read while the rest are
+    looked for, and this process can do other work (import what the rows go to) while
+    they read. `result()` waits for them; `close()` stops them (a Reading left unread)."""
 
     def __init__(self, paths: list[Path], user: str = DEFAULT_USER, workers: int = 1):
-        self.layout = sessions_under(paths)
-        self.tasks, sizes = _tasks(self.layout, user, workers > 1)
+        self.tasks: list[_Task] = []
         self._pool: ProcessPoolExecutor | None = None
         self._reads: Iterator[_BatchRead]
-        if workers < 2 or sum(sizes) < WORKER_BYTES:
-            self._reads = map(_read_batch, [self.tasks])  # read here, in result()
-            return
-        # fork before anything starts a thread here (polars, DuckDB: imported after);
-        # a worker runs msgspec and re only. A spawned one would run __main__ again.
-        context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-        try:  # a stop while the batches are handed out stops the workers (else the
-            # process waits for them at its exit, for ever)
-            self._pool = ProcessPoolExecutor(workers, mp_context=context,
-                                             initializer=ignore_stops)  # fmt: skip
-            self._reads = self._pool.map(_read_batch, _batches(self.tasks, sizes))  # at once
+        discovery = Discovery(paths)
+        # the files in order, in runs of about BATCH_BYTES, where workers read them:
+        # the first `sent` handed out, the last growing
+        batches: list[list[_Task]] = [[]]
+        sent = size = total = 0
+        futures: list[Future[_BatchRead]] = []
+        try:  # a stop while the files are found or handed out stops the workers (else
+            # the process waits for them at its exit, for ever)
+            for entry in discovery:  # each session as soon as it is found whole: its
+                tasks, sizes = _tasks(entry, user, workers > 1)  # files read while the
+                self.tasks += tasks  # rest are looked for
+                if workers < 2:
+                    continue
+                for task, bytes_ in zip(tasks, sizes, strict=True):  # runs of BATCH_BYTES
+                    if size >= BATCH_BYTES:
+                        batches.append([])
+                        size = 0
+                    batches[-1].append(task)
+                    size += bytes_
+                total += sum(sizes)
+                if total >= WORKER_BYTES and len(batches) - 1 > sent:  # (the last grows)
+                    futures += self._hand_out(workers, batches[sent:-1])
+                    sent = len(batches) - 1
+            if not discovery.sessions:
+                raise no_sessions(paths)
+            self.layout = discovery.layout()
+            if workers < 2 or total < WORKER_BYTES:  # read here, in result()
+                self._reads = map(_read_batch, [self.tasks])
+                return
+            futures += self._hand_out(workers, batches[sent:])
+            self._reads = (future.result() for future in futures)
         except BaseException:
             self.close()
             raise
+
+    def _hand_out(self, workers: int, batches: list[list[_Task]]) -> list[Future[_BatchRead]]:
+        """`batches` handed to the workers, started at the first."""
+        if self._pool is None:
+            # fork before anything starts a thread here (polars, DuckDB: imported after);
+            # a worker runs msgspec and re only. A spawned one would run __main__ again.
+            context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+            self._pool = ProcessPoolExecutor(workers, mp_context=context,
+                                             initializer=ignore_stops)  # fmt: skip
+        return [self._pool.submit(_read_batch, batch) for batch in batches]
 
     def close(self) -> None:
         if self._pool is not None:
