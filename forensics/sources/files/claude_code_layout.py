@@ -82,22 +82,25 @@ def _peek_session(path: Path) -> str | None:
     return None
 
 
-def _classify(path: Path, projects_dir: Path) -> tuple[str, str, TranscriptFile] | None:
-    """(app, session, file) of a transcript by its place under the projects folder; None
-    where Claude Code writes none."""
-    text, base = str(path), str(projects_dir) + os.sep
-    if text.startswith(base) and os.sep == "/":  # (Path.relative_to: a third of discover)
+def _classify(text: str, projects_dir: str) -> tuple[str, str, TranscriptFile] | None:
+    """(app, session, file) of a transcript (its path's text) by its place under the
+    projects folder (its text); None where Claude Code writes none. (On text: a Path's
+    relative_to, parts and stem were a third of discover.)"""
+    base = projects_dir if projects_dir.endswith(os.sep) else projects_dir + os.sep
+    if text.startswith(base) and os.sep == "/":
         parts: tuple[str, ...] = tuple(text[len(base) :].split("/"))
     else:
-        parts = path.relative_to(projects_dir).parts
+        parts = Path(text).relative_to(projects_dir).parts
     rel = "/".join(parts)
-    if len(parts) == 2 and not path.stem.startswith("agent-"):
-        return parts[0], path.stem, TranscriptFile(rel, "main", path=str(path))
+    name = parts[-1]
+    stem = name[:-6] if name.endswith(".jsonl") and len(name) > 6 else Path(name).stem
+    if len(parts) == 2 and not stem.startswith("agent-"):
+        return parts[0], stem, TranscriptFile(rel, "main", path=text)
     if len(parts) == 2:
-        file = TranscriptFile(rel, "agent", agent_id_of(path.stem), str(path))
-        return parts[0], _peek_session(path) or path.stem, file
+        file = TranscriptFile(rel, "agent", agent_id_of(stem), text)
+        return parts[0], _peek_session(Path(text)) or stem, file
     if len(parts) == 4 and parts[2] == "subagents":
-        file = TranscriptFile(rel, "subagent", agent_id_of(path.stem), str(path))
+        file = TranscriptFile(rel, "subagent", agent_id_of(stem), text)
         return parts[0], parts[1], file
     return None
 
@@ -163,27 +166,29 @@ class Discovery:
         found: dict[tuple[str, str], SessionFiles] = {}
         files_seen: set[object] = set()  # each file's (device, inode): one file, however reached
 
-        def add(path: Path, projects_dir: Path) -> None:
-            placed = _classify(path, projects_dir)
+        def add(text: str, projects_dir: str) -> None:  # (a path's text: str(Path))
+            placed = _classify(text, projects_dir)
             if placed is None:
-                self.passed_over.append((str(path), "not where Claude Code writes transcripts"))
+                self.passed_over.append((text, "not where Claude Code writes transcripts"))
                 return
             stat = None
             try:  # (one stat: Path.resolve walked every folder of every path, in Python)
-                stat = os.stat(path)
+                stat = os.stat(text)
                 real: object = (stat.st_dev, stat.st_ino)
                 if not stat.st_ino:  # a file system without inode numbers: the path itself
-                    real = path.resolve()
+                    real = Path(text).resolve()
             except (OSError, RuntimeError):  # a link loop: reading it says why
-                real = path
+                real = Path(text)
             if real in files_seen:
                 return
             files_seen.add(real)
             app, sid, file = placed
-            entry = found.setdefault((app, sid), SessionFiles(app, sid))
-            entry.files.append((path, file))
+            entry = found.get((app, sid))
+            if entry is None:
+                entry = found[app, sid] = SessionFiles(app, sid)
+            entry.files.append((Path(text), file))
             if stat is not None:  # whether it changed since an ingest read it, without a
-                entry.stats[str(path)] = (stat.st_size, stat.st_mtime_ns)  # second stat
+                entry.stats[text] = (stat.st_size, stat.st_mtime_ns)  # second stat
 
         for given in self.paths:
             path = Path(os.path.abspath(given.expanduser()))  # a project is its folder's name
@@ -195,7 +200,7 @@ class Discovery:
                 )
             self.roots.append(str(given))
             if path.is_file():
-                add(path, _projects_dir(path))
+                add(str(path), str(_projects_dir(path)))
                 continue
             if (path / "projects").is_dir():
                 path = projects_dir = path / "projects"
@@ -208,7 +213,7 @@ class Discovery:
             whole = len(self.paths) == 1 and path == projects_dir
             for texts in _transcripts(path):
                 for text in texts:
-                    add(Path(text), projects_dir)
+                    add(text, str(projects_dir))
                 if whole:
                     yield from self._whole(found)
         yield from self._whole(found)
