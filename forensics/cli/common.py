@@ -26,17 +26,6 @@ import typer
 from ..errors import FactsInterrupted, ForensicsError, waited
 from ..sanitize import visible
 
-# typer 0.29 prints a type after every flag (`--help <bool>`, `--full <bool>`): a flag
-# takes no value, so its help shows none.
-_display_type = typer.core.TyperOption.display_type_rich
-
-
-def _flag_shows_no_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
-    return None if self.is_flag else _display_type(self, ctx)
-
-
-typer.core.TyperOption.display_type_rich = _flag_shows_no_type  # type: ignore[method-assign]
-
 if TYPE_CHECKING:
     import polars as pl
 
