@@ -88,3 +88,74 @@ def test_relay_size_is_the_length_of_pythons_str(tmp_path_factory, args):
     with Store.open(tmp / "f.duckdb", read_only=True) as con:
         relayed = [r[0] for r in con.run("SELECT relay_chars FROM parts ORDER BY part_index")]
     assert relayed == [len(str(dict(sorted(args.items())))), len(str(args))]
+
+
+tricky = st.text(st.sampled_from('ab:,"\\/{}[]\n\t\x01é😀 '), max_size=12)
+tricky_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | tricky,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(tricky, inner, max_size=3),
+    max_leaves=10)
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(tricky_values, min_size=1, max_size=5))
+def test_relay_separators_of_a_cut_head_are_the_regular_expressions(values):
+    """stage_parts counts the ':' and ',' outside strings in a payload's first 8 KB
+    (relay_chars) from its quote-split pieces; the definition takes every whole string
+    out with a regular expression. Equal on every prefix of DuckDB's compact JSON of
+    values full of quotes, backslashes and separators: a cut inside a string, or inside
+    an escape, keeps that string's rest as the expression does."""
+    from forensics import sql
+    from forensics.store.handle import connect
+
+    con = connect()
+    con.execute(sql.load("families/adk/macros").sql)
+    texts = [con.execute("SELECT json(?)::VARCHAR", [json.dumps(v)]).fetchone()[0]
+             for v in values]  # fmt: skip
+    heads = [[t[:n]] for t in texts for n in range(len(t) + 1)]
+    con.execute("CREATE TABLE heads (head VARCHAR)")
+    con.executemany("INSERT INTO heads VALUES (?)", heads)
+    differing = con.execute(r"""
+        SELECT head, by_expression, by_pieces FROM (
+            SELECT head,
+                   length(bare) - length(replace(replace(bare, ':', ''), ',', ''))
+                       AS by_expression,
+                   separators(list_filter(pieces, lambda piece, i: i % 2 = 1
+                                                              OR i = len(pieces))) AS by_pieces
+            FROM (SELECT head, regexp_replace(head, '"(?:[^"\\]|\\.)*"', '', 'g') AS bare,
+                         string_split(replace(replace(head, '\\', ''), '\"', ''), '"') AS pieces
+                  FROM heads))
+        WHERE by_expression IS DISTINCT FROM by_pieces""").fetchall()
+    assert not differing and len(heads) > len(values)
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(tricky_values, min_size=1, max_size=6), pad=st.integers(0, 64))
+def test_relay_size_of_a_long_payload_follows_its_definition(tmp_path_factory, values, pad):
+    """Beyond 8 KB, relay_chars scales what the first 8,192 characters of the compact
+    JSON add (':' and ',' outside whole strings, less the escaped quotes) to the whole:
+    the stored figure equals that definition computed here, wherever the cut falls."""
+    import re
+    from fractions import Fraction
+
+    from forensics.store.handle import connect
+
+    rows = list(values)
+    while len(json.dumps(rows, ensure_ascii=False, separators=(",", ":"))) < 8300:
+        rows += rows
+    args = {"pad": "x" * pad, "rows": rows}
+    tmp = Path(tmp_path_factory.mktemp("relay_long"))
+    event = {"id": "e", "author": "a", "timestamp": 1.0, "content": {"role": "model", "parts": [
+        {"function_call": {"id": "c", "name": "t", "args": args}}]}}
+    (tmp / "r.json").write_text(json.dumps([event]))
+    api.ingest_json(tmp / "f.duckdb", [tmp / "r.json"])
+    with Store.open(tmp / "f.duckdb", read_only=True) as con:
+        (relayed,) = con.run("SELECT relay_chars FROM parts")[0]
+    payload = connect().execute("SELECT json(?)::VARCHAR", [json.dumps(args)]).fetchone()[0]
+    head = payload[:8192]
+    bare = re.sub(r'"(?:[^"\\]|\\.)*"', "", head)
+    extra = bare.count(":") + bare.count(",") - head.count('\\"')
+    scaled = Fraction(extra * len(payload), 8192)  # (exact in a double: a power of 2)
+    rounded = int(scaled + Fraction(1, 2)) if scaled >= 0 else -int(-scaled + Fraction(1, 2))
+    assert len(payload) > 8192 and relayed == len(payload) + rounded
