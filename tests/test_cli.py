@@ -210,11 +210,12 @@ def test_a_command_imports_only_what_it_uses(tmp_path, command, allowed):
     """`sessions` (a query command) reads the store and prints a table: no chart or
     template library, no source client, no price tables (issue 27: start-up). Nothing
     imports pandas (pyarrow's builders would, asked for a table of Python values: 0.2 s)
-    or matplotlib (the incident's charts are written directly)."""
+    or matplotlib (the incident's charts are written directly), nor pydantic (typer 0.29
+    validates every parameter with it: 50-60 ms; pyproject keeps typer below it)."""
     db = tmp_path / "q.duckdb"
     api.ingest_sqlite(db, ROOT / "sample_data" / "adk_v1.db")
     heavy = ("matplotlib", "jinja2", "opensearchpy", "psycopg", "genai_prices", "pandas",
-             "pyspark", "google")  # fmt: skip
+             "pyspark", "google", "pydantic")  # fmt: skip
     argv = [a.replace("{tmp}", str(tmp_path)) for a in command]
     code = ("import atexit, sys\n"
             f"atexit.register(lambda: print(sorted(m for m in {heavy!r} if m in sys.modules),"

@@ -101,8 +101,9 @@ tricky_values = st.recursive(
 @given(values=st.lists(tricky_values, min_size=1, max_size=5))
 def test_relay_separators_of_a_cut_head_are_the_regular_expressions(values):
     """stage_parts counts the ':' and ',' outside strings in a payload's first 8 KB
-    (relay_chars) from its quote-split pieces; the definition takes every whole string
-    out with a regular expression. Equal on every prefix of DuckDB's compact JSON of
+    (relay_chars) from its quote-split pieces (the macros head_pieces and
+    head_separators); the definition takes every whole string out with a regular
+    expression. Equal on every prefix of DuckDB's compact JSON of
     values full of quotes, backslashes and separators: a cut inside a string, or inside
     an escape, keeps that string's rest as the expression does."""
     from forensics import sql
@@ -120,10 +121,9 @@ def test_relay_separators_of_a_cut_head_are_the_regular_expressions(values):
             SELECT head,
                    length(bare) - length(replace(replace(bare, ':', ''), ',', ''))
                        AS by_expression,
-                   separators(list_filter(pieces, lambda piece, i: i % 2 = 1
-                                                              OR i = len(pieces))) AS by_pieces
+                   head_separators(pieces) AS by_pieces
             FROM (SELECT head, regexp_replace(head, '"(?:[^"\\]|\\.)*"', '', 'g') AS bare,
-                         string_split(replace(replace(head, '\\', ''), '\"', ''), '"') AS pieces
+                         head_pieces(head) AS pieces
                   FROM heads))
         WHERE by_expression IS DISTINCT FROM by_pieces""").fetchall()
     assert not differing and len(heads) > len(values)

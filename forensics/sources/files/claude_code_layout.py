@@ -162,7 +162,9 @@ class Discovery:
         return Layout(self.sessions, self.roots, self.passed_over)
 
     def __iter__(self) -> Iterator[SessionFiles]:
-        """Each session found; a file reached twice (two paths, two roots) is read once."""
+        """Each session found; a file reached twice (two paths, two roots) is read once.
+        (Looked for again, from the start.)"""
+        self.sessions, self.roots, self.passed_over = [], [], []
         found: dict[tuple[str, str], SessionFiles] = {}
         files_seen: set[object] = set()  # each file's (device, inode): one file, however reached
 

@@ -33,7 +33,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ...errors import ignore_stops
+from ...errors import ignore_stops, waited
 from ...families.claude_code.transcript import (
     call_detail,
     failure_detail,
@@ -365,7 +365,7 @@ class Reading:
                 self._reads = map(_read_batch, [self.tasks])
                 return
             futures += self._hand_out(workers, batches[sent:])
-            self._reads = (future.result() for future in futures)
+            self._reads = (waited(future) for future in futures)  # (a Ctrl-C seen)
         except BaseException:
             self.close()
             raise

@@ -46,16 +46,12 @@ payloads AS (
 valued AS (
     -- separators and escaped quotes counted on the first 8 KB only, and scaled to
     -- the whole payload beyond that: a tool result's rows are alike, and a full
-    -- pass over every 500 KB result cost more than the rest of the part together.
-    -- The separators outside strings are those of structure(head)'s pieces, and of the
-    -- rest of a string the cut falls in (its last piece, when the pieces are even):
-    -- what remains of the head once every whole string is taken out (the definition,
-    -- a regular expression 2.5x slower: tests/test_sizes_property.py holds them equal)
+    -- pass over every 500 KB result cost more than the rest of the part together
     SELECT *,
-           separators(list_filter(pieces, lambda piece, i: i % 2 = 1 OR i = len(pieces)))
+           head_separators(pieces)
                - (length(head) - length(replace(head, '\"', ''))) // 2 AS head_extra
     FROM (
-        SELECT *, string_split(replace(replace(head, '\\', ''), '\"', ''), '"') AS pieces
+        SELECT *, head_pieces(head) AS pieces
         FROM (SELECT *, left(payload, 8192) AS head FROM payloads)
     )
 )
