@@ -10,12 +10,14 @@ the reader thread while the store inserts the previous batch.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import duckdb
 import pyarrow as pa
 
 from ... import sql
+from ...errors import waited
 from ...model import RAW_SESSION_SCHEMA, Batch, Skip
 from ...store.handle import connect, raise_if_interrupted
 from .results import size_results
@@ -54,6 +56,14 @@ class Normalized:
 class Normalizer:
     def __init__(self) -> None:
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._sizer: ThreadPoolExecutor | None = None
+
+    def _size_apart(self, payloads: pa.Table) -> Future[tuple[pa.Table, pa.Table]]:
+        """size_results of a batch's payloads in a thread of its own, while this one's
+        DuckDB stages the parts and events (numpy and DuckDB let go of the GIL)."""
+        if self._sizer is None:
+            self._sizer = ThreadPoolExecutor(1, thread_name_prefix="forensics-sizes")
+        return self._sizer.submit(size_results, payloads)
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -103,9 +113,22 @@ class Normalizer:
             self._run("stage_events")
             skipped = list(batch.skipped)
             skipped += [Skip(str(loc), str(why)) for loc, why in self._run("invalid_events")]
-            self._run("stage_parts")
-            # the guard's sizes: results.py reads what it can, stage_results.sql the rest
-            sized, declined = size_results(self._table("result_payloads"))
+            # the guard's sizes: results.py reads what it can (in a thread of its own, while
+            # the statements below run), stage_results.sql the rest
+            sizing = self._size_apart(self._table("result_payloads"))
+            try:
+                self._run("stage_parts")
+                # the watermark is on the column the loaders filter on, not the JSON's own
+                (newest,) = self.con.execute(
+                    "SELECT max(coalesce(column_epoch, epoch)) FROM staged WHERE valid"
+                ).fetchall()[0]
+                keys = self.con.execute(sql.load("families/adk/release_keys").sql)
+                names = [d[0] for d in keys.description]
+                release_keys = [dict(zip(names, row, strict=True)) for row in keys.fetchall()]
+                events = self._table("event_rows")
+                sessions = self._table("session_rows")
+            finally:
+                sized, declined = waited(sizing)  # (its error, or this one's after it)
             self.con.register("sized_results", sized)
             self.con.register("results_to_size", declined)
             if declined.num_rows:
@@ -114,17 +137,10 @@ class Normalizer:
                 self.con.execute(
                     "CREATE OR REPLACE TEMP TABLE staged_results AS FROM sized_results LIMIT 0"
                 )
-            # the watermark is on the column the loaders filter on, not the JSON's own
-            (newest,) = self.con.execute(
-                "SELECT max(coalesce(column_epoch, epoch)) FROM staged WHERE valid"
-            ).fetchall()[0]
-            keys = self.con.execute(sql.load("families/adk/release_keys").sql)
-            names = [d[0] for d in keys.description]
-            release_keys = [dict(zip(names, row, strict=True)) for row in keys.fetchall()]
             return Normalized(
-                events=self._table("event_rows"),
+                events=events,
                 parts=self._table("part_rows"),
-                sessions=self._table("session_rows"),
+                sessions=sessions,
                 rows_read=batch.rows_read,
                 skipped=skipped,
                 newest=newest,
@@ -140,6 +156,8 @@ class Normalizer:
                     pass
 
     def close(self) -> None:
+        if self._sizer is not None:
+            self._sizer.shutdown(cancel_futures=True)
         if self._con is not None:
             self._con.close()
 
