@@ -81,7 +81,7 @@ def _part_rows(raw: list[str], decline_all: bool) -> list[dict]:
     normalizer = normalize.Normalizer()
     real = results.size_results
 
-    def declined(payloads: pa.Table) -> tuple[pa.Table, pa.Table]:
+    def declined(payloads: pa.Table, *_: object) -> tuple[pa.Table, pa.Table]:
         none, _ = real(payloads.slice(0, 0))
         return none, payloads.select(list(results.KEY))
 
@@ -121,3 +121,27 @@ def test_what_the_bytes_cannot_tell_is_left_to_the_sql(response, declined):
     sized, left = results.size_results(payloads)
     assert (left.num_rows, sized.num_rows) == ((1, 0) if declined else (0, 1))
     assert _part_rows([response], False) == _part_rows([response], True)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(responses(), min_size=2, max_size=12), st.integers(1, 400))
+def test_chunks_sized_in_threads_come_back_in_order(raw, chunk_bytes):
+    """The normaliser sizes a batch's chunks two at a time (an executor's submit): the
+    same figures, in the same order, as one after another, whatever the chunk size."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    n = len(raw)
+    payloads = pa.table(
+        {**{k: [f"{k}{i}" for i in range(n)] for k in results.KEY[:-1]},
+         "part_index": pa.array(range(n), pa.int32()), "payload": raw},
+    )  # fmt: skip
+    real = results.CHUNK_BYTES
+    results.CHUNK_BYTES = chunk_bytes  # (a module constant: several chunks of a few)
+    try:
+        alone = results.size_results(payloads)
+        with ThreadPoolExecutor(2) as pool:
+            apart = results.size_results(payloads, pool.submit)
+    finally:
+        results.CHUNK_BYTES = real
+    assert apart[0].equals(alone[0]) and apart[1].equals(alone[1])
+    assert alone[0].num_rows + alone[1].num_rows == n

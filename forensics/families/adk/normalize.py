@@ -30,6 +30,10 @@ from .results import size_results
 # events, with the store committing batch by batch; 972 MB with 768 MB).
 MEMORY_LIMIT = "384MB"
 MAX_MEMORY_MB = 16_384
+# Threads that size a batch's tool results (results.py), a chunk each, beside this
+# module's DuckDB: the sizing was the normaliser's critical path (16 s of 28 s on
+# 200,000 ADK events), with a core a quarter idle.
+SIZING_THREADS = 2
 # One thread: a batch's statements gain little from a second (they wait on each other's
 # tasks), and the core they took is the one the store's inserts, the reader and the
 # server need. Measured on 200,000 events from PostgreSQL: the ingest took 27.6-28.5 s
@@ -56,14 +60,17 @@ class Normalized:
 class Normalizer:
     def __init__(self) -> None:
         self._con: duckdb.DuckDBPyConnection | None = None
-        self._sizer: ThreadPoolExecutor | None = None
+        self._sizer: ThreadPoolExecutor | None = None  # a batch's size_results
+        self._chunks: ThreadPoolExecutor | None = None  # and its chunks, two at a time
 
     def _size_apart(self, payloads: pa.Table) -> Future[tuple[pa.Table, pa.Table]]:
-        """size_results of a batch's payloads in a thread of its own, while this one's
+        """size_results of a batch's payloads in threads of their own, while this one's
         DuckDB stages the parts and events (numpy and DuckDB let go of the GIL)."""
-        if self._sizer is None:
+        if self._sizer is None or self._chunks is None:
             self._sizer = ThreadPoolExecutor(1, thread_name_prefix="forensics-sizes")
-        return self._sizer.submit(size_results, payloads)
+            self._chunks = ThreadPoolExecutor(SIZING_THREADS,
+                                              thread_name_prefix="forensics-sizes")  # fmt: skip
+        return self._sizer.submit(size_results, payloads, self._chunks.submit)
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -156,8 +163,9 @@ class Normalizer:
                     pass
 
     def close(self) -> None:
-        if self._sizer is not None:
-            self._sizer.shutdown(cancel_futures=True)
+        for pool in (self._sizer, self._chunks):
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
         if self._con is not None:
             self._con.close()
 

@@ -22,13 +22,16 @@ an object, or anything unexpected) is declined, and the SQL sizes it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+import queue
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import msgspec
 import numpy as np
 import pyarrow as pa
 
+from ...errors import waited
 from ...store.arrow import column, numeric
 
 KEY = ("app_name", "user_id", "session_id", "event_id", "origin", "part_index")
@@ -311,10 +314,14 @@ class _Chunk:
     envelope_extra: np.ndarray
 
 
-def size_results(payloads: pa.Table) -> tuple[pa.Table, pa.Table]:
+def size_results(
+    payloads: pa.Table, submit: Callable[..., Future[_Part]] | None = None
+) -> tuple[pa.Table, pa.Table]:
     """Per function_response of `payloads` (KEY columns and `payload`, its response as
     JSON text): the guard's figures (RESULT_SCHEMA) of those this module reads, and the
-    KEY of those it declines, for stage_results.sql to size."""
+    KEY of those it declines, for stage_results.sql to size. `submit` (an executor's):
+    the chunks are sized apart, in its threads (numpy's sweeps let go of the GIL), and
+    put back in order."""
     if not payloads.num_rows:  # (no pyarrow builder: they import pandas, 0.25 s)
         return pa.Table.from_batches([], RESULT_SCHEMA), payloads.select(list(KEY))
     column = payloads.column("payload").combine_chunks()
@@ -324,33 +331,66 @@ def size_results(payloads: pa.Table) -> tuple[pa.Table, pa.Table]:
         column.offset : column.offset + len(column) + 1
     ].astype(np.int64)
     data = np.frombuffer(column.buffers()[2] or b"", dtype=np.uint8)
-    taken: list[int] = []
-    declined: list[int] = []
-    chunks: list[_Chunk] = []
     largest = int(np.diff(offsets).max(initial=0))  # a chunk holds one payload at least
-    scratch = np.empty((2, max(min(CHUNK_BYTES, len(data)), largest)), dtype=bool)
-    for first, last in _chunks(offsets, CHUNK_BYTES):
-        base = int(offsets[first])
-        chunk = data[base : int(offsets[last])]
-        counts = _Counts(chunk, scratch)
-        local = offsets[first : last + 1] - base
-        surrogates = counts.between(counts.surrogates, local[:-1], local[1:])
-        raw = chunk.tobytes()
-        found: list[_Sized] = []
-        for i in range(first, last):
-            try:
-                if surrogates[i - first]:
-                    raise Declined("a surrogate escape")
-                found.append(_size(raw[local[i - first] : local[i - first + 1]], i))
-            except Declined:
-                declined.append(i)
-        if found:
-            index = np.array([s.row - first for s in found], dtype=np.int64)
-            chunks.append(_figures(counts, found, local[index], local[index + 1]))
-            taken += [s.row for s in found]
+    # two bool rows of a chunk's length, reused by the chunks sized one after another
+    scratch: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()
+    width = max(min(CHUNK_BYTES, len(data)), largest)
+
+    def sized(first: int, last: int) -> _Part:
+        try:
+            rows = scratch.get_nowait()
+        except queue.Empty:
+            rows = np.empty((2, width), dtype=bool)
+        try:
+            return _size_chunk(offsets, data, first, last, rows)
+        finally:
+            scratch.put(rows)
+
+    spans = list(_chunks(offsets, CHUNK_BYTES))
+    if submit is None or len(spans) < 2:
+        parts = [sized(first, last) for first, last in spans]
+    else:
+        parts = [waited(f) for f in [submit(sized, first, last) for first, last in spans]]
+    taken = [row for part in parts for row in part.taken]
+    declined = [row for part in parts for row in part.declined]
+    chunks = [part.chunk for part in parts if part.chunk is not None]
     keys = payloads.select(list(KEY))
-    sized = _table(keys.take(numeric(np.array(taken, np.int64), pa.int64())), chunks)
-    return sized, keys.take(numeric(np.array(declined, np.int64), pa.int64()))
+    sized_rows = _table(keys.take(numeric(np.array(taken, np.int64), pa.int64())), chunks)
+    return sized_rows, keys.take(numeric(np.array(declined, np.int64), pa.int64()))
+
+
+@dataclass
+class _Part:
+    """One chunk's payloads: the rows it sized (their figures) and those it declined."""
+
+    taken: list[int]
+    declined: list[int]
+    chunk: _Chunk | None
+
+
+def _size_chunk(offsets: np.ndarray, data: np.ndarray, first: int, last: int,
+                scratch: np.ndarray) -> _Part:  # fmt: skip
+    """The payloads [first, last) of `data` (at `offsets`), sized."""
+    base = int(offsets[first])
+    chunk = data[base : int(offsets[last])]
+    counts = _Counts(chunk, scratch)
+    local = offsets[first : last + 1] - base
+    surrogates = counts.between(counts.surrogates, local[:-1], local[1:])
+    raw = chunk.tobytes()
+    found: list[_Sized] = []
+    declined: list[int] = []
+    for i in range(first, last):
+        try:
+            if surrogates[i - first]:
+                raise Declined("a surrogate escape")
+            found.append(_size(raw[local[i - first] : local[i - first + 1]], i))
+        except Declined:
+            declined.append(i)
+    if not found:
+        return _Part([], declined, None)
+    index = np.array([s.row - first for s in found], dtype=np.int64)
+    figures = _figures(counts, found, local[index], local[index + 1])
+    return _Part([s.row for s in found], declined, figures)
 
 
 def _figures(counts: _Counts, found: list[_Sized], starts: np.ndarray, ends: np.ndarray) -> _Chunk:
