@@ -12,6 +12,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from ...errors import ForensicsError
@@ -52,9 +53,16 @@ class SessionFiles:
 
     app: str
     session_id: str
-    files: list[tuple[Path, TranscriptFile]] = field(default_factory=list)
+    found: list[TranscriptFile] = field(default_factory=list)  # each file; `path` its text
     # (size, mtime_ns) of each file as discovery found it (its one stat), by path text
     stats: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @cached_property
+    def files(self) -> list[tuple[Path, TranscriptFile]]:
+        """Each file with its Path, made when a reader first asks (a Path for each of
+        8,400 files was a fifth of discovery, and a re-ingest that finds the files
+        unchanged reads none)."""
+        return [(Path(file.path), file) for file in self.found]
 
 
 @dataclass
@@ -188,7 +196,7 @@ class Discovery:
             entry = found.get((app, sid))
             if entry is None:
                 entry = found[app, sid] = SessionFiles(app, sid)
-            entry.files.append((Path(text), file))
+            entry.found.append(file)
             if stat is not None:  # whether it changed since an ingest read it, without a
                 entry.stats[text] = (stat.st_size, stat.st_mtime_ns)  # second stat
 
@@ -227,7 +235,7 @@ class Discovery:
         found.clear()
         order = {"main": 0, "subagent": 1, "agent": 2}
         for entry in sessions:
-            entry.files.sort(key=lambda item: (order[item[1].role], item[1].rel))
+            entry.found.sort(key=lambda file: (order[file.role], file.rel))
         self.sessions += sessions
         return sessions
 
@@ -288,7 +296,7 @@ def to_read(
     todo: list[tuple[SessionFiles, Stats]] = []
     unchanged = 0
     for entry in layout.sessions:
-        stats = {str(p): entry.stats.get(str(p)) or _stat(p) for p, _ in entry.files}
+        stats = {f.path: entry.stats.get(f.path) or _stat(Path(f.path)) for f in entry.found}
         if known and all(known.get(p) == st for p, st in stats.items()):
             unchanged += 1
             continue
