@@ -28,6 +28,8 @@ from .results import size_results
 # again, and took 768 MB; they are read from the bytes now (results.py), the SQL sizing
 # only what that declines, and 384 MB is enough again (measured: peak 902 MB at 200,000
 # events, with the store committing batch by batch; 972 MB with 768 MB).
+# With the sizes in threads beside the statements (SIZING_THREADS): 891 MB at 200,000
+# events from PostgreSQL, 922 MB from SQLite (bench_floors.py, 2026-12-07).
 MEMORY_LIMIT = "384MB"
 MAX_MEMORY_MB = 16_384
 # Threads that size a batch's tool results (results.py), a chunk each, beside this
@@ -69,7 +71,7 @@ class Normalizer:
         if self._sizer is None or self._chunks is None:
             self._sizer = ThreadPoolExecutor(1, thread_name_prefix="forensics-sizes")
             self._chunks = ThreadPoolExecutor(SIZING_THREADS,
-                                              thread_name_prefix="forensics-sizes")  # fmt: skip
+                                              thread_name_prefix="forensics-chunks")  # fmt: skip
         return self._sizer.submit(size_results, payloads, self._chunks.submit)
 
     @property
@@ -133,9 +135,11 @@ class Normalizer:
                 names = [d[0] for d in keys.description]
                 release_keys = [dict(zip(names, row, strict=True)) for row in keys.fetchall()]
                 events = self._table("event_rows")
-                sessions = self._table("session_rows")
+                session_rows = self._table("session_rows")
             finally:
-                sized, declined = waited(sizing)  # (its error, or this one's after it)
+                # (a sizing error replaces this thread's, an OutOfMemoryException too: the
+                # batch is then not normalised again with the cap raised, but stops the run)
+                sized, declined = waited(sizing)
             self.con.register("sized_results", sized)
             self.con.register("results_to_size", declined)
             if declined.num_rows:
@@ -147,7 +151,7 @@ class Normalizer:
             return Normalized(
                 events=events,
                 parts=self._table("part_rows"),
-                sessions=sessions,
+                sessions=session_rows,
                 rows_read=batch.rows_read,
                 skipped=skipped,
                 newest=newest,
@@ -163,11 +167,13 @@ class Normalizer:
                     pass
 
     def close(self) -> None:
-        for pool in (self._sizer, self._chunks):
-            if pool is not None:
-                pool.shutdown(cancel_futures=True)
-        if self._con is not None:
-            self._con.close()
+        try:
+            for pool in (self._sizer, self._chunks):  # (the sizes first: they wait on chunks)
+                if pool is not None:
+                    pool.shutdown(cancel_futures=True)
+        finally:
+            if self._con is not None:
+                self._con.close()
 
 
 def _nothing(batch: Batch) -> Normalized:

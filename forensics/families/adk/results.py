@@ -331,16 +331,18 @@ def size_results(
         column.offset : column.offset + len(column) + 1
     ].astype(np.int64)
     data = np.frombuffer(column.buffers()[2] or b"", dtype=np.uint8)
-    largest = int(np.diff(offsets).max(initial=0))  # a chunk holds one payload at least
-    # two bool rows of a chunk's length, reused by the chunks sized one after another
+    # two bool rows at least a chunk long (a chunk holds one payload at least), one per
+    # thread at a time, handed on to the chunks sized after it when wide enough
     scratch: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()
-    width = max(min(CHUNK_BYTES, len(data)), largest)
 
     def sized(first: int, last: int) -> _Part:
+        need = int(offsets[last] - offsets[first])
         try:
             rows = scratch.get_nowait()
         except queue.Empty:
-            rows = np.empty((2, width), dtype=bool)
+            rows = None
+        if rows is None or rows.shape[1] < need:  # (a payload over CHUNK_BYTES: its own)
+            rows = np.empty((2, max(need, min(CHUNK_BYTES, len(data)))), dtype=bool)
         try:
             return _size_chunk(offsets, data, first, last, rows)
         finally:
