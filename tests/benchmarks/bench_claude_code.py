@@ -221,7 +221,7 @@ def targets(measured: dict[str, tuple[int, float, int]], floor: float, one_file:
     if rc_b == 0 and rc_c == 0:
         want = 3.0 if one_file else 5.0
         ratio = (ingest + cost) / floor
-        lines.append(f"    ingest + cost {ingest + cost:.2f} s: {ratio:.1f}x ccusage "
+        lines.append(f"    ingest + cost {ingest + cost:.2f} s: {ratio:.2f}x ccusage "
                      f"(target {want:.0f}x) {verdict(ratio <= want)}")
     rc_e, unchanged, _ = measured["e"]
     if rc_e == 0:
@@ -230,7 +230,8 @@ def targets(measured: dict[str, tuple[int, float, int]], floor: float, one_file:
     rc_f, straight, _ = measured["f"]
     if rc_f == 0:
         ratio = straight / floor
-        lines.append(f"    --transcripts {ratio:.1f}x ccusage (target 2x) {verdict(ratio <= 2.0)}")
+        # (two places: 2.05x printed as 2.0x read as met)
+        lines.append(f"    --transcripts {ratio:.2f}x ccusage (target 2x) {verdict(ratio <= 2.0)}")
     peak = max(rss for letter, (_, _, rss) in measured.items() if letter != "a")  # KB
     lines.append(f"    peak RSS of our commands {peak / 1024:,.0f} MB (target 500 MB) "
                  f"{verdict(peak < 500 * 1024)}")
