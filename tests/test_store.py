@@ -173,6 +173,20 @@ class HangingSource(FailingSource):
         time.sleep(60)
 
 
+class GoodBatches(FailingSource):
+    """Its good batches, then the end: an ingest that completes."""
+
+    notes: dict[str, object] = {}
+
+    def __init__(self, good_batches: int):
+        super().__init__(RuntimeError("unused"), good_batches)
+
+    def batches(self, since_watermark):
+        read = super().batches(since_watermark)
+        for _ in range(self.good_batches):
+            yield next(read)
+
+
 def test_a_batch_that_meets_the_stores_memory_cap_is_stored_again_with_the_cap_doubled(
     tmp_path, monkeypatch
 ):
@@ -183,14 +197,6 @@ def test_a_batch_that_meets_the_stores_memory_cap_is_stored_again_with_the_cap_d
     the cap, which DuckDB does not survive: holding more than half the cap before the
     commit, it is undone and stored with the checked statements, which meet it.)"""
     from forensics.ingest import pipeline
-
-    class ThreeBatches(FailingSource):
-        notes: dict[str, object] = {}
-
-        def batches(self, since_watermark):
-            read = super().batches(since_watermark)
-            for _ in range(self.good_batches):
-                yield next(read)
 
     raised: list[str] = []
     run = Store.run
@@ -203,7 +209,7 @@ def test_a_batch_that_meets_the_stores_memory_cap_is_stored_again_with_the_cap_d
     monkeypatch.setattr(pipeline, "INGEST_MEMORY_LIMIT", "2MB")
     monkeypatch.setattr(Store, "run", watched)
     con = Store.open(tmp_path / "f.duckdb")
-    result = ingest(con, ThreeBatches(RuntimeError("unused"), good_batches=3))
+    result = ingest(con, GoodBatches(good_batches=3))
     monkeypatch.undo()
     assert raised, "the cap was never met: the test does not reach the retry"
     assert (result.rows_read, result.rows_loaded) == (15, 15)
@@ -303,14 +309,6 @@ def test_a_stop_just_after_the_runs_commit_keeps_the_run(tmp_path, monkeypatch):
     from forensics.errors import FactsInterrupted
     from forensics.ingest import pipeline
 
-    class TwoBatches(FailingSource):
-        notes: dict[str, object] = {}
-
-        def batches(self, since_watermark):
-            read = super().batches(since_watermark)
-            for _ in range(self.good_batches):
-                yield next(read)
-
     run = Store.run
     finishing: list[bool] = []
     finish = pipeline._Run.finish
@@ -331,7 +329,7 @@ def test_a_stop_just_after_the_runs_commit_keeps_the_run(tmp_path, monkeypatch):
     con = Store.open(tmp_path / "f.duckdb")
     stop: BaseException | None = None
     try:  # (a bare KeyboardInterrupt would end pytest's run: caught, and checked)
-        ingest(con, TwoBatches(RuntimeError("unused"), good_batches=2))
+        ingest(con, GoodBatches(good_batches=2))
     except KeyboardInterrupt as e:
         stop = e
     monkeypatch.undo()

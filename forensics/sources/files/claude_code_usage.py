@@ -314,7 +314,7 @@ def _tasks(entry: SessionFiles, user: str, parted: bool) -> tuple[list[_Task], l
     for path, file in entry.files:
         task = (entry.app, entry.session_id, user, path, file.rel, file.path or file.rel)
         # (the size discovery's one stat found; a file it could not stat, stat here)
-        known = entry.stats.get(str(path)) if parted else None
+        known = entry.stats.get(file.path) if parted else None
         size = known[0] if known is not None else _size(path) if parted else 0
         cuts = list(range(0, size, BATCH_BYTES))[1:] if size > BATCH_BYTES else []
         for first, last in zip([0, *cuts], [*cuts, None], strict=True):
