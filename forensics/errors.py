@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import TypeVar
@@ -68,38 +68,63 @@ def stop_deferred() -> Iterator[None]:
     """Ctrl-C or SIGTERM during the block takes effect when it ends: for a request whose
     answer must reach the caller for it to clean up after it (a point in time or a scroll
     the server opens, whose id only its answer carries; the request has a timeout). A
-    second one does not wait. Only the main thread receives signals; elsewhere, or where
-    a handler was set outside Python, the block runs as it is."""
-    numbers = (signal.SIGINT, signal.SIGTERM)
-    before = {n: signal.getsignal(n) for n in numbers}
-    if threading.current_thread() is not threading.main_thread() or None in before.values():
+    second one does not wait."""
+    with stops_held(second_now=True):
         yield
+
+
+@contextmanager
+def stops_held(*, second_now: bool = False) -> Iterator[Callable[[], None]]:
+    """Ctrl-C or SIGTERM during the block is held, and delivered where the block calls
+    the `check()` it is given, or when it ends (the stop wins over an error the block
+    ended with). For code that works with what other threads need: a handler's
+    KeyboardInterrupt is raised at whatever the main thread runs next, and that can be
+    the Python-level `__exit__` of a queue's or a future's lock before it releases it;
+    the thread that needs the lock then waits for ever (a process pool's manager thread,
+    which the process waits for at its exit; CI hung so, once in 30 stops). Between
+    `check()`s the block's steps must be short or have timeouts. `second_now`: a second
+    stop is delivered at once. Only the main thread receives signals; elsewhere, or where
+    a handler was set outside Python, the block runs as it is and `check()` does nothing."""
+    numbers = (signal.SIGINT, signal.SIGTERM)
+    if threading.current_thread() is not threading.main_thread():
+        yield _unchecked
+        return
+    before = {n: signal.getsignal(n) for n in numbers}
+    if None in before.values():
+        yield _unchecked
         return
     caught: list[signal.Signals] = []
+    delivered: list[bool] = []
 
-    def deliver(number: signal.Signals) -> None:
-        handler = before[number]
-        if callable(handler):
-            handler(number, None)  # Ctrl-C's raises KeyboardInterrupt, SIGTERM's too
-        elif handler == signal.SIG_DFL:
-            signal.raise_signal(number)
+    def check() -> None:
+        if caught and not delivered:
+            delivered.append(True)
+            handler = before[caught[0]]
+            if callable(handler):
+                handler(caught[0], None)  # Ctrl-C's raises KeyboardInterrupt, SIGTERM's too
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(caught[0])
 
     def held(signum: int, frame: object) -> None:
-        if caught:  # asked twice: now
-            deliver(signal.Signals(signum))
         caught.append(signal.Signals(signum))
+        if second_now and len(caught) > 1:  # asked twice: now
+            caught[0] = caught[-1]
+            check()
 
     with _signals_blocked(numbers):  # no signal between the two swaps
         for number in numbers:
             signal.signal(number, held)
     try:
-        yield
+        yield check
     finally:
         with _signals_blocked(numbers):
             for number, handler in before.items():
                 signal.signal(number, handler)
-        if caught:  # the stop wins over an error the block ended with
-            deliver(caught[0])
+        check()
+
+
+def _unchecked() -> None:
+    """`check()` where stops are not held: nothing to deliver."""
 
 
 @contextmanager
@@ -124,13 +149,17 @@ def ignore_stops() -> None:
 
 
 def waited(future: Future[T]) -> T:
-    """`future.result()`, woken five times a second, so that a Ctrl-C is acted on while
-    this thread waits: polars, once imported, handles SIGINT itself with SA_RESTART, so
-    the kernel resumes a wait the signal interrupted, and Python's handler runs only
-    when the main thread next runs (a wait for a worker's minutes, for minutes)."""
-    while True:
-        try:
-            return future.result(timeout=0.2)
-        except TimeoutError:
-            if future.done():  # the work's own TimeoutError
-                raise
+    """`future.result()`, with a stop (Ctrl-C, SIGTERM) acted on while this thread waits,
+    at most 0.2 s after it came, and only between the waits: a stop raised inside one
+    could leave the future's lock held, and the thread that sets its result waiting for
+    ever (`stops_held`). (A plain wait would not do either: polars, once imported,
+    handles SIGINT itself with SA_RESTART, so the kernel resumes a wait the signal
+    interrupted, and Python's handler runs only when the main thread next runs.)"""
+    with stops_held() as check:
+        while True:
+            try:
+                return future.result(timeout=0.2)
+            except TimeoutError:
+                if future.done():  # the work's own TimeoutError
+                    raise
+            check()

@@ -522,6 +522,87 @@ def test_a_stop_deferred_lands_when_the_block_ends() -> None:
         signal.signal(signal.SIGINT, previous)
 
 
+def test_a_stop_held_lands_where_the_block_checks_and_only_once() -> None:
+    from forensics.errors import stops_held
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        steps = []
+        with pytest.raises(KeyboardInterrupt), stops_held() as check:
+            check()  # nothing caught: nothing delivered
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)  # a second one waits too
+            steps.append("held")
+            try:
+                check()
+            finally:  # what the block does while the stop goes up runs; no stop again
+                signal.raise_signal(signal.SIGINT)
+                steps.append("cleaned up")
+            steps.append("never")
+        assert steps == ["held", "cleaned up"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with stops_held() as check:  # none: the block ends as it would
+            check()
+        done: list[str] = []
+
+        def elsewhere() -> None:
+            with stops_held() as check:  # only the main thread receives signals
+                check()
+                done.append(str(signal.getsignal(signal.SIGINT) is signal.default_int_handler))
+
+        import threading
+
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        thread.join()
+        assert done == ["True"]
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_stops_at_any_instant_of_a_pooled_read_never_hang_it(tmp_path: Path) -> None:
+    """ccusage's question answered forty times from transcripts that two forked workers
+    read, each answer stopped at an instant drawn (seeded) while the batches are handed
+    out or read: each ends with KeyboardInterrupt, no worker is left, and the process
+    exits. (A stop raised inside the pool's submit left
+    its work queue's lock held: the pool's manager thread then waited on it for ever,
+    and the process for it, at the stop (CI, once in 30) or at its exit.)"""
+    _transcripts(tmp_path / "in", sessions=40, turns=4)
+    script = (
+        "import multiprocessing, os, random, signal, threading\n"
+        "from forensics.sources.files import claude_code_usage as u\n"
+        "from forensics.straight import cost_ccusage_transcripts\n"
+        "u.WORKER_BYTES, u.BATCH_BYTES = 0, 64\n"
+        f"folder = {str(tmp_path / 'in')!r}\n"
+        "cost_ccusage_transcripts([folder])  # (what it imports, imported whole)\n"
+        "random.seed(5)\n"
+        "stopped = 0\n"
+        "for _ in range(40):\n"
+        "    timer = threading.Timer(random.uniform(0.0, 0.3), os.kill,\n"
+        "                            (os.getpid(), signal.SIGINT))\n"
+        "    try:\n"
+        "        timer.start()\n"
+        "        cost_ccusage_transcripts([folder])\n"
+        "        timer.join()\n"
+        "    except KeyboardInterrupt:\n"
+        "        stopped += 1\n"
+        "    timer.join()\n"
+        "print(stopped, len(multiprocessing.active_children()), flush=True)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "FORENSICS_WORKERS": "2"})  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("a stopped read hung")
+    assert proc.returncode == 0, err
+    stopped, left = map(int, out.split())
+    assert stopped >= 30 and left == 0, out  # (a read the stop missed is read whole)
+
+
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("fails", [False, True])
 def test_a_stop_after_the_command_ended_ends_the_process_without_a_traceback(

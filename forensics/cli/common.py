@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from ..errors import FactsInterrupted, ForensicsError, waited
+from ..errors import FactsInterrupted, ForensicsError, stops_held, waited
 from ..sanitize import visible
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import polars as pl
 
     from ..api import IngestResult
@@ -362,13 +364,18 @@ def _read_ahead(frames: Iterator[pl.DataFrame]) -> Iterator[pl.DataFrame]:
         return context.run(next, frames, None)
 
     with ThreadPoolExecutor(1, thread_name_prefix="forensics-read") as pool:
+        pending: Future[pl.DataFrame | None] | None = None
         try:
-            pending = pool.submit(read)
-            while (frame := waited(pending)) is not None:
-                pending = pool.submit(read)
+            while True:
+                with stops_held():  # (a stop raised inside submit can leave a lock held)
+                    pending = pool.submit(read)
+                if (frame := waited(pending)) is None:
+                    break
                 yield frame
         finally:
-            pending.cancel()
+            if pending is not None:
+                with stops_held():
+                    pending.cancel()
             pool.shutdown(wait=True)  # the reader stopped before its store is closed
             close = getattr(frames, "close", None)
             if close is not None:

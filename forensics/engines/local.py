@@ -43,7 +43,14 @@ from ..cost import stored as priced
 from ..cost.billed import price_store
 from ..cost.prices import PriceBook
 from ..cost.stored import book_of
-from ..errors import FactsInterrupted, ForensicsError, StoreError, ignore_stops, waited
+from ..errors import (
+    FactsInterrupted,
+    ForensicsError,
+    StoreError,
+    ignore_stops,
+    stops_held,
+    waited,
+)
 from ..model import Release
 from ..settings import workers  # (--workers, FORENSICS_WORKERS)
 from ..store import Store
@@ -312,14 +319,16 @@ def _built(runs: Iterator[Run], count: int) -> Iterator[Built]:
         pending: deque[Future[Built]] = deque()
         try:
             for run in runs:
-                pending.append(pool.submit(build_run, run))
+                with stops_held():  # (a stop raised inside submit hangs the pool)
+                    pending.append(pool.submit(build_run, run))
                 while len(pending) > 2 * count:
                     yield _result(pending.popleft())
             while pending:
                 yield _result(pending.popleft())
         finally:
-            for future in pending:
-                future.cancel()
+            with stops_held():
+                for future in pending:
+                    future.cancel()
 
 
 def _result(future: Future[Built]) -> Built:

@@ -13,7 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from .. import sql
-from ..errors import FactsInterrupted
+from ..errors import FactsInterrupted, stops_held
 from ..families.adk import releases
 from ..families.adk.normalize import Normalized, Normalizer
 from ..model import Release
@@ -423,12 +423,19 @@ def prefetch(batches: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
     thread.start()
     try:
         while True:
-            try:  # (a timeout: see errors.waited; a Ctrl-C is acted on while it waits)
-                item = box.get(timeout=0.2)
-            except queue.Empty:
-                if not thread.is_alive() and box.empty():  # (it ended without a word)
-                    raise RuntimeError("the reading thread ended without its batches") from None
-                continue
+            # a stop is acted on between the waits, not raised inside the queue's lock
+            # (see errors.waited)
+            with stops_held() as check:
+                while True:
+                    try:
+                        item = box.get(timeout=0.2)
+                        break
+                    except queue.Empty:
+                        if not thread.is_alive() and box.empty():  # (it ended, no word)
+                            raise RuntimeError(
+                                "the reading thread ended without its batches"
+                            ) from None
+                    check()
             if item is done:
                 return
             if isinstance(item, BaseException):

@@ -32,7 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ...errors import ForensicsError, ignore_stops
+from ...errors import ForensicsError, ignore_stops, stops_held, waited
 from ...families.claude_code.files import TranscriptFile
 from ...families.claude_code.transcript import FAMILY, SessionReader
 from ...model import Batch
@@ -563,27 +563,29 @@ class ClaudeCodeSource:
             at = held = 0  # held: bytes of the sessions in `ahead` a worker reads
             try:
                 for entry, stats in todo:
-                    while at < len(todo) and (not ahead or (
-                            len(ahead) < 4 * self.workers and held < AHEAD_BYTES)):
-                        later, _ = todo[at]
-                        task = (later.app, self.user, later.session_id, later.files)
-                        if sizes[at] <= SESSION_WORKER_BYTES:
-                            ahead.append((pool.submit(_read_session, task), sizes[at]))
-                            held += sizes[at]
-                        else:
-                            ahead.append((None, 0))
-                        at += 1
+                    with stops_held():  # (a stop raised inside submit hangs the pool)
+                        while at < len(todo) and (not ahead or (
+                                len(ahead) < 4 * self.workers and held < AHEAD_BYTES)):
+                            later, _ = todo[at]
+                            task = (later.app, self.user, later.session_id, later.files)
+                            if sizes[at] <= SESSION_WORKER_BYTES:
+                                ahead.append((pool.submit(_read_session, task), sizes[at]))
+                                held += sizes[at]
+                            else:
+                                ahead.append((None, 0))
+                            at += 1
                     future, size = ahead.popleft()
                     held -= size
                     try:
-                        recorded = None if future is None else future.result()
+                        recorded = None if future is None else waited(future)
                     except BrokenProcessPool:
                         raise killed() from None
                     yield entry, stats, recorded
             finally:
-                for future, _ in ahead:
-                    if future is not None:
-                        future.cancel()
+                with stops_held():
+                    for future, _ in ahead:
+                        if future is not None:
+                            future.cancel()
 
 
 def _bytes(stats: Stats) -> int:

@@ -33,7 +33,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ...errors import ignore_stops, waited
+from ...errors import ignore_stops, stops_held, waited
 from ...families.claude_code.transcript import (
     call_detail,
     failure_detail,
@@ -378,7 +378,8 @@ class Reading:
             context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
             self._pool = ProcessPoolExecutor(workers, mp_context=context,
                                              initializer=ignore_stops)  # fmt: skip
-        return [self._pool.submit(_read_batch, batch) for batch in batches]
+        with stops_held():  # (a stop raised inside submit hung the pool's shutdown)
+            return [self._pool.submit(_read_batch, batch) for batch in batches]
 
     def close(self) -> None:
         if self._pool is not None:
@@ -387,9 +388,9 @@ class Reading:
 
     def result(self) -> UsageRead:
         """Every file's rows, in the files' order, as one process reads them."""
-        from ...store.arrow import columns_table
+        try:  # (the pool closed whatever stops this, an import as well)
+            from ...store.arrow import columns_table
 
-        try:
             read = self._merged()
         except BrokenProcessPool:
             from .claude_code import killed
