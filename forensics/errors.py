@@ -7,7 +7,8 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -73,6 +74,49 @@ def stop_deferred() -> Iterator[None]:
         yield
 
 
+STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+@dataclass
+class _Hold:
+    """What one open `stops_held` block caught, and whether it delivered it."""
+
+    second_now: bool
+    caught: list[signal.Signals] = field(default_factory=list)
+    delivered: bool = False
+
+
+_HOLDS: list[_Hold] = []  # the main thread's open holds, innermost last
+
+
+class Holding:
+    """A stop's handler (Python's Ctrl-C one, the command line's SIGTERM one) that holds
+    the stop for the innermost open `stops_held` block of the main thread, if any, and
+    else is the handler it wraps. The command line installs it once, before polars sets
+    its own SIGINT handler in front of Python's: a block then swaps no handler."""
+
+    def __init__(self, handler: Callable[[int, Any], Any]):
+        self.handler = handler
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if not _HOLDS:
+            self.handler(signum, frame)
+            return
+        hold = _HOLDS[-1]
+        hold.caught.append(signal.Signals(signum))
+        if hold.second_now and len(hold.caught) > 1 and not hold.delivered:  # asked twice
+            hold.delivered = True
+            self.handler(signum, frame)
+
+
+def hold_stops() -> None:
+    """Ctrl-C's and SIGTERM's Python handlers wrapped in `Holding`, for good."""
+    for number in STOPS:
+        handler = signal.getsignal(number)
+        if callable(handler) and not isinstance(handler, Holding):
+            signal.signal(number, Holding(handler))
+
+
 @contextmanager
 def stops_held(*, second_now: bool = False) -> Iterator[Callable[[], None]]:
     """Ctrl-C or SIGTERM during the block is held, and delivered where the block calls
@@ -83,43 +127,46 @@ def stops_held(*, second_now: bool = False) -> Iterator[Callable[[], None]]:
     the thread that needs the lock then waits for ever (a process pool's manager thread,
     which the process waits for at its exit; CI hung so, once in 30 stops). Between
     `check()`s the block's steps must be short or have timeouts. `second_now`: a second
-    stop is delivered at once. Only the main thread receives signals; elsewhere, or where
-    a handler was set outside Python, the block runs as it is and `check()` does nothing."""
-    numbers = (signal.SIGINT, signal.SIGTERM)
+    stop is delivered at once. A block inside another hands what it caught to that one.
+    Only the main thread receives signals; elsewhere, or for a stop whose handler is not
+    Python's (SIG_DFL, SIG_IGN, one set outside Python), the block runs as it is. Where
+    the handlers are not yet `Holding` (outside the command line) they are for the
+    block, and Python's are put back after it (in front of polars', as at the command's
+    end)."""
     if threading.current_thread() is not threading.main_thread():
         yield _unchecked
         return
-    before = {n: signal.getsignal(n) for n in numbers}
-    if None in before.values():
-        yield _unchecked
-        return
-    caught: list[signal.Signals] = []
-    delivered: list[bool] = []
+    before = {n: signal.getsignal(n) for n in STOPS}
+    swapped = {n: h for n, h in before.items() if callable(h) and not isinstance(h, Holding)}
+    if swapped:
+        with _signals_blocked(STOPS):  # no signal between the swaps
+            for number, handler in swapped.items():
+                signal.signal(number, Holding(handler))
+    hold, outer = _Hold(second_now), _HOLDS[-1] if _HOLDS else None
+    _HOLDS.append(hold)
 
     def check() -> None:
-        if caught and not delivered:
-            delivered.append(True)
-            handler = before[caught[0]]
-            if callable(handler):
-                handler(caught[0], None)  # Ctrl-C's raises KeyboardInterrupt, SIGTERM's too
-            elif handler == signal.SIG_DFL:
-                signal.raise_signal(caught[0])
+        if not hold.caught or hold.delivered:
+            return
+        hold.delivered = True
+        number = hold.caught[0]
+        if outer is not None and outer in _HOLDS:  # the enclosing block holds it in turn
+            outer.caught.append(number)
+            return
+        handler = before[number]
+        if isinstance(handler, Holding):
+            handler.handler(number, None)  # Ctrl-C's raises KeyboardInterrupt, SIGTERM's too
+        elif callable(handler):
+            handler(number, None)
 
-    def held(signum: int, frame: object) -> None:
-        caught.append(signal.Signals(signum))
-        if second_now and len(caught) > 1:  # asked twice: now
-            caught[0] = caught[-1]
-            check()
-
-    with _signals_blocked(numbers):  # no signal between the two swaps
-        for number in numbers:
-            signal.signal(number, held)
     try:
         yield check
     finally:
-        with _signals_blocked(numbers):
-            for number, handler in before.items():
-                signal.signal(number, handler)
+        _HOLDS.remove(hold)
+        if swapped:
+            with _signals_blocked(STOPS):
+                for number, handler in swapped.items():
+                    signal.signal(number, handler)
         check()
 
 

@@ -543,6 +543,16 @@ def test_a_stop_held_lands_where_the_block_checks_and_only_once() -> None:
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
         with stops_held() as check:  # none: the block ends as it would
             check()
+        steps.clear()
+        with pytest.raises(KeyboardInterrupt), stops_held() as outer:
+            with stops_held() as inner:  # held in turn by the block around it
+                signal.raise_signal(signal.SIGINT)
+                inner()
+                steps.append("inner ended")
+            steps.append("outer goes on")
+            outer()
+            steps.append("never")
+        assert steps == ["inner ended", "outer goes on"]
         done: list[str] = []
 
         def elsewhere() -> None:
@@ -558,6 +568,40 @@ def test_a_stop_held_lands_where_the_block_checks_and_only_once() -> None:
         assert done == ["True"]
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads glibc's sigaction")
+def test_the_command_lines_held_stops_keep_polars_handler_and_still_stop() -> None:
+    """The command line wraps Python's stop handlers once, before polars puts its own
+    SIGINT handler in front of them; a held stop then swaps no handler (polars' stays,
+    where swapping put Python's back in its place), and a Ctrl-C during a wait still
+    stops it."""
+    script = (
+        "import ctypes, os, signal, threading\n"
+        "from concurrent.futures import Future\n"
+        "from forensics.errors import hold_stops, waited\n"
+        "libc = ctypes.CDLL(None)\n"
+        "def handler():\n"
+        "    action = ctypes.create_string_buffer(256)  # a struct sigaction, and room\n"
+        "    libc.sigaction(signal.SIGINT, None, action)\n"
+        "    return action.raw[:8]\n"
+        "hold_stops()\n"
+        "import polars\n"
+        "theirs = handler()\n"
+        "done = Future()\n"
+        "done.set_result(1)\n"
+        "waited(done)\n"
+        "print(handler() == theirs)\n"
+        "threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+        "try:\n"
+        "    waited(Future())\n"
+        "except KeyboardInterrupt:\n"
+        "    print('stopped')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 0, done
+    assert done.stdout.split() == ["True", "stopped"], done
 
 
 def test_stops_at_any_instant_of_a_pooled_read_never_hang_it(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from ..errors import TERMINATED
+from ..errors import TERMINATED, hold_stops
 from .common import app, state
 
 # Each module registers its commands when imported; `--help` lists them in this order.
@@ -105,6 +105,7 @@ def main() -> None:
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
     _keep_freed_memory()
     signal.signal(signal.SIGTERM, _terminated)
+    hold_stops()  # (before polars sets its SIGINT handler in front of Python's)
     code: int = 1  # an exception that is no exit: a failure
     try:
         app()
