@@ -77,7 +77,7 @@ def stop_deferred() -> Iterator[None]:
 STOPS = (signal.SIGINT, signal.SIGTERM)
 
 
-@dataclass
+@dataclass(eq=False)  # each block its own: found in _HOLDS by identity, not by value
 class _Hold:
     """What one open `stops_held` block caught, and whether it delivered it."""
 
@@ -207,6 +207,6 @@ def waited(future: Future[T]) -> T:
             try:
                 return future.result(timeout=0.2)
             except TimeoutError:
-                if future.done():  # the work's own TimeoutError
-                    raise
+                if future.done():  # done since: its result, or the work's own TimeoutError
+                    return future.result()
             check()

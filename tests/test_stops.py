@@ -553,6 +553,15 @@ def test_a_stop_held_lands_where_the_block_checks_and_only_once() -> None:
             outer()
             steps.append("never")
         assert steps == ["inner ended", "outer goes on"]
+        steps.clear()
+        with pytest.raises(KeyboardInterrupt), stops_held():  # two holds that caught
+            with stops_held():  # nothing are two holds: the inner one ends, not the outer
+                steps.append("inner")
+            signal.raise_signal(signal.SIGINT)
+            steps.append("held by the outer")
+        assert steps == ["inner", "held by the outer"]
+        with pytest.raises(KeyboardInterrupt):  # and no hold is left open to swallow it
+            signal.raise_signal(signal.SIGINT)
         done: list[str] = []
 
         def elsewhere() -> None:
@@ -568,6 +577,25 @@ def test_a_stop_held_lands_where_the_block_checks_and_only_once() -> None:
         assert done == ["True"]
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_work_done_as_its_wait_times_out_is_its_result() -> None:
+    from concurrent.futures import Future
+
+    from forensics.errors import waited
+
+    class Late(Future):  # done between the wait's timeout and the look at it
+        def result(self, timeout: float | None = None) -> object:
+            if timeout is not None and not self.done():
+                self.set_result("read")
+                raise TimeoutError
+            return super().result(timeout)
+
+    assert waited(Late()) == "read"
+    failed: Future[object] = Future()
+    failed.set_exception(TimeoutError("the work's own"))
+    with pytest.raises(TimeoutError, match="the work's own"):
+        waited(failed)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads glibc's sigaction")
