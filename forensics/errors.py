@@ -109,6 +109,20 @@ class Holding:
             self.handler(signum, frame)
 
 
+def _default(signum: int, frame: Any) -> None:
+    """A stop whose handler is the system's default (SIGTERM outside the command line),
+    delivered: the process ends as that signal ends it."""
+    signal.signal(signum, signal.SIG_DFL)
+    signal.raise_signal(signum)
+
+
+def _handler(handler: Any) -> Callable[[int, Any], Any] | None:
+    """What delivers a stop whose handler is `handler` (None: not Python's to hold)."""
+    if isinstance(handler, Holding):
+        return handler.handler
+    return handler if callable(handler) else _default if handler == signal.SIG_DFL else None
+
+
 def hold_stops() -> None:
     """Ctrl-C's and SIGTERM's Python handlers wrapped in `Holding`, for good."""
     for number in STOPS:
@@ -128,8 +142,9 @@ def stops_held(*, second_now: bool = False) -> Iterator[Callable[[], None]]:
     which the process waits for at its exit; CI hung so, once in 30 stops). Between
     `check()`s the block's steps must be short or have timeouts. `second_now`: a second
     stop is delivered at once. A block inside another hands what it caught to that one.
-    Only the main thread receives signals; elsewhere, or for a stop whose handler is not
-    Python's (SIG_DFL, SIG_IGN, one set outside Python), the block runs as it is. Where
+    Only the main thread receives signals; elsewhere, or for a stop that is ignored or
+    whose handler was set outside Python, the block runs as it is (a stop whose handler
+    is the system's default ends the process at `check()` or the block's end). Where
     the handlers are not yet `Holding` (outside the command line) they are for the
     block, and Python's are put back after it (in front of polars', as at the command's
     end)."""
@@ -137,11 +152,12 @@ def stops_held(*, second_now: bool = False) -> Iterator[Callable[[], None]]:
         yield _unchecked
         return
     before = {n: signal.getsignal(n) for n in STOPS}
-    swapped = {n: h for n, h in before.items() if callable(h) and not isinstance(h, Holding)}
+    delivers = {n: _handler(h) for n, h in before.items() if not isinstance(h, Holding)}
+    swapped = {n: d for n, d in delivers.items() if d is not None}  # the rest as they are
     if swapped:
         with _signals_blocked(STOPS):  # no signal between the swaps
-            for number, handler in swapped.items():
-                signal.signal(number, Holding(handler))
+            for number, deliver in swapped.items():
+                signal.signal(number, Holding(deliver))
     hold, outer = _Hold(second_now), _HOLDS[-1] if _HOLDS else None
     _HOLDS.append(hold)
 
@@ -153,11 +169,9 @@ def stops_held(*, second_now: bool = False) -> Iterator[Callable[[], None]]:
         if outer is not None and outer in _HOLDS:  # the enclosing block holds it in turn
             outer.caught.append(number)
             return
-        handler = before[number]
-        if isinstance(handler, Holding):
-            handler.handler(number, None)  # Ctrl-C's raises KeyboardInterrupt, SIGTERM's too
-        elif callable(handler):
-            handler(number, None)
+        deliver = _handler(before[number])
+        if deliver is not None:
+            deliver(number, None)  # Ctrl-C's raises KeyboardInterrupt, SIGTERM's too
 
     try:
         yield check
@@ -165,8 +179,8 @@ def stops_held(*, second_now: bool = False) -> Iterator[Callable[[], None]]:
         _HOLDS.remove(hold)
         if swapped:
             with _signals_blocked(STOPS):
-                for number, handler in swapped.items():
-                    signal.signal(number, handler)
+                for number in swapped:
+                    signal.signal(number, before[number])
         check()
 
 

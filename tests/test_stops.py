@@ -534,6 +534,19 @@ def test_a_stop_deferred_lands_when_the_block_ends() -> None:
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, previous)
+    # SIGTERM at the system's default (outside the command line): deferred too, and then
+    # it ends the process as it would have
+    script = (
+        "import os, signal\n"
+        "from forensics.errors import stop_deferred\n"
+        "with stop_deferred():\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    print('after the signal', flush=True)\n"
+        "print('never', flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == -signal.SIGTERM and done.stdout == "after the signal\n", done
 
 
 def test_a_stop_held_lands_where_the_block_checks_and_only_once() -> None:
