@@ -190,8 +190,7 @@ def test_a_wait_on_a_future_sees_a_ctrl_c_with_polars_imported(command_line: boo
         "    print('stopped', flush=True)\n"
         "    os._exit(0)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    done = _python(script)
     kept = "kept" if command_line or not sys.platform.startswith("linux") else "swapped"
     assert done.stdout.split() == [kept, "stopped"], done
     with ThreadPoolExecutor(1) as pool:
@@ -544,8 +543,7 @@ def test_a_stop_deferred_lands_when_the_block_ends() -> None:
         "    print('after the signal', flush=True)\n"
         "print('never', flush=True)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    done = _python(script)
     assert done.returncode == -signal.SIGTERM and done.stdout == "after the signal\n", done
 
 
@@ -687,8 +685,7 @@ def test_a_stop_after_the_command_ended_ends_the_process_without_a_traceback(
         f"sys.argv = ['forensics', *{args!r}]\n"
         "cli.main()\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    done = _python(script)
     assert "Traceback" not in done.stderr, done
     if fails:
         assert done.returncode == 1 and "no store at" in done.stderr, done
@@ -743,6 +740,12 @@ def test_ccusages_question_stopped_while_its_workers_read_ends_them_and_says_so(
     while time.monotonic() < gone and any(_alive(p) for p in workers):
         time.sleep(0.05)
     assert not any(_alive(p) for p in workers)
+
+
+def _python(script: str) -> subprocess.CompletedProcess[str]:
+    """`script` run by this Python in a process of its own (a minute at most)."""
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
 
 
 def _alive(pid: int) -> bool:
