@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -152,8 +152,8 @@ def stops_held(*, second_now: bool = False) -> Iterator[Callable[[], None]]:
         yield _unchecked
         return
     before = {n: signal.getsignal(n) for n in STOPS}
-    delivers = {n: _handler(h) for n, h in before.items() if not isinstance(h, Holding)}
-    swapped = {n: d for n, d in delivers.items() if d is not None}  # the rest as they are
+    swapped = {n: deliver for n, h in before.items()  # (the rest as they are)
+               if not isinstance(h, Holding) and (deliver := _handler(h)) is not None}
     if swapped:
         with _signals_blocked(STOPS):  # no signal between the swaps
             for number, deliver in swapped.items():
@@ -207,6 +207,15 @@ def ignore_stops() -> None:
     its pool; a worker that raised them too printed its own traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def cancelled(futures: Iterable[Future[Any] | None]) -> None:
+    """Each future not started cancelled, a stop held meanwhile (`Future.cancel` takes a
+    lock the pool's threads need: see `stops_held`)."""
+    with stops_held():
+        for future in futures:
+            if future is not None:
+                future.cancel()
 
 
 def waited(future: Future[T]) -> T:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from ..errors import FactsInterrupted, ForensicsError, stops_held, waited
+from ..errors import FactsInterrupted, ForensicsError, cancelled, stops_held, waited
 from ..sanitize import visible
 
 if TYPE_CHECKING:
@@ -373,9 +373,7 @@ def _read_ahead(frames: Iterator[pl.DataFrame]) -> Iterator[pl.DataFrame]:
                     break
                 yield frame
         finally:
-            if pending is not None:
-                with stops_held():
-                    pending.cancel()
+            cancelled([pending])
             pool.shutdown(wait=True)  # the reader stopped before its store is closed
             close = getattr(frames, "close", None)
             if close is not None:

@@ -47,6 +47,7 @@ from ..errors import (
     FactsInterrupted,
     ForensicsError,
     StoreError,
+    cancelled,
     ignore_stops,
     stops_held,
     waited,
@@ -326,9 +327,7 @@ def _built(runs: Iterator[Run], count: int) -> Iterator[Built]:
             while pending:
                 yield _result(pending.popleft())
         finally:
-            with stops_held():
-                for future in pending:
-                    future.cancel()
+            cancelled(pending)
 
 
 def _result(future: Future[Built]) -> Built:

@@ -32,7 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ...errors import ForensicsError, ignore_stops, stops_held, waited
+from ...errors import ForensicsError, cancelled, ignore_stops, stops_held, waited
 from ...families.claude_code.files import TranscriptFile
 from ...families.claude_code.transcript import FAMILY, SessionReader
 from ...model import Batch
@@ -582,10 +582,7 @@ class ClaudeCodeSource:
                         raise killed() from None
                     yield entry, stats, recorded
             finally:
-                with stops_held():
-                    for future, _ in ahead:
-                        if future is not None:
-                            future.cancel()
+                cancelled(future for future, _ in ahead)
 
 
 def _bytes(stats: Stats) -> int:
