@@ -544,3 +544,41 @@ def test_a_tool_name_from_data_stays_on_its_line_in_the_guards_note(tmp_path: Pa
     assert out.exit_code == 0, out.output
     assert "\nFAKE LINE" not in out.output
     assert "Read\\x0aFAKE LINE: all clear: 1 in 1" in out.output
+
+
+def _keys_by_definition(data: bytes) -> index._Keys:
+    """A result's keys read by the module's two patterns one match at a time: its lines,
+    then its words (the bytes between delimiters, MIN_CHARS or more), each word with the
+    line around it; capped, and those of fewer characters than bytes left out."""
+    found: list[tuple[bytes, int, int, int, int]] = [
+        (m.group(1), m.start(1), m.end(1), m.start(), m.end()) for m in index._LINE.finditer(data)
+    ]
+    for m in index._WORD.finditer(data):
+        a, b = m.span()
+        after = data.find(b"\n", b)
+        found.append((m.group(), a, b, data.rfind(b"\n", 0, a) + 1,
+                      len(data) if after < 0 else after))  # fmt: skip
+    kept = [k for k in found[: index.MAX_RESULT_KEYS] if index._long(k[0])]
+    return index._Keys(*(list(c) for c in zip(*kept, strict=True))) if kept else index._Keys()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_result_s_words_are_those_the_word_pattern_finds(seed: int, monkeypatch) -> None:
+    # words of every length about the 8-byte steps the search reads, at every offset,
+    # against delimiters of each kind, multi-byte characters and the Read arrow; pieces cut
+    # small and large
+    rng = random.Random(seed)
+    pieces = [*index._DELIMITERS.decode(), "\n", "→", "é", "字", "12\t", "a", "Z9_-./:"]
+    parts = []
+    for _ in range(rng.randint(1, 400)):
+        if rng.random() < 0.5:
+            parts.append("w" * rng.choice([1, 7, 8, 9, 14, 15, 16, 19, 20, 21, 23, 24, 40, 333]))
+        else:
+            parts.append("".join(rng.choice(pieces) for _ in range(rng.randint(1, 3))))
+    data = "".join(parts).encode()
+    monkeypatch.setattr(index, "WORD_CHUNK", rng.choice([16, 61, 1 << 20]))
+    if seed % 5 == 0:
+        monkeypatch.setattr(index, "MAX_RESULT_KEYS", rng.randint(1, 20))
+    assert index._result_keys(data) == _keys_by_definition(data)
+    for edge in (b"", b"x" * 19, b"x" * 20, b"x" * 64, b" " * 64, b"x" * 20 + b" " + b"y" * 20):
+        assert index._result_keys(edge) == _keys_by_definition(edge), edge

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-MIN_CHARS = 20  # characters of a reproduced string, at least
+MIN_CHARS = 20  # characters of a reproduced string, at least (15 or more: _words)
 GENERATION_KEYS = 1 << 18  # keys of one generation of the index (and of the thread's own)
 
 # a line of at least MIN_CHARS bytes, trimmed of white space and of a Read line number
@@ -56,8 +56,8 @@ _LINE = re.compile(
 _DELIMITERS = b" \t\n\r\x0b\x0c\"'`()[]{}<>,;"
 _WORD = re.compile(rb"[^\s\"'`()\[\]{}<>,;]{%d,}" % MIN_CHARS)  # the same words, for short text
 _DELIMITER_AT = re.compile(rb"[\s\"'`()\[\]{}<>,;]")
-_DELIMITER = np.zeros(256, dtype=bool)
-_DELIMITER[list(_DELIMITERS)] = True
+# each byte as 1 (a delimiter) or 0, for bytes.translate
+_MARKS = bytes(int(code in _DELIMITERS) for code in range(256))
 WORD_CHUNK = 1 << 20  # bytes of a result whose words numpy finds at once (8 bytes a word edge)
 # keys of one result, at most (its lines' first, then its words'): a result of many
 # megabytes of words is indexed by its first GENERATION_KEYS, so memory stays bounded
@@ -96,14 +96,11 @@ def _result_keys(data: bytes) -> _Keys:
         if end < size:  # to the next delimiter: no word is split between two pieces
             hit = _DELIMITER_AT.search(data, end)
             end = size if hit is None else hit.start()
-        codes = np.frombuffer(data, dtype=np.uint8, count=end - at, offset=at)
-        edges = np.flatnonzero(
-            np.diff(np.concatenate(([True], _DELIMITER[codes], [True])).view(np.int8))
-        )
-        first, last = edges[0::2], edges[1::2]
+        first, last = _words(data[at:end])
         long = (last - first) >= MIN_CHARS
         if long.any():
             first, last = first[long] + at, last[long] + at
+            codes = np.frombuffer(data, dtype=np.uint8, count=end - at, offset=at)
             room = MAX_RESULT_KEYS - len(found.keys)
             first, last = first[:room], last[:room]
             # the line around each: from the newline before it (or the start) to the next
@@ -129,6 +126,32 @@ def _result_keys(data: bytes) -> _Keys:
                 [found.line_ends[i] for i in chosen],
             )
     return found
+
+
+def _words(piece: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The [first, last) of each run of non-delimiters of `piece` 15 bytes or longer
+    (MIN_CHARS is more), and of some shorter ones, in order. Looked for 8 bytes at a
+    time: the bytes marked 1 (a delimiter) or 0 and read as 64-bit words, a run of zero
+    words is the middle of one run of non-delimiters, which begins after the last
+    delimiter of the word before and ends at the first of the word after (a run of 15
+    bytes holds a whole word however it falls). A byte at a time, the edges were 15
+    million on the 87 MB of tool results of the 199 MB benchmark set: three times the
+    time (0.46 s to 0.155 s)."""
+    marks = piece.translate(_MARKS)
+    # a word of delimiters before and after, and the last one filled with them
+    padded = b"\x01" * 8 + marks + b"\x01" * (8 + -len(marks) % 8)
+    words = np.frombuffer(padded, dtype="<u8")
+    zero = words == 0
+    edges = np.flatnonzero(zero[1:] != zero[:-1]) + 1
+    runs_from, runs_to = edges[0::2], edges[1::2]
+    before, after = words[runs_from - 1], words[runs_to]
+    # a word's highest (lowest) byte marked 1: the last (first) delimiter in it. Its bit
+    # by log2: a sum of powers of 256 rounds to a float below the next power of two.
+    last_before = np.log2(before.astype(np.float64)).astype(np.int64) >> 3
+    lowest = after & (~after + np.uint64(1))  # (its lowest bit alone)
+    first_after = np.log2(lowest.astype(np.float64)).astype(np.int64) >> 3
+    # (less the word of delimiters put before)
+    return 8 * runs_from - 16 + last_before + 1, 8 * runs_to - 8 + first_after
 
 
 def later_keys(text: str) -> set[bytes]:
