@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     RAW_EVENT_SCHEMA: pa.Schema
     RAW_SESSION_SCHEMA: pa.Schema
     LOGGED_SCHEMA: pa.Schema
+    MADE_EVENT_SCHEMA: pa.Schema
+    MADE_PART_SCHEMA: pa.Schema
 
 # The Arrow schemas below are made at their first use (`__getattr__`), not at import:
 # pyarrow (with numpy) is 55 ms of a command that reads no batch (an ingest that finds
@@ -61,6 +63,44 @@ def _raw_session_schema() -> pa.Schema:
     )
 
 
+_KEY_FIELDS = ("app_name", "user_id", "session_id", "event_id")
+
+
+def _made_event_schema() -> pa.Schema:
+    """An event's columns as a family made them (Made): the raw row's identity and time,
+    and what the normaliser's SQL would read from its JSON (queries/families/adk/
+    made_event_rows.sql gives them the store's types)."""
+    import pyarrow as pa
+
+    text, count = pa.string(), pa.int64()
+    return pa.schema(
+        [(name, text) for name in (*_KEY_FIELDS, "invocation_id")]
+        + [("epoch", pa.float64())]
+        + [(name, text) for name in ("author", "branch", "model_version", "error_code",
+                                      "error_message")]  # fmt: skip
+        + [(f"{name}_token_count", count) for name in ("prompt", "candidates",
+           "cached_content", "thoughts", "tool_use_prompt", "total")]  # fmt: skip
+        + [("is_compaction", pa.bool_()), ("compaction_start", pa.float64()),
+           ("compaction_end", pa.float64()), ("part_count", count), ("chars", count),
+           ("kinds", pa.list_(text))]  # fmt: skip
+    )
+
+
+def _made_part_schema() -> pa.Schema:
+    """A part's row as a family made it (stage_parts.sql's columns), and a tool result's
+    response as JSON for the sizing of its rows (`payload`, else null)."""
+    import pyarrow as pa
+
+    text, count = pa.string(), pa.int64()
+    return pa.schema(
+        [(name, text) for name in (*_KEY_FIELDS, "origin")]
+        + [("part_index", count), ("kind", text), ("tool_name", text),
+           ("function_call_id", text), ("has_thought_signature", pa.bool_()),
+           ("chars", count), ("relay_chars", count), ("preview", text),
+           ("payload", pa.large_string())]  # fmt: skip
+    )
+
+
 @dataclass(frozen=True)
 class Skip:
     """One source row that was not loaded, and why."""
@@ -81,6 +121,18 @@ class Batch:
     side: dict[str, pa.Table] = field(default_factory=dict)
     # sessions this batch replaces whole: their stored rows go before its own are stored
     replaces: list[tuple[str, str, str]] = field(default_factory=list)
+    # events whose rows the family made itself (not in `events`: not parsed again)
+    made: Made | None = None
+
+
+@dataclass
+class Made:
+    """Events whose store rows a family made from the values it read, and their parts
+    (MADE_EVENT_SCHEMA, MADE_PART_SCHEMA): the normaliser's SQL is their definition, and
+    the family declines (writes the event's JSON) where it could differ from it."""
+
+    events: pa.Table
+    parts: pa.Table
 
 
 # ---------------------------------------------------------------------------
@@ -359,6 +411,8 @@ _SCHEMAS = {
     "RAW_EVENT_SCHEMA": _raw_event_schema,
     "RAW_SESSION_SCHEMA": _raw_session_schema,
     "LOGGED_SCHEMA": _logged_schema,
+    "MADE_EVENT_SCHEMA": _made_event_schema,
+    "MADE_PART_SCHEMA": _made_part_schema,
 }
 
 

@@ -14,7 +14,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from ..model import RAW_EVENT_SCHEMA, Batch, Skip
+from ..model import MADE_EVENT_SCHEMA, MADE_PART_SCHEMA, RAW_EVENT_SCHEMA, Batch, Made, Skip
 from ..store.arrow import columns_table
 
 # Normalising a batch costs about 0.1 s whatever its size (measured), so batches
@@ -87,6 +87,13 @@ def not_unicode(name: str, value: object) -> str | None:
     return None
 
 
+_MADE_KEYS = ("app_name", "user_id", "session_id", "event_id")
+_ROW_FIELDS = (*_MADE_KEYS, "invocation_id", "epoch")  # a made event's, from its raw row
+# a made part's fields, in the order families/claude_code/rows.py's Part gives them
+_PART_FIELDS = ("origin", "part_index", "kind", "tool_name", "function_call_id",
+                "has_thought_signature", "chars", "relay_chars", "preview", "payload")  # fmt: skip
+
+
 class EventBatcher:
     """Collects raw event rows and cuts them into Arrow tables of at most `size` rows.
 
@@ -106,6 +113,8 @@ class EventBatcher:
     def _reset(self) -> None:
         self._chunks: list[pa.RecordBatch] = []
         self._cols: dict[str, list[object]] = {name: [] for name in RAW_EVENT_SCHEMA.names}
+        # rows a family made itself (`made` of add), by column, their tables made at take
+        self._made: list[dict[str, object]] = []
         self._rows = 0
         self._chars = 0
         self._keys: set[tuple[object, ...]] = set()
@@ -113,7 +122,10 @@ class EventBatcher:
         self._held: dict[str, object] | None = None  # an event the next batch begins with
 
     def add(self, **row: object) -> None:
-        """Add one event; a row whose identity is not text is skipped with the reason."""
+        """Add one event; a row whose identity is not text is skipped with the reason. A
+        row with `made` (a family's own columns of the event and its parts' rows,
+        families/claude_code/rows.py) has no `event_json` but its length, `json_chars`:
+        its rows are stored as made, not parsed from JSON."""
         for name in ("app_name", "user_id", "session_id", "event_id", "invocation_id"):
             value = row.get(name)
             if not (isinstance(value, str) and value) and not (
@@ -135,9 +147,14 @@ class EventBatcher:
             return  # the same event twice in one file: the store keeps the first
         self._keys.add(key)
         self._file_keys.add(key)
+        self._rows += 1
+        made = row.get("made")
+        if made is not None:
+            self._made.append(row)
+            self._chars += row["json_chars"]  # type: ignore[operator]
+            return
         for name, values in self._cols.items():
             values.append(row.get(name))
-        self._rows += 1
         self._chars += len(row["event_json"])  # type: ignore[arg-type]
         if len(self._cols["event_id"]) >= self.CHUNK_ROWS:
             self._flush()
@@ -152,6 +169,33 @@ class EventBatcher:
                 chunk = columns_table(self._encodable(), RAW_EVENT_SCHEMA)
             self._chunks += chunk.to_batches()
             self._cols = {name: [] for name in RAW_EVENT_SCHEMA.names}
+
+    def _made_tables(self) -> Made | None:
+        """The made rows as their two tables (a family makes rows only of text that is
+        valid Unicode: families/claude_code/rows.py)."""
+        if not self._made:
+            return None
+        keys = _MADE_KEYS
+        events: dict[str, list[object]] = {name: [] for name in MADE_EVENT_SCHEMA.names}
+        parts: dict[str, list[object]] = {name: [] for name in MADE_PART_SCHEMA.names}
+        own = [name for name in MADE_EVENT_SCHEMA.names if name not in _ROW_FIELDS]
+        for row in self._made:
+            made: tuple[dict[str, object], list[tuple[object, ...]]] = row["made"]  # type: ignore[assignment]
+            columns, made_parts = made
+            ids = [row[name] for name in keys]
+            for name, value in zip(keys, ids, strict=True):
+                events[name].append(value)
+            events["invocation_id"].append(row["invocation_id"])
+            events["epoch"].append(row["timestamp"])
+            for name in own:
+                events[name].append(columns[name])
+            for part in made_parts:
+                for name, value in zip(keys, ids, strict=True):
+                    parts[name].append(value)
+                for name, value in zip(_PART_FIELDS, part, strict=True):
+                    parts[name].append(value)
+        return Made(columns_table(events, MADE_EVENT_SCHEMA),
+                    columns_table(parts, MADE_PART_SCHEMA))  # fmt: skip
 
     def _encodable(self) -> dict[str, list[object]]:
         """The pending rows without those holding text that is not valid Unicode, each
@@ -186,7 +230,7 @@ class EventBatcher:
     def take(self, sessions: pa.Table | None = None) -> Batch:
         self._flush()
         table = pa.Table.from_batches(self._chunks, schema=RAW_EVENT_SCHEMA)
-        batch = Batch(table, sessions, self.skipped, self.rows_read)
+        batch = Batch(table, sessions, self.skipped, self.rows_read, made=self._made_tables())
         self.skipped = []
         self.rows_read = 0
         held = self._held

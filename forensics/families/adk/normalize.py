@@ -96,7 +96,8 @@ class Normalizer:
     def __call__(self, batch: Batch) -> Normalized:
         """Normalise one batch; a batch too big for the memory cap (one 50 MB event
         parses into several times that) is retried with the cap doubled."""
-        if not batch.events.num_rows and (batch.sessions is None or not batch.sessions.num_rows):
+        if (not batch.events.num_rows and batch.made is None
+                and (batch.sessions is None or not batch.sessions.num_rows)):  # fmt: skip
             return _nothing(batch)
         limit_mb = int(MEMORY_LIMIT.removesuffix("MB"))
         try:
@@ -113,28 +114,56 @@ class Normalizer:
                 self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'").fetchall()
 
     def _normalize(self, batch: Batch) -> Normalized:
+        """The batch's raw events parsed and sized by the SQL, beside the rows a family
+        made itself (`batch.made`: their parts put with the parsed events' parts, their
+        tool results sized with theirs); the statements of a kind of row the batch has
+        none of are not run (each costs milliseconds to plan, whatever its rows)."""
         sessions = batch.sessions
         if sessions is None:  # (Schema.empty_table imports pandas, where it is installed)
             sessions = pa.Table.from_batches([], RAW_SESSION_SCHEMA)
-        self.con.register("raw_batch", batch.events)
-        self.con.register("raw_sessions", sessions)
+        made = batch.made
+        raw = batch.events.num_rows > 0 or made is None  # (a batch of sessions alone: the SQL)
+        registered = {"raw_batch": batch.events, "raw_sessions": sessions}
+        if made is not None:
+            registered |= {"made_events": made.events, "made_parts": made.parts}
+        for name, table in registered.items():
+            self.con.register(name, table)
         try:
-            self._run("stage_events")
             skipped = list(batch.skipped)
-            skipped += [Skip(str(loc), str(why)) for loc, why in self._run("invalid_events")]
+            payloads = []
+            if raw:
+                self._run("stage_events")
+                skipped += [Skip(str(loc), str(why)) for loc, why in self._run("invalid_events")]
+                payloads.append(self._table("result_payloads"))
+            if made is not None:
+                payloads.append(self._table("made_payloads"))
             # the guard's sizes: results.py reads what it can (in a thread of its own, while
             # the statements below run), stage_results.sql the rest
-            sizing = self._size_apart(self._table("result_payloads"))
+            sizing = self._size_apart(_joined(payloads))
+            newest: float | None = None
+            release_keys: list[dict[str, object]] = []
+            events = []
             try:
-                self._run("stage_parts")
-                # the watermark is on the column the loaders filter on, not the JSON's own
-                (newest,) = self.con.execute(
-                    "SELECT max(coalesce(column_epoch, epoch)) FROM staged WHERE valid"
-                ).fetchall()[0]
-                keys = self.con.execute(sql.load("families/adk/release_keys").sql)
-                names = [d[0] for d in keys.description]
-                release_keys = [dict(zip(names, row, strict=True)) for row in keys.fetchall()]
-                events = self._table("event_rows")
+                if raw:
+                    self._run("stage_parts")
+                    # the watermark is on the column the loaders filter on, not the JSON's own
+                    (newest,) = self.con.execute(
+                        "SELECT max(coalesce(column_epoch, epoch)) FROM staged WHERE valid"
+                    ).fetchall()[0]
+                    keys = self.con.execute(sql.load("families/adk/release_keys").sql)
+                    names = [d[0] for d in keys.description]
+                    release_keys = [dict(zip(names, row, strict=True)) for row in keys.fetchall()]
+                    events.append(self._table("event_rows"))
+                if made is not None:
+                    (made_newest,) = self.con.execute(
+                        "SELECT max(epoch) FROM made_events").fetchall()[0]  # fmt: skip
+                    newest = max(v for v in (newest, made_newest) if v is not None)
+                    into = ("INSERT INTO staged_parts BY NAME " if raw
+                            else "CREATE OR REPLACE TEMP TABLE staged_parts AS ")  # fmt: skip
+                    self.con.execute(into + sql.load("families/adk/made_parts").sql).fetchall()
+                    events.append(self._table("made_event_rows"))
+                sources = [_PARSED_SESSIONS] * raw + [_MADE_SESSIONS] * (made is not None)
+                self.con.execute(_BATCH_SESSIONS + " UNION ALL ".join(sources)).fetchall()
                 session_rows = self._table("session_rows")
             finally:
                 # (a sizing error replaces this thread's, an OutOfMemoryException too: the
@@ -143,13 +172,19 @@ class Normalizer:
             self.con.register("sized_results", sized)
             self.con.register("results_to_size", declined)
             if declined.num_rows:
+                responses = [sql.load(f"families/adk/{name}").sql.strip().rstrip(";")
+                             for name, there in (("result_responses", raw),
+                                                 ("made_responses", made is not None))
+                             if there]  # fmt: skip
+                self.con.execute("CREATE OR REPLACE TEMP TABLE result_responses AS "
+                                 + "\nUNION ALL BY NAME\n".join(responses)).fetchall()  # fmt: skip
                 self._run("stage_results")
             else:  # (the statement unnests every part again to find none)
                 self.con.execute(
                     "CREATE OR REPLACE TEMP TABLE staged_results AS FROM sized_results LIMIT 0"
                 )
             return Normalized(
-                events=events,
+                events=_joined(events),
                 parts=self._table("part_rows"),
                 sessions=session_rows,
                 rows_read=batch.rows_read,
@@ -160,7 +195,7 @@ class Normalizer:
                 release_keys=release_keys,
             )
         finally:
-            for name in ("raw_batch", "raw_sessions", "sized_results", "results_to_size"):
+            for name in (*registered, "sized_results", "results_to_size"):
                 try:  # clean-up must not hide the error (an interrupt) it follows
                     self.con.unregister(name)
                 except (duckdb.Error, KeyboardInterrupt):
@@ -174,6 +209,20 @@ class Normalizer:
         finally:
             if self._con is not None:
                 self._con.close()
+
+
+# session_rows.sql's `batch_sessions`: of the parsed events, of the made ones, or both
+_BATCH_SESSIONS = "CREATE OR REPLACE TEMP VIEW batch_sessions AS "
+_PARSED_SESSIONS = "SELECT app_name, user_id, session_id FROM staged WHERE valid"
+_MADE_SESSIONS = "SELECT app_name, user_id, session_id FROM made_events"
+
+
+def _joined(tables: list[pa.Table]) -> pa.Table:
+    """Tables of one query's columns (the SQL's rows, then a family's made rows) as one,
+    of the first one's types."""
+    if len(tables) == 1:
+        return tables[0]
+    return pa.concat_tables([tables[0], *(t.cast(tables[0].schema) for t in tables[1:])])
 
 
 def _nothing(batch: Batch) -> Normalized:

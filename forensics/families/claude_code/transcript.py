@@ -28,9 +28,11 @@ object a line (docs/claude-code.md). What this module reads, from real files of 
   (`compact` for the summarizer of a compaction, `subagent` when no call names it).
 
 A turn starts at each prompt of the main thread; a subagent's events belong to the turn
-in progress when they happen. Events are written as the store's event JSON (ADK's
-Event shape, which the normaliser reads), so characters, previews and a tool result's
-rows are measured by the same code as ADK's. A tool result is stored as
+in progress when they happen. Each event is built in ADK's Event shape, and its store
+rows made from that body as the normaliser's SQL would read them from its JSON
+(rows.py: characters, previews, relay sizes; a tool result's rows are sized by the same
+code as ADK's); where rows.py cannot be sure to match the SQL, the event is written as
+JSON and the normaliser reads it. A tool result is stored as
 `{"result": <its text, or the JSON the text holds>}` (ADK's wrapping of a tool's
 return), sized as its text (its tool's name and the text, as ADK sizes a response by
 name and payload), an image as its type and size only. What the store's event columns cannot
@@ -66,6 +68,11 @@ from ..fields import count, epoch, json_error
 from ..fields import number as finite
 from .anchors import AnchorIndex, strings
 from .files import TranscriptFile
+from .rows import awkward, made, size
+
+# an event's store rows made by the reader (rows.py) where it can; False: every event's
+# JSON is parsed by the normaliser, as before (the tests compare the two stores)
+MAKE_ROWS = True
 
 FAMILY = "claude-code"
 MAIN_AGENT = "main"
@@ -335,9 +342,26 @@ def _synthetic_error(line: dict[str, Any], text: str) -> tuple[str, str]:
 # surrogate escape, nesting too deep, text that is not JSON) json reads, or refuses
 # with its own message, as before. Both give the same objects: dicts in key order, the
 # last of a repeated key, ints of any size, floats read alike (tests/test_claude_code.py).
-_decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
 _json_reads = 0  # texts msgspec refused, read by json in this process so far
+_awkward_reads = 0  # floats read in this process so far that rows.py's payloads decline
+
+
+def _float(text: str) -> float:
+    """A float as msgspec reads it, counted where DuckDB writes it otherwise than msgspec
+    (rows.awkward): a session that read one has no more rows made (see `_emit`), so rows.py
+    need not look for one in every payload it writes (a search of every payload's text
+    was half its time)."""
+    global _awkward_reads
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError("Number out of range")  # (as msgspec says it: json reads it)
+    if awkward(value):
+        _awkward_reads += 1
+    return value
+
+
+_decode = msgspec.json.Decoder(float_hook=_float).decode
 
 
 def loads(text: str) -> Any:
@@ -366,6 +390,17 @@ def dumps(value: Any, plain: bool) -> str:
     except RecursionError:  # msgspec's writer goes a few levels deeper: whatever was read
         # before, a value it can write is kept (a NaN in one so deep, written as null)
         return _encode(value).decode("utf-8")
+
+
+def _unicode(text: str | None) -> bool:
+    """Text UTF-8 can hold (a name from the file system may hold a lone surrogate)."""
+    if text is None or text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def passed_over(text: str) -> str | None:
@@ -625,6 +660,7 @@ class SessionReader:
         self.app, self.user, self.session_id = app, user, session_id
         self.sink = sink
         self.json_reads = _json_reads  # (see `dumps`)
+        self.awkward_reads = _awkward_reads  # (see `_emit`)
         self.tool_names: dict[str, str] = {}  # tool_use id -> tool name
         self.task_prompts: dict[str, str] = {}  # digest of a Task prompt -> subagent type
         self.task_calls: dict[str, str] = {}  # Task tool_use id -> subagent type
@@ -634,6 +670,7 @@ class SessionReader:
         self.event_ids: dict[str, tuple[str, int]] = {}  # id -> (file, line) that took it
         self.kinds: Counter[str] = Counter()
         self.anchor_counts: Counter[str] = Counter()  # anchors emitted per result's call id
+        self.encodable = all(map(_unicode, (app, user, session_id)))  # (see _emit)
 
     # -- the session's timeline ---------------------------------------------------
 
@@ -761,19 +798,31 @@ class SessionReader:
         body["id"] = event.event_id
         if event.invocation_id is not None:
             body["invocation_id"] = event.invocation_id
-        self.sink.event(
-            {
-                "app_name": self.app,
-                "user_id": self.user,
-                "session_id": self.session_id,
-                "event_id": event.event_id,
-                "invocation_id": event.invocation_id,
-                "timestamp": event.epoch,
-                # (msgspec's writer while every line of the session was read by msgspec)
-                "event_json": dumps(body, _json_reads == self.json_reads),
-                "locator": event.locator,
-            }
-        )
+        # (msgspec's writer while every line of the session was read by msgspec)
+        plain = _json_reads == self.json_reads
+        row: dict[str, Any] = {
+            "app_name": self.app,
+            "user_id": self.user,
+            "session_id": self.session_id,
+            "event_id": event.event_id,
+            "invocation_id": event.invocation_id,
+            "timestamp": event.epoch,
+            "event_json": None,
+            "locator": event.locator,
+        }
+        # its store rows made here, not parsed from the JSON again (rows.py), where they
+        # are sure to be the SQL's: no string of the session read by json (a lone
+        # surrogate), and its identity valid Unicode (a folder's name may not be)
+        found = None
+        if MAKE_ROWS and plain and self.encodable and _unicode(event.event_id) \
+                and _unicode(event.invocation_id):  # fmt: skip
+            # (a float rows.py declines was read in this session: it looks for it)
+            found = made(body, floats=_awkward_reads != self.awkward_reads)
+        if found is None:
+            row["event_json"] = dumps(body, plain)
+        else:
+            row["json_chars"], row["made"] = size(found[1]), found
+        self.sink.event(row)
 
     def _detail(self, event_id: str, kind: str, **values: Any) -> dict[str, Any]:
         return {

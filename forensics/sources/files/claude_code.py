@@ -222,7 +222,7 @@ class _Recorder:
 
     def event(self, row: dict[str, Any]) -> None:
         self.calls.append(("event", row))
-        self.chars += len(row.get("event_json") or "")
+        self.chars += row.get("json_chars") or len(row.get("event_json") or "")
         self.told = True
 
     def detail(self, row: dict[str, Any]) -> None:

@@ -1,21 +1,8 @@
 -- name: stage_results
--- What a tool-output guard sizes (forensics/whatif/), per function_response part of the events in `staged` that `results_to_size` names (the parts families/adk/results.py declined; this is the definition it follows), apart from stage_parts so that its copies of the largest payloads are not held beside all of that statement's: where the rows are, each row's compact JSON length and what Python's json.dumps adds to it, the same for the rest of the response, and the rows as a markdown table when flat.
+-- What a tool-output guard sizes (forensics/whatif/), per function_response of `result_responses` (result_responses.sql: the parts families/adk/results.py declined; this is the definition it follows), apart from stage_parts so that its copies of the largest payloads are not held beside all of that statement's: where the rows are, each row's compact JSON length and what Python's json.dumps adds to it, the same for the rest of the response, and the rows as a markdown table when flat.
 -- params: (none)
 CREATE OR REPLACE TEMP TABLE staged_results AS
-WITH responses AS (
-    SELECT app_name, user_id, session_id, event_id, origin, part_index,
-           coalesce(p.function_response, p.functionResponse) AS fr,
-           coalesce(p.function_response, p.functionResponse).response::VARCHAR AS payload
-    FROM (
-        SELECT app_name, user_id, session_id, event_id, 'content' AS origin,
-               unnest(e.content.parts) AS p,
-               (generate_subscripts(e.content.parts, 1) - 1)::INTEGER AS part_index
-        FROM staged
-        WHERE valid
-    )
-    SEMI JOIN results_to_size USING (app_name, user_id, session_id, event_id, part_index)
-    WHERE coalesce(p.function_response, p.functionResponse).response IS NOT NULL
-),
+WITH responses AS (FROM result_responses),
 listed AS (
     -- a tool result's rows: the longest list of records (a list whose first item is
     -- an object or a list) among the response itself, its top-level values and the
