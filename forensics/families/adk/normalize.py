@@ -171,12 +171,12 @@ class Normalizer:
                 sized, declined = waited(sizing)
             self.con.register("sized_results", sized)
             self.con.register("results_to_size", declined)
-            if declined.num_rows:
+            if declined.num_rows:  # (a view: as a table, 890 to 938 MB at 200,000 ADK events)
                 responses = [sql.load(f"families/adk/{name}").sql.strip().rstrip(";")
                              for name, there in (("result_responses", raw),
                                                  ("made_responses", made is not None))
                              if there]  # fmt: skip
-                self.con.execute("CREATE OR REPLACE TEMP TABLE result_responses AS "
+                self.con.execute("CREATE OR REPLACE TEMP VIEW result_responses AS "
                                  + "\nUNION ALL BY NAME\n".join(responses)).fetchall()  # fmt: skip
                 self._run("stage_results")
             else:  # (the statement unnests every part again to find none)
