@@ -102,3 +102,12 @@ def json_escapes() -> dict[str, str]:
     """Each character a JSON string of this project's output escapes, and its escape:
     json.dumps(ensure_ascii=False)'s (quote, backslash, C0) and json_safe's."""
     return _changed(lambda c: json_safe(json.dumps(c, ensure_ascii=False)[1:-1]))
+
+
+def storable(text: str) -> str:
+    """Text UTF-8 can hold, for the store: each lone surrogate (a byte of a file's name
+    that no encoding decodes, which Python keeps as U+DC80-U+DCFF, or an escape json
+    read) written as its escape, `\\udcff`, so that the name can still be found."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

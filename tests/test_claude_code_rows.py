@@ -7,6 +7,7 @@ transcripts (when present) and generated sessions."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -114,7 +115,7 @@ def _body(rng: random.Random, at: float) -> dict[str, Any]:
 
 
 def _normalised(
-    made: bool | None, bodies: list[dict[str, Any]]
+    made: bool | None, bodies: list[dict[str, Any]], normalizer: Normalizer | None = None
 ) -> tuple[list[tuple[Any, ...]], ...]:
     """The bodies' events and parts as the normaliser gives them: parsed from their JSON
     (`made` False), as rows.py made them (True), or made where rows.py does (None)."""
@@ -129,11 +130,13 @@ def _normalised(
         if found is not None:
             row["event_json"], row["json_chars"], row["made"] = None, 1, found
         batcher.add(**row)
-    normalizer = Normalizer()
+    own = normalizer is None
+    normalizer = normalizer or Normalizer()
     try:
         out = normalizer(batcher.take())
     finally:
-        normalizer.close()
+        if own:
+            normalizer.close()
     assert not out.skipped
     return tuple(_sorted(t) for t in (out.events, out.parts, out.sessions))
 
@@ -197,27 +200,68 @@ def _sessions(root: Path) -> Path:
                       message={"role": "user", "content": "continued: " + extra}))  # fmt: skip
         t.prompt("next")
         t.write(root)
+    # a value only json reads (NaN in a tool result's JSON): no rows made after it
+    t = Transcript("s-nan")
+    t.prompt("go")
+    t.response("mn", [tool_use("tu_1", "mcp__db__query", limit=3)], usage(10, 0, 100, 5))
+    t.results([tool_result("tu_1", '{"rows": [NaN]}')])
+    t.response("mn2", [{"type": "text", "text": "ok"}], usage(20, 100, 0, 5))
+    t.write(root)
+    # a failed request whose error's type is a lone surrogate escape (read by json)
+    t = Transcript("s-err")
+    t.prompt("go")
+    text = 'API Error: 400 {"error":{"type":"\\ud800","message":"bad"}}'
+    t.add(t._line("assistant", isApiErrorMessage=True, message={
+        "id": "a1", "model": "<synthetic>", "role": "assistant", "type": "message",
+        "usage": usage(0, 0, 0, 0), "content": [{"type": "text", "text": text}]}))  # fmt: skip
+    t.prompt("again")
+    t.write(root)
+    # a subagent's file whose name is not UTF-8 (its thread's name holds a lone surrogate)
+    sub = Transcript("s-0", start=30)
+    sub.prompt("look")
+    sub.response("ms", [{"type": "text", "text": "seen"}], usage(3, 0, 50, 2))
+    folder = root / "projects" / "-home-dev-p" / "s-0" / "subagents"
+    folder.mkdir(parents=True)
+    with open(os.fsencode(folder) + b"/agent-a\xffb.jsonl", "w", encoding="utf-8") as out:
+        out.write("\n".join(sub.lines) + "\n")
     return root
 
 
-@pytest.mark.parametrize("where", ["sample", "real", "generated"])
+@pytest.mark.parametrize("where", ["sample", "real", "generated", "undecodable root"])
 def test_a_store_is_the_same_with_rows_made_or_parsed(
     where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if where == "real" and not REAL.is_dir():
         pytest.skip("shared/real_data is absent")
-    root = {"sample": SAMPLE, "real": REAL, "generated": tmp_path}[where]
-    if where == "generated":
-        _sessions(tmp_path)
+    root = {"sample": SAMPLE, "real": REAL}.get(where, tmp_path / "claude")
+    if where == "undecodable root":  # (every event's place is not valid Unicode)
+        root = Path(os.fsdecode(os.fsencode(tmp_path) + b"/claude\xff"))
+    if where in ("generated", "undecodable root"):
+        _sessions(root)
+    counted = {True: 0, False: 0}  # events made, and declined
+
+    def counting(body: dict[str, Any], floats: bool = True) -> Any:
+        found = rows.made(body, floats=floats)
+        counted[found is not None] += 1
+        return found
+
+    monkeypatch.setattr(transcript, "made", counting)
     made = tmp_path / "made.duckdb"
-    api.ingest_claude_code(made, [root])
+    skips = [api.ingest_claude_code(made, [root]).skips]
     monkeypatch.setattr(transcript, "MAKE_ROWS", False)
     parsed = tmp_path / "parsed.duckdb"
-    api.ingest_claude_code(parsed, [root])
+    skips.append(api.ingest_claude_code(parsed, [root]).skips)
+    assert skips[0] == skips[1]
     one, two = _tables(made), _tables(parsed)
     assert one.keys() == two.keys()
     for table in one:
         assert one[table] == two[table], table
+    if where == "undecodable root":  # (events whose place only is not valid Unicode:
+        # stored, their places, said in skips, written with their escapes)
+        assert counted[True] > 10 and all("is not valid Unicode" in s.reason for s in skips[0])
+        assert all("claude\\udcff" in s.locator for s in skips[0])
+    else:
+        assert counted[True] > 10 and (counted[False] > 0 or where == "sample")
 
 
 def test_the_edges_of_relay_rounding_and_compaction_are_the_sql_s() -> None:
@@ -226,7 +270,7 @@ def test_the_edges_of_relay_rounding_and_compaction_are_the_sql_s() -> None:
     # compaction with one of its bounds; an empty response, an empty text
     bodies = []
     for keys in range(1, 8):
-        for quoted in (0, 1, 3):
+        for quoted in (0, 1, 3, 4):  # (4: an extra of -3, scaled to -4.5)
             args = {f"k{i}": "v" for i in range(keys - 1)}
             args["z"] = '"' * quoted
             args["z"] += "x" * (12288 - len(transcript.dumps(args, True)))
@@ -254,3 +298,31 @@ def test_the_edges_of_relay_rounding_and_compaction_are_the_sql_s() -> None:
         {"function_response": {"id": "t", "name": "n", "response": {"$": [{"v": 1e16}]}}}]}}]
     assert rows.made(mixed[-1]) is None
     assert _normalised(None, mixed) == _normalised(False, mixed)
+
+
+def test_batches_of_parsed_made_and_mixed_events_in_turn_are_each_the_sql_s() -> None:
+    # one normaliser through batches of each kind (a made batch after a parsed one drops
+    # the parsed one's staged events; views over them are made again per batch)
+    rng = random.Random(5)
+    bodies = [_body(rng, 1_763_300_000.0 + i) for i in range(120)]
+    made = [b for b in bodies if rows.made(b) is not None]
+    declined = [b for b in bodies if rows.made(b) is None and _normalisable(b)]
+    fifth = len(made) // 5
+    assert fifth > 5 and declined
+    groups = [made[i * fifth:(i + 1) * fifth] for i in range(5)]
+    turns = [(False, groups[0]), (True, groups[1]), (None, groups[2] + declined),
+             (True, groups[3]), (False, groups[4])]  # fmt: skip
+    normalizers = [Normalizer(), Normalizer()]
+    try:
+        for how, group in turns:
+            got = [_normalised(mode, group, normalizer)
+                   for mode, normalizer in zip((how, False), normalizers, strict=True)]  # fmt: skip
+            assert got[0] == got[1], how
+    finally:
+        for normalizer in normalizers:
+            normalizer.close()
+
+
+def _normalisable(body: dict[str, Any]) -> bool:
+    """A body the SQL reads without a skip (a time it stores)."""
+    return 0 <= body["timestamp"] <= rows.LATEST

@@ -17,6 +17,7 @@ from ..errors import FactsInterrupted, stops_held
 from ..families.adk import releases
 from ..families.adk.normalize import Normalized, Normalizer
 from ..model import Release
+from ..sanitize import storable
 from ..sources.base import ActionFields, Source
 from ..store import Store, ledger
 from ..store.arrow import session_keys_table
@@ -129,7 +130,7 @@ class _Run:
     ):
         self.store, self.source, self.result = store, source, result
         self.release, self.progress = release, progress
-        self.label = f"{source.kind}:{source.location}"
+        self.label = storable(f"{source.kind}:{source.location}")  # (a path may hold bytes)
         self.family: str | None = getattr(source, "family", None)
         self.seen: set[tuple[str, str, str]] = set()
         # per session, what its events' keys say of its ADK release, the batches merged

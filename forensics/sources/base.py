@@ -15,6 +15,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from ..model import MADE_EVENT_SCHEMA, MADE_PART_SCHEMA, RAW_EVENT_SCHEMA, Batch, Made, Skip
+from ..sanitize import storable
 from ..store.arrow import columns_table
 
 # Normalising a batch costs about 0.1 s whatever its size (measured), so batches
@@ -113,8 +114,9 @@ class EventBatcher:
     def _reset(self) -> None:
         self._chunks: list[pa.RecordBatch] = []
         self._cols: dict[str, list[object]] = {name: [] for name in RAW_EVENT_SCHEMA.names}
-        # rows a family made itself (`made` of add), by column, their tables made at take
+        # rows a family made itself (`made` of add), made into tables every CHUNK_ROWS
         self._made: list[dict[str, object]] = []
+        self._made_chunks: list[Made] = []
         self._rows = 0
         self._chars = 0
         self._keys: set[tuple[object, ...]] = set()
@@ -152,6 +154,9 @@ class EventBatcher:
         if made is not None:
             self._made.append(row)
             self._chars += row["json_chars"]  # type: ignore[operator]
+            if len(self._made) >= self.CHUNK_ROWS:
+                self._made_chunks.append(self._made_tables())
+                self._made = []
             return
         for name, values in self._cols.items():
             values.append(row.get(name))
@@ -170,11 +175,9 @@ class EventBatcher:
             self._chunks += chunk.to_batches()
             self._cols = {name: [] for name in RAW_EVENT_SCHEMA.names}
 
-    def _made_tables(self) -> Made | None:
-        """The made rows as their two tables (a family makes rows only of text that is
-        valid Unicode: families/claude_code/rows.py)."""
-        if not self._made:
-            return None
+    def _made_tables(self) -> Made:
+        """The made rows held as their two tables (a family makes rows only of text that
+        is valid Unicode: families/claude_code/rows.py)."""
         keys = _MADE_KEYS
         events: dict[str, list[object]] = {name: [] for name in MADE_EVENT_SCHEMA.names}
         parts: dict[str, list[object]] = {name: [] for name in MADE_PART_SCHEMA.names}
@@ -199,10 +202,13 @@ class EventBatcher:
 
     def _encodable(self) -> dict[str, list[object]]:
         """The pending rows without those holding text that is not valid Unicode, each
-        of those a skip that says which field and where (the others are kept)."""
+        of those a skip that says which field and where (the others are kept). A place
+        (`locator`: a file's path, which may hold bytes no encoding decodes) is written
+        with its escapes instead: it is where to look, not what is stored."""
         kept: dict[str, list[object]] = {name: [] for name in RAW_EVENT_SCHEMA.names}
         for i in range(len(self._cols["event_id"])):
             row = {name: values[i] for name, values in self._cols.items()}
+            row["locator"] = storable(str(row["locator"]))
             bad = next(
                 (why for name, value in row.items() if (why := not_unicode(name, value))), None
             )
@@ -230,7 +236,14 @@ class EventBatcher:
     def take(self, sessions: pa.Table | None = None) -> Batch:
         self._flush()
         table = pa.Table.from_batches(self._chunks, schema=RAW_EVENT_SCHEMA)
-        batch = Batch(table, sessions, self.skipped, self.rows_read, made=self._made_tables())
+        if self._made:
+            self._made_chunks.append(self._made_tables())
+        chunks = self._made_chunks
+        made = None
+        if chunks:
+            made = Made(pa.concat_tables([c.events for c in chunks]),
+                        pa.concat_tables([c.parts for c in chunks]))  # fmt: skip
+        batch = Batch(table, sessions, self.skipped, self.rows_read, made=made)
         self.skipped = []
         self.rows_read = 0
         held = self._held

@@ -12,6 +12,7 @@ import duckdb
 
 from ..errors import TERMINATED
 from ..model import Skip
+from ..sanitize import storable
 from .handle import Store
 
 MAX_SKIPS_KEPT = 500  # per ingest: enough to name bad rows without bloating the ledger
@@ -114,12 +115,12 @@ def write(
         [
             result.ingest_id,
             result.kind,
-            result.location,
+            storable(result.location),
             filters_json(result.filters),
             started,
             finished,
             status,
-            error,
+            None if error is None else storable(error),
             result.rows_read,
             result.rows_loaded if status == "ok" or committed else 0,
             result.rows_skipped,
@@ -133,7 +134,7 @@ def write(
     if kept:
         store.con.executemany(
             "INSERT INTO ingest_skips VALUES (?, ?, ?)",
-            [(result.ingest_id, s.locator, s.reason) for s in kept],
+            [(result.ingest_id, storable(s.locator), storable(s.reason)) for s in kept],
         )
 
 

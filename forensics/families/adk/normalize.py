@@ -64,6 +64,7 @@ class Normalizer:
         self._con: duckdb.DuckDBPyConnection | None = None
         self._sizer: ThreadPoolExecutor | None = None  # a batch's size_results
         self._chunks: ThreadPoolExecutor | None = None  # and its chunks, two at a time
+        self._staged = False  # `staged` holds a batch's parsed events (dropped when done)
 
     def _size_apart(self, payloads: pa.Table) -> Future[tuple[pa.Table, pa.Table]]:
         """size_results of a batch's payloads in threads of their own, while this one's
@@ -132,6 +133,7 @@ class Normalizer:
             skipped = list(batch.skipped)
             payloads = []
             if raw:
+                self._staged = True
                 self._run("stage_events")
                 skipped += [Skip(str(loc), str(why)) for loc, why in self._run("invalid_events")]
                 payloads.append(self._table("result_payloads"))
@@ -154,6 +156,9 @@ class Normalizer:
                     names = [d[0] for d in keys.description]
                     release_keys = [dict(zip(names, row, strict=True)) for row in keys.fetchall()]
                     events.append(self._table("event_rows"))
+                elif self._staged:  # (a batch of made rows: the last parsed one's go)
+                    self.con.execute("DROP TABLE IF EXISTS staged").fetchall()
+                    self._staged = False
                 if made is not None:
                     (made_newest,) = self.con.execute(
                         "SELECT max(epoch) FROM made_events").fetchall()[0]  # fmt: skip

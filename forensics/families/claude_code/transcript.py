@@ -325,8 +325,8 @@ def _synthetic_error(line: dict[str, Any], text: str) -> tuple[str, str]:
     code = line.get("error") if isinstance(line.get("error"), str) else None
     start = text.find("{")
     if start >= 0:
-        try:
-            body = json.loads(text[start:])
+        try:  # (counted as every read: a value only json reads makes no rows, _emit)
+            body = loads(text[start:])
         except (ValueError, RecursionError):
             body = None
         if isinstance(body, dict):
@@ -812,10 +812,12 @@ class SessionReader:
         }
         # its store rows made here, not parsed from the JSON again (rows.py), where they
         # are sure to be the SQL's: no string of the session read by json (a lone
-        # surrogate), and its identity valid Unicode (a folder's name may not be)
+        # surrogate), and its identity and thread valid Unicode (a file's name may not
+        # be: the JSON path skips such an event, saying why)
         found = None
-        if MAKE_ROWS and plain and self.encodable and _unicode(event.event_id) \
-                and _unicode(event.invocation_id):  # fmt: skip
+        if MAKE_ROWS and plain and self.encodable and all(map(_unicode, (
+                event.event_id, event.invocation_id, body.get("author"),
+                body.get("branch")))):  # fmt: skip
             # (a float rows.py declines was read in this session: it looks for it)
             found = made(body, floats=_awkward_reads != self.awkward_reads)
         if found is None:

@@ -36,6 +36,7 @@ from ...errors import ForensicsError, cancelled, ignore_stops, stops_held, waite
 from ...families.claude_code.files import TranscriptFile
 from ...families.claude_code.transcript import FAMILY, SessionReader
 from ...model import Batch
+from ...sanitize import storable
 from ...store.arrow import rows_table
 from ..base import EventBatcher
 from .claude_code_layout import (
@@ -120,7 +121,12 @@ def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     for row in rows:  # a key the table lacks is a bug, not a null
         if not known.issuperset(row):
             raise ValueError(f"no column {sorted(set(row) - known)} in {schema.names}")
-    return rows_table(rows, schema)
+    try:
+        return rows_table(rows, schema)
+    except UnicodeEncodeError:  # a file's name (or an id json read) UTF-8 cannot hold: its
+        # events are skipped, saying so (EventBatcher); their details keep its escapes
+        return rows_table([{k: storable(v) if isinstance(v, str) else v
+                            for k, v in row.items()} for row in rows], schema)  # fmt: skip
 
 
 FILE_SCHEMA = pa.schema(
@@ -460,7 +466,7 @@ class ClaudeCodeSource:
             # boundary before its summary)
             sink.replaces.append((entry.app, self.user, entry.session_id))
             own = next((p for p, f in entry.files if f.role == "main"), entry.files[0][0])
-            self._sources[(entry.app, self.user, entry.session_id)] = f"{self.kind}:{own}"
+            self._sources[(entry.app, self.user, entry.session_id)] = storable(f"{self.kind}:{own}")
             # a session too large for a worker: read by a process of its own while this
             # one stores it (with workers), else here, a line at a time
             stream = None
