@@ -1,9 +1,9 @@
 """A Claude Code event's store rows, made from the body the reader built, not parsed again.
 
-The reader writes each event as ADK's Event JSON, which the normaliser parses
-(`json_transform`) and sizes in SQL (queries/families/adk/stage_events.sql,
-stage_parts.sql, event_rows.sql). The reader holds that body as Python values already,
-so `made` gives the same rows from them: the event's columns and each part's kind,
+The reader builds each event in ADK's Event shape. Written as JSON, the normaliser
+parses it (`json_transform`) and sizes it in SQL (queries/families/adk/stage_events.sql,
+stage_parts.sql, event_rows.sql); but the reader holds the body as Python values
+already, so `made` gives the same rows from them: the event's columns and each part's kind,
 characters, relay characters and preview, and each tool result's payload for the
 sizing of its rows (families/adk/results.py). What the SQL defines, this module
 computes the same way; where it cannot be sure to, it declines (None) and the event
@@ -15,13 +15,16 @@ goes through the SQL as before:
   float from 1e-6 to 1e-5 and from 1e16 to 1e21 (`1e16` is `10000000000000000.0`
   there; measured on 300,000 floats of every exponent, AWKWARD holds the two ranges): a
   payload holding either, or one msgspec cannot write (nested about 1,000 deep: DuckDB
-  reads and writes what it can), is declined;
+  reads and writes what it can), is declined. The reader's decoder counts such floats
+  as it reads (transcript._float), so that `made` looks for them only in a session
+  that read one;
 - a body or a part holding a key or a type the reader does not write is declined, as is
   an event whose time is not one the store keeps.
 
 A body is made only while every line of its session was read by msgspec (the reader's
-`plain`): no string of it is then a lone surrogate, which Python's json reads and Arrow
-cannot hold. tests/test_claude_code_rows.py holds every row equal to the SQL's.
+`plain`) and its identity and thread are valid Unicode: no string of it is then a lone
+surrogate, which Python's json reads (and a file's name may hold) and Arrow cannot.
+tests/test_claude_code_rows.py holds every row equal to the SQL's, and the store equal.
 """
 
 from __future__ import annotations
