@@ -345,3 +345,32 @@ def test_values_python_reads_but_cannot_store_are_one_skip_each(tmp_path):
     }  # fmt: skip
     stored = api.sessions(tmp_path / "f.duckdb")
     assert sorted(stored["session_id"].to_list()) == ["bigint", "s1", "s2", "s3", "s4", "s5", "s6"]
+
+
+def test_a_folder_whose_name_is_not_utf8_is_read_and_named_with_its_escapes(
+    tmp_path: Path,
+) -> None:
+    # a byte no encoding decodes (Python keeps it as U+DCFF): the ingest, the ledger, the
+    # session's source and the JSON report used to stop at it
+    import os
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from forensics.cli import app
+
+    folder = Path(os.fsdecode(os.fsencode(tmp_path) + b"/adk\xff"))
+    folder.mkdir()
+    shutil.copy(ROOT_SAMPLE / "exports" / "incident.snake.json", folder)
+    db = tmp_path / "s.duckdb"
+    args = ["ingest", "adk-json", "--db", str(db), str(folder / "incident.snake.json"),
+            "--format", "json"]  # fmt: skip
+    runs = [CliRunner().invoke(app, args) for _ in range(2)]
+    assert [r.exit_code for r in runs] == [0, 0], runs[0].output
+    first, again = (json.loads(r.stdout)[0] for r in runs)
+    assert (first["rows_loaded"], again["rows_already_stored"]) == (14, 14)
+    assert first["source"].endswith("adk\\udcff/incident.snake.json")
+    with Store.open(db, read_only=True) as store:
+        (source,), = store.run("SELECT DISTINCT source FROM sessions")
+        (location,), = store.run("SELECT DISTINCT location FROM ingests")
+    assert "adk\\udcff" in source and "adk\\udcff" in location

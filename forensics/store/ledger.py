@@ -59,7 +59,7 @@ class IngestResult:
         """The run as one row of the `ingest_run` JSON contract (skip_reasons as JSON text)."""
         return {
             "ingest_id": self.ingest_id,
-            "source": f"{self.kind}:{self.location}",
+            "source": storable(f"{self.kind}:{self.location}"),
             "rows_read": self.rows_read,
             "rows_loaded": self.rows_loaded,
             "rows_skipped": self.rows_skipped,
@@ -85,7 +85,7 @@ def watermark(store: Store, kind: str, location: str, filters: dict[str, object]
     row = store.run(
         "SELECT max(watermark) FROM ingests WHERE status = 'ok' AND kind = ? AND location = ? "
         "AND filters = ?::JSON",
-        [kind, location, filters_json(filters)],
+        [kind, storable(location), filters_json(filters)],  # (as `write` stores it)
     )
     return row[0][0] if row else None
 

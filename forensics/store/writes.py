@@ -6,6 +6,7 @@ import pyarrow as pa
 
 from .. import sql
 from ..model import Release, TracedCall
+from ..sanitize import storable
 from .arrow import columns_table, session_keys_table
 from .handle import Store
 
@@ -218,16 +219,17 @@ def set_session_sources(
     store: Store, sources: dict[tuple[str, str, str], str], ingest_id: int
 ) -> None:
     """The sessions this ingest created get the file(s) their own events came from as
-    their source, not the whole run's list of files."""
+    their source, not the whole run's list of files (a path's bytes that no encoding
+    decodes written as escapes: sanitize.storable)."""
     if not sources:
         return
     keys = list(sources)
     table = columns_table(
         {
-            "app_name": [k[0] for k in keys],
-            "user_id": [k[1] for k in keys],
-            "session_id": [k[2] for k in keys],
-            "source": [sources[k] for k in keys],
+            "app_name": [storable(k[0]) for k in keys],
+            "user_id": [storable(k[1]) for k in keys],
+            "session_id": [storable(k[2]) for k in keys],
+            "source": [storable(sources[k]) for k in keys],
         },
         _SOURCES,
     )
