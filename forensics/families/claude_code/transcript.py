@@ -349,9 +349,9 @@ _awkward_reads = 0  # floats read in this process so far that rows.py's payloads
 
 def _float(text: str) -> float:
     """A float as msgspec reads it, counted where DuckDB writes it otherwise than msgspec
-    (rows.awkward): a session that read one has no more rows made (see `_emit`), so rows.py
-    need not look for one in every payload it writes (a search of every payload's text
-    was half its time)."""
+    (rows.awkward): only in a session that read one does rows.py look through the
+    payloads it writes for it (see `_emit`; a search of every payload's text was half
+    its time)."""
     global _awkward_reads
     value = float(text)
     if math.isinf(value):
