@@ -104,10 +104,21 @@ def json_escapes() -> dict[str, str]:
     return _changed(lambda c: json_safe(json.dumps(c, ensure_ascii=False)[1:-1]))
 
 
+def encodable(text: str | None) -> bool:
+    """Text UTF-8 can hold: no lone surrogate (a byte of a file's name that no encoding
+    decodes, which Python keeps as U+DC80-U+DCFF, or an escape json read)."""
+    if text is None or text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def storable(text: str) -> str:
-    """Text UTF-8 can hold, for the store: each lone surrogate (a byte of a file's name
-    that no encoding decodes, which Python keeps as U+DC80-U+DCFF, or an escape json
-    read) written as its escape, `\\udcff`, so that the name can still be found."""
-    if text.isascii():
+    """Text UTF-8 can hold, for the store: each lone surrogate (`encodable`) written as
+    its escape, `\\udcff`, so that the name can still be found."""
+    if encodable(text):
         return text
     return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -13,7 +13,7 @@ goes through the SQL as before:
   measured on DuckDB's compact JSON of it, which msgspec writes the same but for the
   hex digits of `\\u` escapes (DuckDB writes them in upper case) and the spelling of a
   float from 1e-6 to 1e-5 and from 1e16 to 1e21 (`1e16` is `10000000000000000.0`
-  there; measured on 300,000 floats of every exponent, AWKWARD holds the two ranges): a
+  there; measured on 300,000 floats of every exponent: `awkward`): a
   payload holding either, or one msgspec cannot write (nested about 1,000 deep: DuckDB
   reads and writes what it can), is declined. The reader's decoder counts such floats
   as it reads (transcript._float), so that `made` looks for them only in a session
@@ -33,15 +33,12 @@ from typing import Any
 
 import msgspec
 
-# floats (their size) DuckDB writes in positional notation where msgspec writes an
-# exponent: [1e-6, 1e-5) and [1e16, 1e21)
-AWKWARD = ((1e-6, 1e-5), (1e16, 1e21))
 HEAD = 8192  # characters of a payload whose separators are counted (stage_parts.sql)
 PREVIEW = 2000  # characters of a part's preview
 EVENT_CHARS = 200  # about an event's JSON beside its parts (its keys, ids and usage)
 _INT64 = 1 << 63
-# stored as a timestamp (stage_events.sql's `valid`)
-EARLIEST, LATEST = 0.0, 32503680000.0
+# the times the store holds (stage_events.sql's `valid`: 1970 to 3000), the reader's too
+EARLIEST, LATEST = 0.0, 32_503_680_000.0
 
 _BODY_KEYS = frozenset({
     "author", "timestamp", "branch", "id", "invocation_id", "model_version", "content",
@@ -69,7 +66,7 @@ class _Declined(Exception):
 def made(body: dict[str, Any], *, floats: bool = True) -> tuple[dict[str, Any], list[Part]] | None:
     """The event columns the body gives (those the reader's row does not: its ids,
     time and invocation are the row's) and its parts' rows; None where the SQL is the
-    definition (above). `floats`: whether a payload may hold an AWKWARD float (False
+    definition (above). `floats`: whether a payload may hold an `awkward` float (False
     where the caller's decoder counted none: the reader's), looked for where it may."""
     try:
         return _made(body, floats)
@@ -78,8 +75,9 @@ def made(body: dict[str, Any], *, floats: bool = True) -> tuple[dict[str, Any], 
 
 
 def awkward(value: float) -> bool:
-    """A float DuckDB writes otherwise than msgspec (AWKWARD: the reader asks of every
-    float it reads, so the two spans are written out)."""
+    """A float DuckDB writes in positional notation where msgspec writes an exponent:
+    its size in [1e-6, 1e-5) or [1e16, 1e21) (the reader asks it of every float it
+    reads: the spans are written out, not looped over)."""
     size = abs(value)
     return 1e-6 <= size < 1e-5 or 1e16 <= size < 1e21
 
@@ -217,7 +215,7 @@ def _json(value: Any, floats: bool) -> str | None:
 
 
 def _plain(value: Any) -> None:
-    """Declines a value holding a float of the AWKWARD spans."""
+    """Declines a value holding an `awkward` float."""
     stack = [value]
     while stack:
         item = stack.pop()

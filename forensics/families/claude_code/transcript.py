@@ -64,11 +64,12 @@ from typing import Any, Protocol
 import msgspec
 
 from ...model import parse_version
+from ...sanitize import encodable
 from ..fields import count, epoch, json_error
 from ..fields import number as finite
 from .anchors import AnchorIndex, strings
 from .files import TranscriptFile
-from .rows import awkward, made, size
+from .rows import EARLIEST, LATEST, awkward, made, size
 
 # an event's store rows made by the reader (rows.py) where it can; False: every event's
 # JSON is parsed by the normaliser, as before (the tests compare the two stores)
@@ -83,8 +84,6 @@ COMPACT_PREFIX = "acompact"  # agent ids of the compaction summarizer (agent-aco
 SKIPPED_TYPES = ("progress", "file-history-snapshot", "queue-operation", "summary")
 NUDGE_S = 1e-6  # an out-of-order event goes this far after the one before it
 NUDGE_WINDOW_S = 3600.0  # ... when it is stamped at most this much before it
-# the times the store holds (queries/families/adk/stage_events.sql: 1970 to 3000)
-EARLIEST, AFTER = 0.0, 32_503_680_000.0
 MAX_MESSAGE_CHARS = 2000  # of an error's text, kept
 TASK_TOOLS = ("Task", "Agent")  # the tool that starts a subagent (renamed Agent in 2.1)
 # a slash command's output (its own user line, after the command's): the command's turn
@@ -392,17 +391,6 @@ def dumps(value: Any, plain: bool) -> str:
         return _encode(value).decode("utf-8")
 
 
-def _unicode(text: str | None) -> bool:
-    """Text UTF-8 can hold (a name from the file system may hold a lone surrogate)."""
-    if text is None or text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def passed_over(text: str) -> str | None:
     """The type of a line the conversation passes over unparsed, told by its head: a
     file-history snapshot or a progress line (the largest lines of 2.1 files)."""
@@ -455,7 +443,7 @@ def read_line(
     if when is None:
         sink.skip(locator, "no timestamp")
         return None
-    if not EARLIEST <= when <= AFTER:
+    if not EARLIEST <= when <= LATEST:
         sink.skip(locator, f"timestamp {str(stamp)[:40]!r}: not between 1970 and 3000")
         return None
     return line, kind, when
@@ -611,7 +599,7 @@ def _plain_epoch(stamp: str | None) -> float | None:
     # as epoch() sums them: the whole seconds (exact in a float), then the fraction
     when = (day + (hour * 3600 + minute * 60 + second)) + (
         int(fraction) / 10 ** len(fraction) if fraction else 0.0)  # fmt: skip
-    return when if EARLIEST <= when <= AFTER else None
+    return when if EARLIEST <= when <= LATEST else None
 
 
 @dataclass
@@ -670,7 +658,7 @@ class SessionReader:
         self.event_ids: dict[str, tuple[str, int]] = {}  # id -> (file, line) that took it
         self.kinds: Counter[str] = Counter()
         self.anchor_counts: Counter[str] = Counter()  # anchors emitted per result's call id
-        self.encodable = all(map(_unicode, (app, user, session_id)))  # (see _emit)
+        self.encodable = all(map(encodable, (app, user, session_id)))  # (see _emit)
 
     # -- the session's timeline ---------------------------------------------------
 
@@ -815,7 +803,7 @@ class SessionReader:
         # surrogate), and its identity and thread valid Unicode (a file's name may not
         # be: the JSON path skips such an event, saying why)
         found = None
-        if MAKE_ROWS and plain and self.encodable and all(map(_unicode, (
+        if MAKE_ROWS and plain and self.encodable and all(map(encodable, (
                 event.event_id, event.invocation_id, body.get("author"),
                 body.get("branch")))):  # fmt: skip
             # (a float rows.py declines was read in this session: it looks for it)
