@@ -11,6 +11,7 @@ never copied from the toolkit's output.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
@@ -379,6 +380,33 @@ def test_files_read_for_one_user_are_read_again_for_another(tmp_path: Path) -> N
     assert theirs["entries"].sum() == first_entries(sample, tmp_path)
     with pytest.raises(api.ForensicsError, match="one user's transcripts; the selection holds 2"):
         api.cost_ccusage(db, by="day")
+
+
+def test_a_session_whose_names_no_encoding_decodes_is_stored_under_their_escapes(
+    tmp_path: Path,
+) -> None:
+    # a project folder and a session file whose names hold a byte no encoding decodes
+    # (Python reads each as a lone surrogate, which the store cannot hold): the session
+    # is stored whole under the names' escapes, an ingest that finds its file unchanged
+    # does not read it again, and ccusage's totals read straight from the files name it
+    # alike (the ingest stopped at its end on such a session)
+    root = tmp_path / "claude"
+    t = Transcript(os.fsdecode(b"s-\xff"))
+    t.prompt("look")
+    t.response("m1", [{"type": "text", "text": "seen"}], usage(3, 0, 50, 2))
+    t.write(root, project=os.fsdecode(b"-home-\xfe"))
+    db = tmp_path / "u.duckdb"
+    first = api.ingest_claude_code(db, [root])
+    assert first.rows_loaded == 2 and not first.skips
+    stored = api.sessions(db)
+    assert stored["session_id"].to_list() == ["s-\\udcff"]
+    assert stored["app_name"].to_list() == ["-home-\\udcfe"]
+    again = api.ingest_claude_code(db, [root])
+    assert again.rows_read == 0 and again.notes["sessions_unchanged"] == 1
+    straight, read = api.cost_ccusage_transcripts([root], by="session")
+    assert straight["session_id"].to_list() == ["s-\\udcff"] and not read["skips"]
+    in_store = api.cost_ccusage(db, by="session")
+    assert straight["total_tokens"].to_list() == in_store["total_tokens"].to_list() == [55]
 
 
 def first_entries(sample: Path, tmp_path: Path) -> int:

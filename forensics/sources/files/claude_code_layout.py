@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ...errors import ForensicsError
 from ...families.claude_code.files import TranscriptFile, agent_id_of
+from ...sanitize import storable
 
 KIND = "claude-code"  # the ingest's source kind, as the ledger names it
 DEFAULT_USER = "claude-code"
@@ -92,8 +93,11 @@ def _peek_session(path: Path) -> str | None:
 
 def _classify(text: str, projects_dir: str) -> tuple[str, str, TranscriptFile] | None:
     """(app, session, file) of a transcript (its path's text) by its place under the
-    projects folder (its text); None where Claude Code writes none. (On text: a Path's
-    relative_to, parts and stem were a third of discover.)"""
+    projects folder (its text); None where Claude Code writes none. The app and session
+    and an agent's id (its thread's name) are names the store keeps: a byte of a
+    folder's or file's name that no encoding decodes is written as its escape
+    (`sanitize.storable`), as the file's place is. (On
+    text: a Path's relative_to, parts and stem were a third of discover.)"""
     base = projects_dir if projects_dir.endswith(os.sep) else projects_dir + os.sep
     if text.startswith(base) and os.sep == "/":
         parts: tuple[str, ...] = tuple(text[len(base) :].split("/"))
@@ -102,14 +106,15 @@ def _classify(text: str, projects_dir: str) -> tuple[str, str, TranscriptFile] |
     rel = "/".join(parts)
     name = parts[-1]
     stem = name[:-6] if name.endswith(".jsonl") and len(name) > 6 else Path(name).stem
+    app, stem = storable(parts[0]), storable(stem)
     if len(parts) == 2 and not stem.startswith("agent-"):
-        return parts[0], stem, TranscriptFile(rel, "main", path=text)
+        return app, stem, TranscriptFile(rel, "main", path=text)
     if len(parts) == 2:
         file = TranscriptFile(rel, "agent", agent_id_of(stem), text)
-        return parts[0], _peek_session(Path(text)) or stem, file
+        return app, storable(_peek_session(Path(text)) or stem), file
     if len(parts) == 4 and parts[2] == "subagents":
         file = TranscriptFile(rel, "subagent", agent_id_of(stem), text)
-        return parts[0], parts[1], file
+        return app, storable(parts[1]), file
     return None
 
 
@@ -297,7 +302,8 @@ def to_read(
     unchanged = 0
     for entry in layout.sessions:
         stats = {f.path: entry.stats.get(f.path) or _stat(Path(f.path)) for f in entry.found}
-        if known and all(known.get(p) == st for p, st in stats.items()):
+        # (a path is kept as `storable` writes it: a name no encoding decodes, escaped)
+        if known and all(known.get(storable(p)) == st for p, st in stats.items()):
             unchanged += 1
             continue
         todo.append((entry, stats))

@@ -42,6 +42,7 @@ from ...families.claude_code.transcript import (
     usage_counts,
     usage_total,
 )
+from ...sanitize import storable
 from .claude_code_layout import DEFAULT_USER, Discovery, SessionFiles, no_sessions
 
 if TYPE_CHECKING:
@@ -312,7 +313,10 @@ def _tasks(entry: SessionFiles, user: str, parted: bool) -> tuple[list[_Task], l
     found: list[tuple[str, str, str, Path, str, str, int, int | None]] = []
     sizes: list[int] = []
     for path, file in entry.files:
-        task = (entry.app, entry.session_id, user, path, file.rel, file.path or file.rel)
+        # (the names rows and skips give, as the ingest stores them: escaped where no
+        # encoding decodes a byte of them)
+        task = (entry.app, entry.session_id, user, path, storable(file.rel),
+                storable(file.path or file.rel))
         # (the size discovery's one stat found; a file it could not stat, stat here)
         known = entry.stats.get(file.path) if parted else None
         size = known[0] if known is not None else _size(path) if parted else 0
