@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -373,3 +374,45 @@ def test_columns_chooses_what_a_command_prints(tmp_path):
     assert wrong.exit_code == 1
     assert wrong.stderr.splitlines()[0] == "Error: --columns: no column 'nope' here"
     assert wrong.stderr.splitlines()[1].startswith("Hint: the columns are session_id, ")
+
+
+_ARENAS = """
+import ctypes, os, sys, tempfile, threading
+if sys.argv[1] == "cli":
+    from forensics.cli import _keep_freed_memory
+    _keep_freed_memory()
+libc = ctypes.CDLL("libc.so.6")
+n = int(sys.argv[2])
+held, together = [], threading.Barrier(n)
+def grab():  # a block malloc takes in this thread, each thread alive at once
+    held.append(bytearray(1 << 20))
+    together.wait()
+threads = [threading.Thread(target=grab) for _ in range(n)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+libc.fopen.restype = ctypes.c_void_p
+path = tempfile.mktemp()
+f = libc.fopen(path.encode(), b"w")
+libc.malloc_info(0, ctypes.c_void_p(f))
+libc.fclose(ctypes.c_void_p(f))
+with open(path) as info:
+    print(info.read().count("<heap nr="))
+os.remove(path)
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's allocator")
+def test_the_command_s_threads_share_a_heap_a_core():
+    # glibc gives each new thread a heap (arena) of its own, up to eight a core, and
+    # each keeps what its thread freed (the command keeps freed blocks for reuse): the
+    # command's threads share forensics.cli.ARENAS, counted by glibc's own malloc_info
+    from forensics.cli import ARENAS
+
+    def heaps(mode: str) -> int:
+        done = subprocess.run([sys.executable, "-c", _ARENAS, mode, str(ARENAS + 4)],
+                              capture_output=True, text=True, check=True, cwd=ROOT)  # fmt: skip
+        return int(done.stdout)
+
+    assert heaps("cli") == ARENAS < heaps("plain")
