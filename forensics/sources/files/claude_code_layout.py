@@ -93,11 +93,11 @@ def _peek_session(path: Path) -> str | None:
 
 def _classify(text: str, projects_dir: str) -> tuple[str, str, TranscriptFile] | None:
     """(app, session, file) of a transcript (its path's text) by its place under the
-    projects folder (its text); None where Claude Code writes none. The app and session
+    projects folder (its text); None where Claude Code writes none. The app, the session
     and an agent's id (its thread's name) are names the store keeps: a byte of a
     folder's or file's name that no encoding decodes is written as its escape
-    (`sanitize.storable`), as the file's place is. (On
-    text: a Path's relative_to, parts and stem were a third of discover.)"""
+    (`sanitize.storable`), as the file's place is. (On text: a Path's relative_to,
+    parts and stem were a third of discover.)"""
     base = projects_dir if projects_dir.endswith(os.sep) else projects_dir + os.sep
     if text.startswith(base) and os.sep == "/":
         parts: tuple[str, ...] = tuple(text[len(base) :].split("/"))
