@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from forensics import api
 from forensics.cli import app
@@ -827,3 +827,60 @@ def test_a_stop_just_after_the_run_was_committed_says_it_was(tmp_path, monkeypat
     monkeypatch.undo()
     assert api.ingests(db)["status"].to_list() == ["ok"]
     assert api.sessions(db)["events"].to_list() == [400]
+
+
+# -- names no encoding decodes ------------------------------------------------------
+
+
+def test_files_whose_names_no_encoding_decodes_load_or_are_refused_by_name(tmp_path):
+    """A file or folder whose name holds a byte no encoding decodes (Python reads it as a
+    lone surrogate, which DuckDB and Arrow cannot take): each source loads it whole, its
+    place written with the escape; what DuckDB or Arrow must open by that name is
+    refused, naming it. Each command here stopped with an unexpected error before, or
+    (opensearch-file) skipped every document for its locator."""
+    import os
+    import shutil
+
+    odd = Path(os.fsdecode(os.fsencode(tmp_path) + b"/dir\xfe"))
+    odd.mkdir()
+
+    def copied(sample: str, name: bytes) -> str:
+        target = os.fsdecode(os.fsencode(odd) + b"/" + name)
+        shutil.copy(SAMPLES / sample, target)
+        return target
+
+    def cli(*args: str) -> Result:
+        return runner.invoke(app, [*args, "--format", "json"])
+
+    db = str(tmp_path / "s.duckdb")
+    sqlite = cli("ingest", "adk-sqlite", copied("adk_v1.db", b"v1\xff.db"), "--db", db)
+    assert sqlite.exit_code == 0, sqlite.output
+    assert json.loads(sqlite.stdout)[0]["rows_loaded"] > 0
+    # a bare event list's session is its file's name
+    events, own = copied("exports/incident.ndjson", b"inc\xff.ndjson"), str(tmp_path / "j")
+    runs = [cli("ingest", "adk-json", events, "--db", own) for _ in range(2)]
+    assert [r.exit_code for r in runs] == [0, 0], runs[0].output
+    first, again = (json.loads(r.stdout)[0] for r in runs)
+    assert (first["rows_loaded"], again["rows_already_stored"]) == (14, 14)
+    assert api.sessions(own)["session_id"].to_list() == ["inc\\udcff"]
+    for sample in ("opensearch/litellm.ndjson", "opensearch/logs-otel-v1.ndjson"):
+        logged = cli("ingest", "opensearch-file", copied(sample, b"os\xff.ndjson"), "--db", db)
+        assert logged.exit_code == 0, logged.output
+        assert json.loads(logged.stdout)[0]["rows_skipped"] == 0
+    priced = cli("cost", "--by", "day", "--db", db, "--prices",
+                 copied("prices.toml", b"prices\xff.toml"))  # fmt: skip
+    assert priced.exit_code == 0, priced.output
+    # DuckDB opens a store, and Arrow writes and reads an export, by a UTF-8 name only
+    for args, refused in (
+        (("sessions", "--db", f"{odd}/s.duckdb"), "as a store: DuckDB opens a file by a UTF-8"),
+        (("export", "parquet", f"{odd}/out", "--db", db), "cannot write an export to"),
+    ):
+        said = runner.invoke(app, list(args))
+        assert said.exit_code == 1 and refused in said.stderr, said.output
+        assert "dir\\udcfe" in said.stderr and "unexpected" not in said.stderr
+    assert not Path(f"{odd}/out").exists()
+    written = tmp_path / "export"
+    assert runner.invoke(app, ["export", "parquet", str(written), "--db", db]).exit_code == 0
+    moved = shutil.move(written, f"{odd}/export")
+    said = runner.invoke(app, ["ingest", "parquet", str(moved), "--db", str(tmp_path / "p")])
+    assert said.exit_code == 1 and "cannot read an export from" in said.stderr, said.output

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ForensicsError
+from ..sanitize import storable
 
 RATES = ("input", "cache_read", "cache_write", "cache_write_1h", "output")
 # genai-prices' price keys for the rates above, in the same order; and its request fee
@@ -434,11 +435,12 @@ def parse_overrides(text: str, path: Path, label: str | None = None) -> Override
     for key in ("price", "alias"):
         if not isinstance(doc.get(key, []), list):
             raise ForensicsError(f"{path}: {key} must be an array of tables ([[{key}]])")
+    name = storable(path.name)  # (as prices' sources name it: any byte of it, escaped)
     return Overrides(
         path,
-        tuple(_override(e, f"{path.name} price[{i}]") for i, e in enumerate(doc.get("price", []))),
-        tuple(_alias(e, f"{path.name} alias[{i}]") for i, e in enumerate(doc.get("alias", []))),
-        label or str(path),
+        tuple(_override(e, f"{name} price[{i}]") for i, e in enumerate(doc.get("price", []))),
+        tuple(_alias(e, f"{name} alias[{i}]") for i, e in enumerate(doc.get("alias", []))),
+        label or storable(str(path)),
         hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 from ..families.documents import read
 from ..families.mapping import Mapping
 from ..model import LoggedRecord, Skip, logged_table
+from ..sanitize import storable
 from ..sources.base import not_unicode
 from ..store import Store, ledger
 from ..store.ledger import IngestResult
@@ -77,6 +78,7 @@ def ingest_documents(
                     result.skips.append(item)
                     continue
                 locator, document = item
+                locator = storable(locator)  # (a file's place: its name may hold any byte)
                 found = read(document, locator, mapping)
                 if found.problem is not None:
                     result.skips.append(Skip(locator, found.problem))

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from ...families.fields import json_error
 from ...model import RAW_SESSION_SCHEMA, Batch
+from ...sanitize import storable
 from ...store.arrow import rows_table  # (pyarrow's builders import pandas)
 from ..base import BATCH_ROWS, EventBatcher, not_unicode
 
@@ -181,8 +182,9 @@ def _fast_read(data: bytes | memoryview | str) -> object:
 
 
 def _session_key(name: str) -> str:
-    """`incident.events.json` -> `incident`: the default session id of a bare event list."""
-    return name.split(".", 1)[0] or name
+    """`incident.events.json` -> `incident`: the default session id of a bare event list
+    (a byte of the name that no encoding decodes written as its escape: `storable`)."""
+    return storable(name.split(".", 1)[0] or name)
 
 
 class AdkJsonSource:

@@ -8,6 +8,7 @@ columns: `event_data` is V1 (or SqliteSessionService, whose timestamps are REAL)
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -120,7 +121,8 @@ class AdkSqliteSource:
             )
         if not self.path.is_file():
             raise SourceError(f"{self.path}: no such file")
-        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        # (from its bytes: a name no encoding decodes is the file's all the same)
+        uri = f"file:{quote(os.fsencode(self.path.resolve()))}?mode=ro"
         try:
             con = sqlite3.connect(uri, uri=True)
             con.text_factory = _text
