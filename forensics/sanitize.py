@@ -19,6 +19,8 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from .errors import ForensicsError
+
 # embedding, override and isolate controls, and the marks (UAX #9)
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 # every other invisible format character too: zero-width spaces and joiners, word
@@ -39,9 +41,12 @@ _FORMAT = "".join(
     if unicodedata.category(chr(c)) == "Cf"
 )
 _HIDDEN = "\u2028\u2029" + BIDI_CONTROLS + _FORMAT
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f" + _HIDDEN + "]")
-_UNSAFE_KEEP_NL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f" + _HIDDEN + "]")
-_UNSAFE_KEEP_WS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + _HIDDEN + "]")
+# and lone surrogates (a range of the patterns, never in a column: Arrow holds none): a
+# byte of a name given that no encoding decodes, which no terminal can be sent as text
+_SURROGATES = "\ud800-\udfff"
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f" + _HIDDEN + _SURROGATES + "]")
+_UNSAFE_KEEP_NL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f" + _HIDDEN + _SURROGATES + "]")
+_UNSAFE_KEEP_WS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + _HIDDEN + _SURROGATES + "]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -63,7 +68,9 @@ def visible(text: str, *, keep_newlines: bool = False, keep_tabs: bool = False) 
 
 # what json.dumps(ensure_ascii=False) leaves raw (it escapes C0 itself; the rest of
 # the document's raw newlines are its own layout)
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029" + BIDI_CONTROLS + _FORMAT + "]")
+_UNSAFE_IN_JSON = re.compile(
+    "[\x7f-\x9f\u2028\u2029" + BIDI_CONTROLS + _FORMAT + _SURROGATES + "]"
+)
 
 
 def json_safe(encoded: str) -> str:
@@ -122,3 +129,19 @@ def storable(text: str) -> str:
     if encodable(text):
         return text
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def require_utf8_name(
+    path: object, doing: str, by: str, hint: str, error: type[ForensicsError] = ForensicsError
+) -> None:
+    """`error` when `path`, a file or folder that DuckDB or Arrow must open by its name,
+    holds a byte that no encoding decodes (`encodable`): they take UTF-8 names only.
+    `doing`: what could not be done, `{}` where the path (escaped) goes; `by`: who opens
+    it ("DuckDB opens a store")."""
+    text = str(path)
+    if not encodable(text):
+        raise error(
+            f"cannot {doing.format(storable(text))}: {by} by a UTF-8 name only, and this one "
+            "holds a byte that no encoding decodes",
+            hint=hint,
+        )

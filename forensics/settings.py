@@ -67,10 +67,16 @@ def workers(requested: int | None = None) -> int:
                 hint=f"set {WORKERS_ENV} to 1 or more, or unset it to use every core",
             ) from None
     if requested is None:
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # not on Linux
-            return max(1, os.cpu_count() or 1)
+        return cores()
     if requested < 1:
         raise ForensicsError(f"{requested} workers: the facts need 1 or more")
     return requested
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity: a container's share, not the
+    host's count, where the system says)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)

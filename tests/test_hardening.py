@@ -856,6 +856,11 @@ def test_files_whose_names_no_encoding_decodes_load_or_are_refused_by_name(tmp_p
     sqlite = cli("ingest", "adk-sqlite", copied("adk_v1.db", b"v1\xff.db"), "--db", db)
     assert sqlite.exit_code == 0, sqlite.output
     assert json.loads(sqlite.stdout)[0]["rows_loaded"] > 0
+    # the table a person reads says the place with its escapes (a terminal takes no
+    # lone surrogate: the runner's output is strict UTF-8, as most locales' are)
+    told = runner.invoke(app, ["ingest", "adk-sqlite", copied("adk_v1.db", b"v2\xff.db"),
+                               "--db", str(tmp_path / "t.duckdb")])  # fmt: skip
+    assert told.exit_code == 0 and "dir\\udcfe/v2\\udcff.db" in told.stdout, told.output
     # a bare event list's session is its file's name
     events, own = copied("exports/incident.ndjson", b"inc\xff.ndjson"), str(tmp_path / "j")
     runs = [cli("ingest", "adk-json", events, "--db", own) for _ in range(2)]
@@ -863,6 +868,14 @@ def test_files_whose_names_no_encoding_decodes_load_or_are_refused_by_name(tmp_p
     first, again = (json.loads(r.stdout)[0] for r in runs)
     assert (first["rows_loaded"], again["rows_already_stored"]) == (14, 14)
     assert api.sessions(own)["session_id"].to_list() == ["inc\\udcff"]
+    # and a name given as the shell passes it (a file's) finds the session stored so
+    named = runner.invoke(app, ["events", os.fsdecode(b"inc\xff"), "--db", own])
+    assert named.exit_code == 0 and "total (14 rows)" in named.stdout, named.output
+    # outcomes keyed by their file's place
+    outcomes = runner.invoke(app, ["outcomes", "load", copied("outcomes.csv", b"out\xff.csv"),
+                                   "--db", own])  # fmt: skip
+    assert outcomes.exit_code in (0, 1) and "unexpected" not in outcomes.output, outcomes.output
+    assert "dir\\udcfe/out\\udcff.csv:2" in outcomes.output
     for sample in ("opensearch/litellm.ndjson", "opensearch/logs-otel-v1.ndjson"):
         logged = cli("ingest", "opensearch-file", copied(sample, b"os\xff.ndjson"), "--db", db)
         assert logged.exit_code == 0, logged.output
@@ -871,16 +884,18 @@ def test_files_whose_names_no_encoding_decodes_load_or_are_refused_by_name(tmp_p
                  copied("prices.toml", b"prices\xff.toml"))  # fmt: skip
     assert priced.exit_code == 0, priced.output
     # DuckDB opens a store, and Arrow writes and reads an export, by a UTF-8 name only
+    export = tmp_path / "export"
+    assert runner.invoke(app, ["export", "parquet", str(export), "--db", db]).exit_code == 0
     for args, refused in (
-        (("sessions", "--db", f"{odd}/s.duckdb"), "as a store: DuckDB opens a file by a UTF-8"),
+        (("sessions", "--db", f"{odd}/s.duckdb"), "as a store: DuckDB opens a store by a UTF-8"),
         (("export", "parquet", f"{odd}/out", "--db", db), "cannot write an export to"),
+        (("analyze", "--input", str(export), "--output", f"{odd}/out"),
+         "cannot write the facts to"),
     ):
         said = runner.invoke(app, list(args))
         assert said.exit_code == 1 and refused in said.stderr, said.output
         assert "dir\\udcfe" in said.stderr and "unexpected" not in said.stderr
     assert not Path(f"{odd}/out").exists()
-    written = tmp_path / "export"
-    assert runner.invoke(app, ["export", "parquet", str(written), "--db", db]).exit_code == 0
-    moved = shutil.move(written, f"{odd}/export")
+    moved = shutil.move(export, f"{odd}/export")
     said = runner.invoke(app, ["ingest", "parquet", str(moved), "--db", str(tmp_path / "p")])
     assert said.exit_code == 1 and "cannot read an export from" in said.stderr, said.output

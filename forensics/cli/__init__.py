@@ -19,6 +19,7 @@ import typer
 
 from .. import __version__
 from ..errors import TERMINATED, hold_stops
+from ..settings import cores
 from .common import app, state
 
 # Each module registers its commands when imported; `--help` lists them in this order.
@@ -61,7 +62,7 @@ def _main(
 
 # glibc's heaps (arenas) that this process's threads share: one a core (its default is
 # eight a core), so that threads working at once do not wait on each other's heap
-ARENAS = max(2, os.cpu_count() or 1)
+ARENAS = max(2, cores())
 
 
 def _keep_freed_memory() -> None:

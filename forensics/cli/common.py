@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 
 from ..errors import FactsInterrupted, ForensicsError, cancelled, stops_held, waited
-from ..sanitize import visible
+from ..sanitize import storable, visible
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -81,10 +81,25 @@ DbOption = Annotated[
 FormatOption = Annotated[
     Format, typer.Option("--format", "-f", help="table, json or csv.", case_sensitive=False)
 ]
+
+
+def stored_name(value: str | None) -> str | None:
+    """A name given on the command line (an app, a user, a session id) as the store keeps
+    it: a byte no encoding decodes, which the shell passes on as it is (a name taken from
+    a file's, say), written as its escape (`sanitize.storable`), as the store writes it."""
+    return value if value is None else storable(value)
+
+
 # filters a loader pushes into the source's SQL
-AppOption = Annotated[str | None, typer.Option("--app", help="Only this app_name.")]
-UserOption = Annotated[str | None, typer.Option("--user", help="Only this user_id.")]
-SessionOption = Annotated[str | None, typer.Option("--session", help="Only this session id.")]
+AppOption = Annotated[
+    str | None, typer.Option("--app", help="Only this app_name.", callback=stored_name)
+]
+UserOption = Annotated[
+    str | None, typer.Option("--user", help="Only this user_id.", callback=stored_name)
+]
+SessionOption = Annotated[
+    str | None, typer.Option("--session", help="Only this session id.", callback=stored_name)
+]
 SinceOption = Annotated[
     str | None,
     typer.Option(
@@ -117,13 +132,20 @@ SourceOption = Annotated[
         help="Only sessions this agent software wrote: adk or claude-code (default: both).",
     ),
 ]
-SessionArg = Annotated[str, typer.Argument(help="The session id (see `forensics sessions`).")]
-OptionalSessionArg = Annotated[
-    str | None, typer.Argument(help="One session; all sessions when left out.")
+SessionArg = Annotated[
+    str, typer.Argument(help="The session id (see `forensics sessions`).", callback=stored_name)
 ]
-AppPick = Annotated[str | None, typer.Option("--app", help="The app, when the id is in several.")]
+OptionalSessionArg = Annotated[
+    str | None,
+    typer.Argument(help="One session; all sessions when left out.", callback=stored_name),
+]
+AppPick = Annotated[
+    str | None,
+    typer.Option("--app", help="The app, when the id is in several.", callback=stored_name),
+]
 UserPick = Annotated[
-    str | None, typer.Option("--user", help="The user, when the id exists for several.")
+    str | None,
+    typer.Option("--user", help="The user, when the id exists for several.", callback=stored_name),
 ]
 
 

@@ -26,6 +26,7 @@ from .common import (
     emit,
     ingest_app,
     selection,
+    stored_name,
 )
 
 if TYPE_CHECKING:
@@ -321,10 +322,12 @@ def ingest_json(
     ],
     app_name: Annotated[
         str | None,
-        typer.Option("--app", help="app_name for files that do not say (event lists, NDJSON)."),
+        typer.Option("--app", help="app_name for files that do not say (event lists, NDJSON).",
+                     callback=stored_name),
     ] = None,
     user: Annotated[
-        str | None, typer.Option("--user", help="user_id for files that do not say.")
+        str | None,
+        typer.Option("--user", help="user_id for files that do not say.", callback=stored_name),
     ] = None,
     session: Annotated[
         str | None,
@@ -332,6 +335,7 @@ def ingest_json(
             "--session",
             help="Session id for files that do not say (default: the file's name "
             "up to its first dot).",
+            callback=stored_name,
         ),
     ] = None,
     adk_version: AdkVersionOption = None,
@@ -376,6 +380,7 @@ def ingest_claude_code(
             "--user",
             help="user_id for these sessions: whose transcripts they are (default "
             "claude-code). Each project folder is an app.",
+            callback=stored_name,
         ),
     ] = None,
     full: Annotated[

@@ -26,6 +26,7 @@ from .common import (
     emit,
     ingest_app,
     selection,
+    stored_name,
 )
 from .ingest import report_ingest
 
@@ -269,7 +270,9 @@ class FailuresBy(StrEnum):
 @boundary
 def failures(
     session_id: Annotated[
-        str | None, typer.Argument(help="One session (logged or ADK); all when left out.")
+        str | None,
+        typer.Argument(help="One session (logged or ADK); all when left out.",
+                       callback=stored_name),
     ] = None,
     by: Annotated[
         FailuresBy,

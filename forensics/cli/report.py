@@ -24,6 +24,7 @@ from .common import (
     emit,
     report_app,
     selection,
+    stored_name,
 )
 
 
@@ -88,7 +89,9 @@ def report_weekly(
     tz: Annotated[
         str, typer.Option("--tz", help="The time zone of the week's days (IANA name).")
     ] = "UTC",
-    app_name: Annotated[str | None, typer.Option("--app", help="One app.")] = None,
+    app_name: Annotated[
+        str | None, typer.Option("--app", help="One app.", callback=stored_name)
+    ] = None,
     budget: Annotated[
         int, typer.Option("--budget", min=1, help="Tokens per tool result before it is flagged.")
     ] = 16_000,

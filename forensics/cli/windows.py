@@ -24,6 +24,7 @@ from .common import (
     emit,
     selection,
     state,
+    stored_name,
 )
 
 if TYPE_CHECKING:
@@ -218,7 +219,9 @@ def growth(
     top: Annotated[
         int, typer.Option("--top", min=1, help="How many tool calls to show (1 or more).")
     ] = 10,
-    session_id: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
+    session_id: Annotated[
+        str | None, typer.Option("--session", help="Only this session.", callback=stored_name)
+    ] = None,
     app_name: AppPick = None,
     user: UserPick = None,
     since: SinceOption = None,

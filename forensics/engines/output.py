@@ -23,6 +23,7 @@ from ..analysis.ratio import Ratio
 from ..columns import GROWTH, TURNS
 from ..errors import ForensicsError
 from ..provenance import Spec
+from ..sanitize import require_utf8_name
 
 FORMAT = "agent-forensics-facts"
 FORMAT_VERSION = 1
@@ -32,6 +33,8 @@ SUMMARIES: dict[str, Spec] = {"turns": TURNS, "growth": GROWTH}
 
 def check_output(folder: Path) -> None:
     """`folder` is new (it is created) or empty: facts never mix with other files."""
+    require_utf8_name(folder, "write the facts to {}", "DuckDB or Spark writes a file",
+                      "give a folder whose path is named in UTF-8")
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise ForensicsError(
             f"{folder} is not an empty folder: the facts are never written over other files",

@@ -15,7 +15,7 @@ import duckdb
 
 from .. import sql
 from ..errors import StoreError
-from ..sanitize import encodable, storable
+from ..sanitize import require_utf8_name
 from ..settings import DEFAULT_DB as DEFAULT_DB  # (the store's name for them)
 from ..settings import default_db_path as default_db_path
 from . import migrations
@@ -135,13 +135,8 @@ class Store:
     def open(cls, path: str | Path | None = None, *, read_only: bool = False) -> Store:
         """Open the store; a read-only open of a missing file is a StoreError with a hint."""
         path = Path(path) if path is not None else default_db_path()
-        if not encodable(str(path)):
-            raise StoreError(
-                f"cannot use {storable(str(path))} as a store: DuckDB opens a file by a UTF-8 "
-                "name, and this one holds a byte that no encoding decodes",
-                hint="give --db (or FORENSICS_DB) a path whose folders and file are named in "
-                "UTF-8",
-            )
+        require_utf8_name(path, "use {} as a store", "DuckDB opens a store",
+                          "give --db (or FORENSICS_DB) a path named in UTF-8", StoreError)
         _check_file(path)
         if read_only and not path.exists():
             raise StoreError(

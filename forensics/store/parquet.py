@@ -29,7 +29,7 @@ import pyarrow.dataset as ds
 
 from .. import sql
 from ..errors import ForensicsError
-from ..sanitize import encodable, storable
+from ..sanitize import require_utf8_name, storable
 from ..selection import Selection
 from .facts import TABLES as FACT_TABLE_NAMES
 from .handle import Store
@@ -69,12 +69,8 @@ class Export:
 def export(store: Store, folder: Path, selection: Selection | None = None) -> Export:
     """Write the selected sessions' tables under `folder` (which must not hold files)."""
     selection = selection or Selection()
-    if not encodable(str(folder)):
-        raise ForensicsError(
-            f"cannot write an export to {storable(str(folder))}: Arrow writes files by UTF-8 "
-            "names, and this one holds a byte that no encoding decodes",
-            hint="give a folder whose path is named in UTF-8",
-        )
+    require_utf8_name(folder, "write an export to {}", "Arrow writes a file",
+                      "give a folder whose path is named in UTF-8")
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise ForensicsError(
             f"{folder} is not an empty folder: an export never mixes with other files",
@@ -145,12 +141,8 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     path = folder / "manifest.json"
     if not folder.is_dir():
         raise ForensicsError(f"{storable(str(folder))} is not a folder (an export is a folder)")
-    if not encodable(str(folder)):
-        raise ForensicsError(
-            f"cannot read an export from {storable(str(folder))}: Arrow reads files by UTF-8 "
-            "names, and this one holds a byte that no encoding decodes",
-            hint="rename the folder (or a link to it) with a UTF-8 name",
-        )
+    require_utf8_name(folder, "read an export from {}", "Arrow reads a file",
+                      "give the folder (or a link to it) a name in UTF-8")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -26,6 +26,7 @@ from typing import Any
 
 from ...errors import SourceError
 from ...model import Outcome, Skip
+from ...sanitize import storable
 
 _TRUE = {"true", "1", "yes", "y", "pass", "passed", "success", "ok"}
 _FALSE = {"false", "0", "no", "n", "fail", "failed", "failure"}
@@ -119,7 +120,7 @@ def _from_eval(document: dict[str, Any], path: Path, arm: str | None,
     cases = document.get("eval_case_results") or document.get("evalCaseResults") or []
     found = []
     for index, case in enumerate(cases if isinstance(cases, list) else []):
-        locator = f"{path}: eval_case_results[{index}]"
+        locator = f"{storable(str(path))}: eval_case_results[{index}]"
         if not isinstance(case, dict):
             skips.append(Skip(locator, "an eval case result is not an object"))
             continue
@@ -156,6 +157,7 @@ def read_outcomes(
         raise SourceError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from e
     if eval_only and path.suffix.lower() == ".csv":
         raise SourceError(f"{path}: not an ADK EvalSetResult (--adk-eval): a CSV file")
+    place = storable(str(path))  # (each row's, stored: any byte of the name escaped)
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(io.StringIO(text, newline=""))
         names = {ALIASES.get(f.strip().lower(), f.strip().lower()) for f in reader.fieldnames or []}
@@ -167,7 +169,7 @@ def read_outcomes(
             )
         rows: list[tuple[str, Any]] = []
         for row in reader:
-            rows.append((f"{path}:{reader.line_num}", row))
+            rows.append((f"{place}:{reader.line_num}", row))
         source = "csv"
     else:
         try:
@@ -188,7 +190,7 @@ def read_outcomes(
                 f"{path}: not outcomes: expected a CSV, a JSON list of rows, "
                 "{\"outcomes\": [...]}, or an ADK EvalSetResult"
             )
-        rows = [(f"{path}: [{index}]", row) for index, row in enumerate(document)]
+        rows = [(f"{place}: [{index}]", row) for index, row in enumerate(document)]
         source = "json"
     found = []
     for locator, row in rows:
