@@ -393,7 +393,8 @@ for t in threads:
 for t in threads:
     t.join()
 libc.fopen.restype = ctypes.c_void_p
-path = tempfile.mktemp()
+handle, path = tempfile.mkstemp()
+os.close(handle)
 f = libc.fopen(path.encode(), b"w")
 libc.malloc_info(0, ctypes.c_void_p(f))
 libc.fclose(ctypes.c_void_p(f))

@@ -111,7 +111,8 @@ def _classify(text: str, projects_dir: str) -> tuple[str, str, TranscriptFile] |
         return app, stem, TranscriptFile(rel, "main", path=text)
     if len(parts) == 2:
         file = TranscriptFile(rel, "agent", agent_id_of(stem), text)
-        return app, storable(_peek_session(Path(text)) or stem), file
+        peeked = _peek_session(Path(text))
+        return app, storable(peeked) if peeked else stem, file
     if len(parts) == 4 and parts[2] == "subagents":
         file = TranscriptFile(rel, "subagent", agent_id_of(stem), text)
         return app, storable(parts[1]), file
