@@ -196,13 +196,20 @@ def cost(
         emit(frame, fmt, spec, f"ccusage's rules, not the provider's bill; prices: {shown}")
         return
     started = time.monotonic()
-    book = api.price_book(prices, db if db is not None else api.default_db_path())
+    # a prices file given is read first (told before the store when it cannot be); the
+    # store is opened once, for the prices it keeps and its calls
+    given_book = api.price_book(prices) if prices is not None else None
+    with api.using(db) as store:
+        book = given_book if given_book is not None else api.price_book(None, store)
+        if share:
+            frame = api.cost_share(store, picked, prices=book)
+        else:
+            frame = api.cost(store, picked, by=chosen, prices=book)
     note = _footnote(book.sources)
     if share:
-        emit(api.cost_share(db, picked, prices=book), fmt, COST_SHARE, note)
+        emit(frame, fmt, COST_SHARE, note)
         _stale_hint(db, prices, started)
         return
-    frame = api.cost(db, picked, by=chosen, prices=book)
     if chosen in BY_COST:  # the costliest first (a day, a turn, a call: in time order)
         frame = frame.sort("cost_usd_low", descending=True, nulls_last=True, maintain_order=True)
     specs = {"call": COST_CALLS, "tool": COST_TOOLS, "tool-call": COST_TOOL_CALLS}
