@@ -41,6 +41,11 @@ class StoreError(ForensicsError):
     """The local DuckDB store cannot be used."""
 
 
+# Python's json refuses an integer of over 4,300 digits with a ValueError that is not a
+# JSONDecodeError (sys.get_int_max_str_digits): a skip's reason wherever json reads data
+NUMBER_TOO_LONG = "holds a number of over 4,300 digits, more than Python's json reads"
+
+
 TERMINATED = threading.Event()
 """Set by the command line's SIGTERM handler before it stops the run as Ctrl-C does: the
 ledger then says the run was terminated, not interrupted."""

@@ -212,6 +212,47 @@ def test_file_layouts_and_bad_lines(tmp_path: Path) -> None:
     assert locators == [f"{bulk}:2 (i/c)", f"{ndjson}:1", f"{ndjson}:4"]
 
 
+def test_a_number_too_long_or_a_broken_list_loses_only_what_it_holds(tmp_path: Path) -> None:
+    """A number of over 4,300 digits (Python's json refuses it with a plain ValueError)
+    is one skip in a file of lines; a list of documents or a _search body cut short, or
+    one of its documents nested too deeply, keeps the documents before it."""
+    def spans(first: int) -> list[dict]:  # three of their own (a span is stored once)
+        return [dict(adk_span(**{"gen_ai.usage.input_tokens": 10}), spanId=f"00f067aa0ba9{i:04x}")
+                for i in range(first, first + 3)]
+
+    long = '{"a": ' + "9" * 5000 + "}"
+    lines = tmp_path / "long.ndjson"
+    lines.write_text("\n".join([json.dumps(spans(0)[0]), long, json.dumps(spans(0)[1])]) + "\n")
+    first = tmp_path / "long-first.ndjson"
+    first.write_text("\n".join([long, json.dumps(spans(0)[2])]) + "\n")
+    listed = tmp_path / "list.json"
+    listed.write_text(f"{json.dumps(spans(3))[:-1]}, {long}, {json.dumps(spans(9)[0])}]")
+    deep = tmp_path / "deep.json"
+    deep.write_text(json.dumps(spans(6))[:-1] + ', {"x": ' + "[" * 5000 + "]" * 5000 + "}]")
+    body = json.dumps({"took": 1, "hits": {"total": {"value": 3}, "max_score": 1.0, "hits": [
+        {"_index": "otel-v1-apm-span-000001", "_id": str(i), "_source": s}
+        for i, s in enumerate(spans(12))]}}, indent=2)  # fmt: skip
+    cut = tmp_path / "search.json"
+    cut.write_text(body[: body.index('"_id": "2"')])
+    result = api.ingest_opensearch_files(tmp_path / "f.duckdb",
+                                         [lines, first, listed, deep, cut])  # fmt: skip
+    reasons = [(s.locator, s.reason) for s in result.skips]
+    too_long = "not read: holds a number of over 4,300 digits, more than Python's json reads"
+    assert reasons[:2] == [(f"{lines}:2", too_long), (f"{first}:1", too_long)]
+    assert reasons[2] == (f"{listed}: [3]", f"{too_long} (the 3 before it read, none after)")
+    assert reasons[3] == (f"{deep}: [3]",
+                          "not read: JSON nested too deeply (the 3 before it read, none after)")
+    where, why = reasons[4]
+    assert where.startswith(f"{cut}:") and why.startswith("not valid JSON: ")
+    assert why.endswith("(the 2 before it read, none after)")
+    assert len(reasons) == 5
+    with Store.open(tmp_path / "f.duckdb", read_only=True) as store:
+        locators = sorted(r[0] for r in store.run("SELECT locator FROM logged"))
+    assert f"{listed}: [2]" in locators and f"{deep}: [2]" in locators
+    assert f"{cut}: hits.hits[1] (otel-v1-apm-span-000001/1)" in locators
+    assert f"{lines}:3" in locators and f"{first}:2" in locators
+
+
 def test_a_file_of_nothing_readable_fails_after_its_report(tmp_path: Path) -> None:
     bad = tmp_path / "bad.ndjson"
     bad.write_text('{"a": 1}\n{"b": 2}\n')

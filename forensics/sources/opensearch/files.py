@@ -15,11 +15,12 @@ A line that is not JSON is one skip with its file and line; the others are read.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ...errors import SourceError
+from ...errors import NUMBER_TOO_LONG, SourceError
 from ...model import Skip
 
 _ACTIONS = ("index", "create", "update", "delete")
@@ -82,7 +83,7 @@ def _whole_document(head: bytes) -> bool:
         return True
     try:
         first = json.loads(line)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # (a JSONDecodeError, or a number too long)
         return line.startswith("{") and not line.endswith("}")  # an object over lines
     return _search_hits(first) is not None
 
@@ -90,7 +91,7 @@ def _whole_document(head: bytes) -> bool:
 def _an_object(lines: list[bytes]) -> bool:
     try:
         return bool(lines) and isinstance(json.loads(lines[0]), dict)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError too)
         return False
 
 
@@ -124,6 +125,10 @@ def _lines(path: Path, handle: Any) -> Iterator[tuple[str, Any] | Skip]:
             yield Skip(locator, "not read: JSON nested too deeply")
             pending = None
             continue
+        except ValueError:
+            yield Skip(locator, f"not read: {NUMBER_TOO_LONG}")
+            pending = None
+            continue
         action = _action(value)
         if action is not None:
             pending = action or f"line {number}"
@@ -155,22 +160,28 @@ def _whole(path: Path, text: str) -> Iterator[tuple[str, Any] | Skip]:
             # one value per line after all (_search bodies; NDJSON whose first line is bad)
             yield from _lines(path, iter(lines))
             return
-        yield Skip(f"{path}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}")
-        return
+        problem = Skip(f"{path}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}")
     except RecursionError:
-        yield Skip(str(path), "not read: JSON nested too deeply")
-        return
-    hits = _search_hits(value)
-    if isinstance(value, dict) and isinstance(value.get("hits"), dict) and hits is None:
-        yield Skip(str(path), "a _search response whose hits.hits is not a list")
-        return
-    if hits is not None:
-        items: list[Any] = hits
-        label: str | None = "hits.hits"
-    elif isinstance(value, list):
-        items, label = value, ""
+        problem = Skip(str(path), "not read: JSON nested too deeply")
+    except ValueError:
+        problem = Skip(str(path), f"not read: {NUMBER_TOO_LONG}")
     else:
-        items, label = [value], None  # one pretty-printed document
+        hits = _search_hits(value)
+        if isinstance(value, dict) and isinstance(value.get("hits"), dict) and hits is None:
+            yield Skip(str(path), "a _search response whose hits.hits is not a list")
+            return
+        if hits is not None:
+            yield from _items(path, hits, "hits.hits")
+        elif isinstance(value, list):
+            yield from _items(path, value, "")
+        else:
+            yield from _items(path, [value], None)  # one pretty-printed document
+        return
+    yield from _salvaged(path, text, problem)
+
+
+def _items(path: Path, items: Iterable[Any], label: str | None) -> Iterator[tuple[str, Any]]:
+    """The documents (or hits) of a list, each with its place: `label` and its index."""
     for index, item in enumerate(items):
         locator = f"{path}: {label}[{index}]" if label is not None else str(path)
         hit = _hit(item)
@@ -178,3 +189,52 @@ def _whole(path: Path, text: str) -> Iterator[tuple[str, Any] | Skip]:
             where, item = hit
             locator = f"{locator} ({where})" if where else locator
         yield locator, item
+
+
+# a _search body's hits.hits: the outer "hits" object, its total and max_score, its list
+_HITS = re.compile(r'"hits"\s*:\s*\{[^\[\]]*?"hits"\s*:\s*\[')
+
+
+def _salvaged(path: Path, text: str, problem: Skip) -> Iterator[tuple[str, Any] | Skip]:
+    """A list of documents or a _search body that cannot be read whole (cut short, one
+    document nested too deeply): its documents up to the first that cannot be read, that
+    one skipped with where and why; `problem`, the whole file's, when it is no list."""
+    at, label = len(text) - len(text.lstrip()), ""
+    if not text.startswith("[", at):
+        found = _HITS.search(text)
+        if found is None:
+            yield problem
+            return
+        at, label = found.end() - 1, "hits.hits"
+    documents: list[Any] = []
+    decoder = json.JSONDecoder()
+    at += 1
+    why = None
+    while why is None:
+        while at < len(text) and text[at] in " \t\r\n":
+            at += 1
+        if text.startswith("]", at) and not documents:
+            break
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError as e:
+            why = Skip(f"{path}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}")
+        except RecursionError:
+            why = Skip(f"{path}: {label}[{len(documents)}]", "not read: JSON nested too deeply")
+        except ValueError:
+            why = Skip(f"{path}: {label}[{len(documents)}]", f"not read: {NUMBER_TOO_LONG}")
+        else:
+            documents.append(value)
+            while at < len(text) and text[at] in " \t\r\n":
+                at += 1
+            if text.startswith("]", at):
+                break
+            if not text.startswith(",", at):
+                line = text.count("\n", 0, at) + 1
+                column = at - (text.rfind("\n", 0, at) + 1) + 1
+                why = Skip(f"{path}:{line}:{column}", "not valid JSON: Expecting ',' delimiter")
+            at += 1
+    yield from _items(path, documents, label)
+    read = f"the {len(documents):,} before it read, none after" if documents else "none read"
+    shown = why or problem
+    yield Skip(shown.locator, f"{shown.reason} ({read})")
