@@ -21,10 +21,11 @@ import csv
 import io
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...errors import SourceError
+from ...errors import NUMBER_TOO_LONG, SourceError
 from ...model import Outcome, Skip
 from ...sanitize import storable
 
@@ -101,12 +102,28 @@ def outcome(
     )
 
 
-def _eval_results(document: Any) -> dict[str, Any] | None:
+def _parsed(text: str, path: Path) -> Any:
+    """`text` (a file's, or the legacy double-encoded one inside it) as JSON; SourceError
+    naming the file when it is not JSON, is nested too deeply or holds a number too long
+    for Python's json."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SourceError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+    except RecursionError:
+        raise SourceError(f"{path}: not read: JSON nested too deeply") from None
+    except ValueError:
+        raise SourceError(f"{path}: not read: {NUMBER_TOO_LONG}") from None
+
+
+def _eval_results(document: Any, path: Path) -> dict[str, Any] | None:
     if isinstance(document, str):  # the legacy double-encoded file
         try:
-            document = json.loads(document)
-        except json.JSONDecodeError:
-            return None
+            document = _parsed(document, path)
+        except SourceError as e:
+            if "not valid JSON" in str(e):  # a string that is no JSON: not an eval result
+                return None
+            raise
     if isinstance(document, dict) and (
         "eval_case_results" in document or "evalCaseResults" in document
     ):
@@ -159,7 +176,14 @@ def read_outcomes(
         raise SourceError(f"{path}: not an ADK EvalSetResult (--adk-eval): a CSV file")
     place = storable(str(path))  # (each row's, stored: any byte of the name escaped)
     if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(text, newline=""))
+        read = [0]  # lines the reader took, a row that fails included (line_num is not)
+
+        def counted() -> Iterator[str]:
+            for line in io.StringIO(text, newline=""):
+                read[0] += 1
+                yield line
+
+        reader = csv.DictReader(counted())
         names = {ALIASES.get(f.strip().lower(), f.strip().lower()) for f in reader.fieldnames or []}
         if not {"session_id", "task_id"} <= names:
             raise SourceError(
@@ -168,15 +192,21 @@ def read_outcomes(
                 hint="the first line names the columns: session_id,task_id,arm,success",
             )
         rows: list[tuple[str, Any]] = []
-        for row in reader:
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as e:  # a field past csv's limit (128 KB): that row, named by
+                # the line its reading stopped on, as a row is by its last (each call reads
+                # on from the line after: never stuck)
+                skips.append(Skip(f"{place}:{read[0]}", f"not read: {e}"))
+                continue
             rows.append((f"{place}:{reader.line_num}", row))
         source = "csv"
     else:
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise SourceError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from e
-        results = _eval_results(document)
+        document = _parsed(text, path)
+        results = _eval_results(document, path)
         if results is not None:
             return _from_eval(results, path, arm, skips)
         if eval_only:
