@@ -142,6 +142,15 @@ class Made:
 ROLES = ("user", "model", "tool", "summary")
 
 
+# 3000-01-01: the last time the store takes (stage_events.sql's valid range)
+LAST_EPOCH = 32503680000.0
+
+
+def is_time(value: float | None) -> bool:
+    """Whether epoch seconds are a time the store takes, 1970 to 3000 (NaN is not)."""
+    return value is not None and 0 <= value <= LAST_EPOCH
+
+
 @dataclass(frozen=True, slots=True)
 class CompactionRange:
     """[start, end] in epoch seconds: the raw events a compaction summary replaces."""

@@ -32,6 +32,18 @@ class Column:
     epoch: bool = False  # rows hold epoch seconds, turned into `dtype` (a datetime)
 
 
+# the epoch seconds of 0001-01-01 and 9999-12-31T23:59:59: the years a datetime can hold
+_FIRST_SECOND, _LAST_SECOND = -62135596800, 253402300799
+
+
+def _datetime(seconds: pl.Expr) -> pl.Expr:
+    """Epoch seconds as a UTC datetime; null where they are no time a datetime can hold
+    (NaN, infinite, past year 9999: a stored range that is no time is unknown, never an
+    error of the command that shows it)."""
+    held = pl.when(seconds.is_between(_FIRST_SECOND, _LAST_SECOND)).then(seconds * 1_000_000)
+    return held.cast(pl.Int64).cast(EPOCH).alias(seconds.meta.output_name())
+
+
 def epoch(name: str, help: str | None = None) -> Column:
     """A time column: epoch seconds in the rows, a UTC datetime in the frame."""
     return Column(name, EPOCH, help=help, epoch=True)
@@ -91,9 +103,7 @@ class Spec:
             raise ValueError(f"{self.name}: query lacks columns {missing}")
         times = {c.name for c in self.columns if c.epoch}
         return frame.select(
-            (pl.col(c.name) * 1_000_000).cast(pl.Int64).cast(EPOCH)
-            if c.name in times
-            else pl.col(c.name).cast(c.dtype)
+            _datetime(pl.col(c.name)) if c.name in times else pl.col(c.name).cast(c.dtype)
             for c in self.columns
         )
 

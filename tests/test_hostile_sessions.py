@@ -12,6 +12,7 @@ unexpected exception (the CLI says "unexpected" for those) or a traceback.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -85,6 +87,11 @@ def adk_events(pieces: list[str]) -> list[dict[str, Any]]:
         elif piece == "compaction":
             add("user", None, actions={"compaction": {
                 "start_timestamp": START, "end_timestamp": START + max(n - 1, 0),
+                "compacted_content": {"role": "model", "parts": [{"text": "summary"}]}}})
+        elif piece in ("compaction_nan", "compaction_huge"):  # a range that is no time
+            start, end = ((math.nan, math.inf) if piece == "compaction_nan" else (1e300, -1e300))
+            add("user", None, actions={"compaction": {
+                "start_timestamp": start, "end_timestamp": end,
                 "compacted_content": {"role": "model", "parts": [{"text": "summary"}]}}})
         elif piece == "empty":
             model([])
@@ -217,6 +224,9 @@ NAMED = {
     "call-without-result": ["prompt", "call", "answer"],
     "no-usage": ["prompt", "answer_nousage", "empty", "zero_usage"],
     "compaction-first": ["compaction", "prompt", "call", "result", "answer"],
+    # NaN, infinite or 1e300: the range unknown (`compaction` and the report crashed)
+    "compaction-no-time": ["prompt", "answer", "compaction_nan", "prompt", "compaction_huge",
+                           "answer"],
 }
 CC_NAMED = {
     "no-user-prompt": ["answer", "tool_use", "tool_result", "answer"],
@@ -327,3 +337,16 @@ def test_a_facts_worker_killed_by_the_system_is_a_named_error(
     monkeypatch.setattr(local, "build_run", _killed)
     with pytest.raises(ForensicsError, match="killed before it finished"):
         list(local._built(iter([None, None]), 2))  # type: ignore[list-item]
+
+
+def test_a_stored_time_that_is_no_time_is_shown_unknown() -> None:
+    """Facts built before such ranges were read as none hold them: every frame with a time
+    column shows a value that is no time (NaN, infinite, past year 9999) as null, never a
+    failure of the command."""
+    from forensics.provenance import Column, Spec, epoch
+
+    spec = Spec("t", (Column("n", pl.Int64), epoch("at")))
+    times = [START, math.nan, math.inf, 1e300, -1e300]
+    frame = spec.from_query(pl.DataFrame({"n": [1, 2, 3, 4, 5], "at": times}))
+    assert frame["at"].null_count() == 4
+    assert frame["at"][0].timestamp() == START

@@ -14,6 +14,7 @@ from ..model import (
     Part,
     Release,
     Session,
+    is_time,
     pair_unidentified_calls,
     parse_version,
 )
@@ -218,7 +219,8 @@ def session_of(
             Event(
                 event_id, invocation, author, branch, scope, epoch, bool(partial), code,
                 message, bool(compaction),
-                CompactionRange(start, end) if start is not None and end is not None else None,
+                # (a range that is no time, NaN or past 3000, is as none: unknown)
+                CompactionRange(start, end) if is_time(start) and is_time(end) else None,
                 prompt, cached, candidates, frozenset(long_running or ()), model,
                 content, summary,
             )  # fmt: skip
