@@ -8,7 +8,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..families.adk.traces import traced_call
+from ..errors import NUMBER_TOO_LONG
+from ..families.adk.traces import TOO_DEEP, traced_call
+from ..families.fields import json_error
 from ..model import Skip, TracedCall
 from ..sources.files import otlp
 from ..store import Store, ledger
@@ -18,7 +20,8 @@ from ..store.writes import insert_traced
 
 def _documents(path: Path, skips: list[Skip]) -> list[tuple[str, Any]]:
     """(locator, JSON document) of one file: one document, or one per line (the
-    collector's file exporter writes an ExportTraceServiceRequest per line)."""
+    collector's file exporter writes an ExportTraceServiceRequest per line). A dev UI
+    list that cannot be read whole is read span by span (`_list_spans`)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
@@ -27,18 +30,130 @@ def _documents(path: Path, skips: list[Skip]) -> list[tuple[str, Any]]:
     try:
         return [(str(path), json.loads(text))]
     except json.JSONDecodeError as e:
-        if e.msg != "Extra data":
-            skips.append(Skip(f"{path}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}"))
-            return []
+        if e.msg == "Extra data":
+            return _lines(path, text, skips)
+        if text.lstrip().startswith("["):
+            return [(str(path), _list_spans(path, text, skips))]
+        skips.append(Skip(f"{path}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}"))
+        return []
+    except (RecursionError, ValueError) as e:  # JSONDecodeError is a ValueError: above
+        if text.lstrip().startswith("["):
+            return [(str(path), _list_spans(path, text, skips))]
+        if len([line for line in text.split("\n") if line.strip()]) > 1:
+            return _lines(path, text, skips)
+        skips.append(Skip(str(path), _unreadable(e)))
+        return []
+
+
+def _unreadable(error: RecursionError | ValueError) -> str:
+    """Why json could not read text it found no syntax error in."""
+    return TOO_DEEP if isinstance(error, RecursionError) else NUMBER_TOO_LONG
+
+
+def _lines(path: Path, text: str, skips: list[Skip]) -> list[tuple[str, Any]]:
+    """One document per line. Lines end at "\n" only: JSON strings may hold U+2028,
+    U+2029 or U+0085 raw, where `str.splitlines` would also split."""
     documents = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
             documents.append((f"{path}:{number}", json.loads(line)))
         except json.JSONDecodeError as e:
             skips.append(Skip(f"{path}:{number}:{e.colno}", f"not valid JSON: {e.msg}"))
+        except (RecursionError, ValueError) as e:
+            skips.append(Skip(f"{path}:{number}", _unreadable(e)))
     return documents
+
+
+def _list_spans(path: Path, text: str, skips: list[Skip]) -> list[Any]:
+    """The spans of a dev UI list that json cannot read whole, parsed one at a time: a
+    span nested too deeply or holding too long a number is kept as the ValueError that
+    skips it by its position; where the list breaks (a file cut short), the complete
+    spans before the break are kept and the rest skipped, naming the line and column."""
+    decoder = json.JSONDecoder()
+    spans: list[Any] = []
+    pos = _after_space(text, text.index("[") + 1)
+    if text.startswith("]", pos):
+        pos += 1
+    else:
+        while True:
+            try:
+                span, end = decoder.raw_decode(text, pos)
+            except json.JSONDecodeError as e:
+                return _broken(path, e, spans, skips)
+            except (RecursionError, ValueError) as e:
+                found = _value_end(text, pos)
+                if found is None:  # the too-deep span is the one cut short
+                    error = json.JSONDecodeError("Unterminated array or object", text, pos)
+                    return _broken(path, error, spans, skips)
+                span, end = ValueError(_unreadable(e)), found
+            spans.append(span)
+            pos = _after_space(text, end)
+            if text.startswith(",", pos):
+                pos = _after_space(text, pos + 1)
+                continue
+            if text.startswith("]", pos):
+                pos += 1
+                break
+            error = json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+            return _broken(path, error, spans, skips)
+    rest = _after_space(text, pos)
+    if rest < len(text):
+        error = json.JSONDecodeError("Extra data", text, rest)
+        skips.append(Skip(f"{path}:{error.lineno}:{error.colno}", "not valid JSON: Extra data"))
+    return spans
+
+
+def _after_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\n\r":  # JSON's whitespace
+        pos += 1
+    return pos
+
+
+def _broken(
+    path: Path, error: json.JSONDecodeError, spans: list[Any], skips: list[Skip]
+) -> list[Any]:
+    """Skip the rest of a list from where it breaks; the spans before it are kept."""
+    reason = f"not valid JSON: {error.msg}"
+    if spans:
+        reason = (
+            f"not valid JSON: {json_error(error)} (cut short?); "
+            f"the {len(spans)} complete spans before it were read"
+        )
+    skips.append(Skip(f"{path}:{error.lineno}:{error.colno}", reason))
+    return spans
+
+
+def _value_end(text: str, start: int) -> int | None:
+    """Where the JSON value at `start` ends, found by its brackets outside strings
+    (without parsing it, so without recursion); None when the text ends first."""
+    depth, in_string, escaped = 0, False, False
+    for pos in range(start, len(text)):
+        ch = text[pos]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+                if depth == 0:
+                    return pos + 1
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            if depth == 0:  # the list's own end, after a bare number
+                return pos
+            depth -= 1
+            if depth == 0:
+                return pos + 1
+        elif depth == 0 and (ch == "," or ch.isspace()):
+            return pos
+    return None
 
 
 def _spans(locator: str, document: Any) -> Iterator[tuple[str, Any]]:
@@ -76,6 +191,13 @@ def read_trace_file(path: Path, skips: list[Skip]) -> list[TracedCall]:
                 call = traced_call(span)
             except ValueError as e:
                 skips.append(Skip(where, str(e)))
+                continue
+            except RecursionError:  # a request nested just below json's limit, sized
+                skips.append(Skip(where, f"llm_request is {TOO_DEEP}"))
+                continue
+            except (TypeError, AttributeError, OverflowError) as e:
+                # the last line of defence: a shape traced_call does not check yet
+                skips.append(Skip(where, f"span of an unexpected shape ({type(e).__name__}: {e})"))
                 continue
             if call is not None:
                 found_calls.append(call)

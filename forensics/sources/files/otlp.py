@@ -31,16 +31,54 @@ def _value(value: Any) -> Any:
     if "boolValue" in value:
         return bool(value["boolValue"])
     if "intValue" in value:
-        return int(value["intValue"])  # a JSON string (int64) or number
+        return _int(value["intValue"])
     if "doubleValue" in value:
-        return float(value["doubleValue"])
+        return _double(value["doubleValue"])
     if "arrayValue" in value:
-        return [_value(v) for v in (value["arrayValue"] or {}).get("values") or []]
+        array = _object(value["arrayValue"], "arrayValue")
+        items = array.get("values") or []
+        if not isinstance(items, list):
+            raise ValueError(f"arrayValue.values is {type(items).__name__}, not a list")
+        return [_value(v) for v in items]
     if "kvlistValue" in value:
-        return _attributes((value["kvlistValue"] or {}).get("values"))
+        return _attributes(_object(value["kvlistValue"], "kvlistValue").get("values"))
     if "bytesValue" in value:
-        return base64.b64decode(value["bytesValue"])
+        raw = value["bytesValue"]
+        if not isinstance(raw, str):
+            raise ValueError(f"bytesValue is {type(raw).__name__}, not base64 text")
+        return base64.b64decode(raw)  # binascii.Error, a ValueError, for what is not base64
     raise ValueError(f"unknown OTLP attribute value: {sorted(value)}")
+
+
+def _object(value: Any, field: str) -> dict[str, Any]:
+    if not value:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{field} is {type(value).__name__}, not an object")
+    return value
+
+
+def _int(value: Any) -> int:
+    """An intValue: a JSON string (int64) or number."""
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        try:
+            return int(value)
+        except ValueError:  # not digits, or over 4,300 of them
+            raise ValueError(f"intValue is not an integer: {str(value)[:40]!r}") from None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise ValueError(f"intValue is not an integer: {str(value)[:40]}")
+
+
+def _double(value: Any) -> float:
+    """A doubleValue: a JSON number, or a string ("NaN", "Infinity" are how OTLP/JSON
+    spells those)."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except (ValueError, OverflowError):  # not a number; an integer beyond a double
+            pass
+    raise ValueError(f"doubleValue is not a number: {str(value)[:40]}")
 
 
 def _attributes(items: Any) -> dict[str, Any]:
@@ -52,7 +90,10 @@ def _attributes(items: Any) -> dict[str, Any]:
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("key"), str):
             raise ValueError("an attribute has no string key")
-        out[item["key"]] = _value(item.get("value"))
+        try:
+            out[item["key"]] = _value(item.get("value"))
+        except ValueError as e:
+            raise ValueError(f"attribute {item['key'][:80]!r}: {e}") from None
     return out
 
 
@@ -68,12 +109,14 @@ def _id(text: Any, field: str) -> int | None:
 
 
 def _nanos(value: Any, field: str) -> int | None:
-    if value in (None, ""):
+    if value is None or value == "":
         return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{field} is not an integer of nanoseconds") from None
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        try:
+            return int(value)
+        except (ValueError, OverflowError):  # not digits, NaN; infinite
+            pass
+    raise ValueError(f"{field} is not an integer of nanoseconds")
 
 
 def spans(document: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any] | ValueError]]:
@@ -118,3 +161,7 @@ def spans(document: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any] | Valu
                     )
                 except ValueError as e:
                     yield where, e
+                except RecursionError:
+                    # kvlistValue within kvlistValue: json reads deeper than Python
+                    # recurses from 3.12 on
+                    yield where, ValueError("attributes are nested too deeply to read")
