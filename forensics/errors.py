@@ -41,9 +41,11 @@ class StoreError(ForensicsError):
     """The local DuckDB store cannot be used."""
 
 
-# Python's json refuses an integer of over 4,300 digits with a ValueError that is not a
-# JSONDecodeError (sys.get_int_max_str_digits): a skip's reason wherever json reads data
+# Why json could not read a value it found no syntax error in, as a skip says it: an
+# integer of over 4,300 digits (a ValueError that is no JSONDecodeError:
+# sys.get_int_max_str_digits), or nesting past the recursion limit (a RecursionError)
 NUMBER_TOO_LONG = "holds a number of over 4,300 digits, more than Python's json reads"
+TOO_DEEP = "nested too deeply to read (over about 1,000 levels of objects and lists)"
 
 
 TERMINATED = threading.Event()

@@ -8,8 +8,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import NUMBER_TOO_LONG
-from ..families.adk.traces import TOO_DEEP, traced_call
+from ..errors import NUMBER_TOO_LONG, TOO_DEEP
+from ..families.adk.traces import traced_call
 from ..families.fields import json_error
 from ..model import Skip, TracedCall
 from ..sources.files import otlp

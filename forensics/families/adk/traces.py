@@ -20,12 +20,10 @@ import math
 import re
 from typing import Any
 
-from ...errors import NUMBER_TOO_LONG
+from ...errors import NUMBER_TOO_LONG, TOO_DEEP
 from ...model import TracedCall, TracedPart
 from ...sanitize import storable
 from ..fields import count
-
-TOO_DEEP = "nested too deeply to read (over about 1,000 levels of objects and lists)"
 
 _VERSION = re.compile(r"google-adk/(\d+\.\d+\.\d+)")
 

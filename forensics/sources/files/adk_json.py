@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from collections.abc import Callable, Iterator
+from itertools import chain, islice
 from pathlib import Path
 
 import msgspec
 import pyarrow as pa
 
+from ...errors import NUMBER_TOO_LONG, TOO_DEEP
 from ...families.fields import json_error
 from ...model import RAW_SESSION_SCHEMA, Batch
 from ...sanitize import storable
@@ -43,22 +46,35 @@ def _ids(events: list[object]) -> list[str]:
     ]
 
 
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    """An NDJSON text's lines and their numbers. Split at "\n" only (a "\r" before it
+    dropped): a JSON string may hold U+2028, U+2029 or U+0085 raw, where
+    `str.splitlines` splits too, losing the event and shifting every later line number."""
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        yield lineno, line.removesuffix("\r")
+
+
+def _is_session(doc: object) -> bool:
+    """An ADK Session object: one with an `events` list."""
+    return isinstance(doc, dict) and isinstance(doc.get("events"), list)
+
+
 def _first_ids(text: str) -> list[str]:
-    """The event ids of an NDJSON text's first lines (those that parse)."""
+    """The event ids of an NDJSON text's first lines (those that parse, Sessions aside)."""
     found: list[object] = []
-    for line in text.splitlines():
+    for _, line in _lines(text):
         if len(found) >= SAMPLE_IDS:
             break
         if line.strip():
             try:
-                found.append(json.loads(line))
+                value = json.loads(line)
             except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
                 continue
+            if not _is_session(value):
+                found.append(value)
     return _ids(found)
 
 
-TOO_DEEP = "nested too deeply to read (over about 1,000 levels of objects and lists)"
-TOO_LONG = "holds a number of over 4,300 digits, more than Python's json reads"
 
 
 def json_kind(value: object) -> str:
@@ -187,6 +203,23 @@ def _session_key(name: str) -> str:
     return storable(name.split(".", 1)[0] or name)
 
 
+def _complete(text: str, start: int) -> Iterator[object]:
+    """The complete values of a JSON list from `start` (just inside its `[`), up to its end
+    or the first that cannot be read."""
+    decoder = json.JSONDecoder()
+    pos = start
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            return
+        try:
+            event, pos = decoder.raw_decode(text, pos)
+        except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+            return
+        yield event
+
+
 class AdkJsonSource:
     kind = "adk-json"
 
@@ -227,6 +260,16 @@ class AdkJsonSource:
     def _read_file(self, path: Path, out: EventBatcher) -> Iterator[None]:
         """Add the file's events to `out`; yields whenever `out` is full."""
         self._path = str(path)
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            mode = stat.S_IFREG  # missing or unreadable: said below, where it is read
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            # reading a FIFO no one writes to waits for ever
+            out.rows_read += 1
+            out.skip(str(path), "not a regular file (a FIFO, socket or device): "
+                     "save its content to a file and give that")
+            return
         ndjson = path.suffix.lower() in (".ndjson", ".jsonl")
         try:
             data = b"" if ndjson else path.read_bytes()
@@ -270,7 +313,7 @@ class AdkJsonSource:
             doc = json.loads(text)
         except json.JSONDecodeError as e:
             if e.msg == "Extra data" and text.lstrip().startswith("{"):
-                yield from self._ndjson(path, text, out)
+                yield from self._after_extra_data(path, text, e.pos, out)
             else:
                 yield from self._salvage(path, text, e, out)
             return
@@ -282,9 +325,15 @@ class AdkJsonSource:
         yield from self._document(path, doc, out)
 
     def _document(
-        self, path: Path, doc: object, out: EventBatcher, encode: Encoder = _python
+        self,
+        path: Path,
+        doc: object,
+        out: EventBatcher,
+        encode: Encoder = _python,
+        where: str | None = None,
     ) -> Iterator[None]:
-        if isinstance(doc, dict) and isinstance(doc.get("events"), list):
+        """Add the events of a parsed file (or of a Session on line `where` of one)."""
+        if isinstance(doc, dict) and _is_session(doc):
             app = doc.get("app_name") or doc.get("appName") or self.app or "unknown"
             user = doc.get("user_id") or doc.get("userId") or self.user or "unknown"
             session = doc.get("id") or self.session or _session_key(path.name)
@@ -319,13 +368,33 @@ class AdkJsonSource:
             )
             return
         for index, event in enumerate(events):
-            self._add(out, event, app, user, session, f"{path}: event {index}", encode)
+            self._add(out, event, app, user, session, f"{where or path}: event {index}", encode)
             if out.full():
                 yield
 
-    def _ndjson(self, path: Path, text: str, out: EventBatcher) -> Iterator[None]:
-        app, user, session = self._defaults(path, _first_ids(text))
-        for lineno, line in enumerate(text.splitlines(), start=1):
+    def _after_extra_data(
+        self, path: Path, text: str, end: int, out: EventBatcher
+    ) -> Iterator[None]:
+        """A .json file holding more JSON after its first value (which ends at `end`):
+        NDJSON, or a Session followed by more (another Session, a stray line). A first
+        Session is read whole, however many lines it spans; the rest line by line."""
+        first = json.loads(text[:end])  # it parsed: the error came after it
+        if not _is_session(first):
+            yield from self._ndjson(path, text, out)
+            return
+        begin = len(text) - len(text.lstrip(" \t\r\n"))  # JSON's whitespace only
+        line = text.count("\n", 0, begin) + 1
+        yield from self._document(path, first, out, where=f"{path}:{line}")
+        yield from self._ndjson(path, text[end:], out, text.count("\n", 0, end) + 1)
+
+    def _ndjson(
+        self, path: Path, text: str, out: EventBatcher, first_line: int = 1
+    ) -> Iterator[None]:
+        """Add the events of NDJSON text whose first line is line `first_line` of the file.
+        A line that is a whole Session (`jq -c . *.json`) is read as its own file would be."""
+        key: tuple[str, str, str] | None = None
+        for lineno, line in _lines(text):
+            lineno += first_line - 1
             if not line.strip():
                 continue
             encode = _compact
@@ -344,9 +413,14 @@ class AdkJsonSource:
                     continue
                 except ValueError:
                     out.rows_read += 1
-                    out.skip(f"{path}:{lineno}", TOO_LONG)
+                    out.skip(f"{path}:{lineno}", NUMBER_TOO_LONG)
                     continue
-            self._add(out, event, app, user, session, f"{path}:{lineno}", encode)
+            if _is_session(event):
+                yield from self._document(path, event, out, encode, f"{path}:{lineno}")
+                continue
+            if key is None:
+                key = self._defaults(path, _first_ids(text))
+            self._add(out, event, *key, f"{path}:{lineno}", encode)
             if out.full():
                 yield
 
@@ -356,7 +430,7 @@ class AdkJsonSource:
         head = text.lstrip()
         found = None if head.startswith("[") else _top_level_events(text)
         if not head.startswith("[") and found is None:
-            if head.startswith("{") and len([x for x in text.splitlines() if x.strip()]) > 1:
+            if head.startswith("{") and sum(1 for _, x in _lines(text) if x.strip()) > 1:
                 yield from self._ndjson(path, text, out)  # NDJSON saved as .json
                 return
             out.rows_read += 1
@@ -366,7 +440,7 @@ class AdkJsonSource:
         if found is None:
             app, user, session = self._defaults(path)
         else:
-            app, user, session = self._salvage_identity(path, text)
+            app, user, session = self._salvage_identity(path, text[:found])
             self._note_session(app, user, session, None)
         for index, element in enumerate(_elements(text, start)):
             locator = f"{path}: event {index}"
@@ -382,7 +456,7 @@ class AdkJsonSource:
                 continue
             except ValueError:
                 out.rows_read += 1
-                out.skip(locator, TOO_LONG)
+                out.skip(locator, NUMBER_TOO_LONG)
                 continue
             self._add(out, event, app, user, session, locator)
             if out.full():
@@ -392,25 +466,21 @@ class AdkJsonSource:
         self, path: Path, text: str, error: json.JSONDecodeError, out: EventBatcher
     ) -> Iterator[None]:
         """Keep the complete events before the point where a truncated/malformed file breaks."""
-        start = None
-        if text.lstrip().startswith("["):
-            start = text.index("[") + 1
-        else:
-            start = _top_level_events(text)
+        listed = text.lstrip().startswith("[")
+        start = text.index("[") + 1 if listed else _top_level_events(text)
         kept = 0
         if start is not None:
-            decoder = json.JSONDecoder()
-            app, user, session = self._salvage_identity(path, text)
-            pos = start
-            while True:
-                while pos < len(text) and text[pos] in " \t\r\n,":
-                    pos += 1
-                if pos >= len(text) or text[pos] == "]":
-                    break
-                try:
-                    event, pos = decoder.raw_decode(text, pos)
-                except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
-                    break
+            events = _complete(text, start)
+            first = list(islice(events, SAMPLE_IDS))
+            # a list is keyed as the whole file would be (by its first events' ids): its
+            # events may hold an "events" key (a tool's result) whose neighbours are no
+            # Session's id, app or user
+            app, user, session = (
+                self._defaults(path, _ids(first))
+                if listed
+                else self._salvage_identity(path, text[:start])
+            )
+            for event in chain(first, events):  # (the rest as it is parsed: one at a time)
                 self._add(out, event, app, user, session, f"{path}: event {kept}")
                 kept += 1
                 if out.full():
@@ -422,14 +492,19 @@ class AdkJsonSource:
             f"{kept} complete events before it were read",
         )
 
-    def _salvage_identity(self, path: Path, text: str) -> tuple[str, str, str]:
-        head = text[: text.find('"events"')] if '"events"' in text else ""
+    def _salvage_identity(self, path: Path, head: str) -> tuple[str, str, str]:
+        """The app, user and session id of a Session object that does not parse, from
+        `head`, its text before its own `events`; a value that is no valid JSON string
+        (an invalid escape, a raw control character) is not taken."""
 
         def grab(*keys: str) -> str | None:
             for key in keys:
                 m = re.search(rf'"{key}"\s*:\s*"((?:[^"\\]|\\.)*)"', head)
                 if m:
-                    return json.loads(f'"{m.group(1)}"')
+                    try:
+                        return json.loads(f'"{m.group(1)}"')
+                    except ValueError:  # JSONDecodeError: the file's own error says where
+                        continue
             return None
 
         app, user = grab("app_name", "appName"), grab("user_id", "userId")
