@@ -7,6 +7,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 from typer.testing import CliRunner
 
 from forensics import api
@@ -60,6 +61,29 @@ def test_filters_push_down_in_index_order():
     # the later of --since and the watermark wins
     _, params = where_clause(Selection(since=100.0), since=200.0)
     assert params["since"].timestamp() == pytest.approx(200.0)
+
+
+def test_a_row_dated_ahead_hides_no_row_written_after_it(tmp_path, pg_db):
+    """A row whose timestamp column is in 2100 (a writer's clock, a hostile row) does not
+    move the watermark past the ingest's start (pipeline.held_watermark): the next run
+    reads the rows written since, and the ahead row again, which the store finds stored.
+    The watermark was 2100 before, and every later run read nothing new."""
+    copy_adk_sqlite_to_pg(SAMPLES / "adk_v1.db", pg_db)
+    with psycopg.connect(pg_db) as con:
+        row = con.execute("SELECT id, app_name, user_id, session_id, invocation_id, "
+                          "event_data FROM events ORDER BY timestamp LIMIT 1").fetchone()
+        con.execute("UPDATE events SET timestamp = '2100-01-01' WHERE id = %s", [row[0]])
+    db = tmp_path / "w.duckdb"
+    first = api.ingest_postgres(db, pg_db)
+    assert first.watermark is not None and first.watermark < 4_102_444_800  # 2100
+    with psycopg.connect(pg_db) as con:  # a later event, written now
+        con.execute("INSERT INTO events (id, app_name, user_id, session_id, invocation_id, "
+                    "timestamp, event_data) VALUES ('later', %s, %s, %s, %s, now() AT TIME "
+                    "ZONE 'UTC', %s)", [*row[1:5], Jsonb(row[5])])  # fmt: skip
+    again = api.ingest_postgres(db, pg_db)
+    assert again.rows_loaded == 1
+    with Store.open(db, read_only=True) as store:
+        assert store.run("SELECT count(*) FROM events WHERE event_id = 'later'")[0][0] == 1
 
 
 def test_filters_select_sessions_on_the_server(tmp_path, pg_db):

@@ -85,13 +85,19 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
         echo(f"records: {kinds or 'none'}; read as: {shapes or 'nothing'}")
     if result.incremental and result.watermark is not None:
         from ..api import WATERMARK_OVERLAP_S
-        from .output import iso
-
-        newest = iso(datetime.fromtimestamp(result.watermark, UTC))
         echo(
-            f"newest event: {newest}; the next run of this source reads from "
+            f"newest event: {_when(result.watermark)}; the next run of this source reads from "
             f"{WATERMARK_OVERLAP_S / 60:.0f} minutes before it (--full reads everything)"
         )
+    if "rows_ahead" in result.notes:
+        echo(
+            f"warning: {counted(_int(result.notes['rows_ahead']), 'row')} dated after this "
+            "ingest began (a writer's clock ahead?): the newest event is taken as no later "
+            "than the ingest's start, and the next run reads them again",
+            err=True,
+        )
+    for note in result.notes.get("not_read") or []:  # type: ignore[attr-defined]
+        echo(f"note: {note}", err=True)  # an export's column or folder not read
     if "events_replaced" in result.notes:
         echo(
             f"{counted(_int(result.notes['events_replaced']), 'event')} stored before "
@@ -128,6 +134,17 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
     if result.rows_skipped > 10:
         echo(f"    ... `forensics ingests --skips {result.ingest_id}` lists up to 500")
     _fail_if_nothing_readable(result)
+
+
+def _when(epoch: float) -> str:
+    """A watermark as UTC ISO text; one no datetime holds (a store's from before the
+    watermark was capped at the ingest's start: 1e300, year 10000) as its number."""
+    from .output import iso
+
+    try:
+        return iso(datetime.fromtimestamp(epoch, UTC))
+    except (OverflowError, ValueError, OSError):
+        return f"{epoch!r} (epoch seconds, not a date)"
 
 
 def _int(value: object) -> int:

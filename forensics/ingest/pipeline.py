@@ -70,8 +70,11 @@ def ingest(
     in a transaction of its own, so the ledger tells what was tried.
     """
     filters = filters or {}
+    begun = time.time()
     newest_seen = (
-        ledger.watermark(store, source.kind, source.location, filters) if incremental else None
+        held_watermark(ledger.watermark(store, source.kind, source.location, filters), begun)
+        if incremental
+        else None
     )
     # Re-read a margin before it: a writer's clock, or a commit that landed after
     # the last read with an earlier timestamp, must not drop events; the store
@@ -85,7 +88,7 @@ def ingest(
         watermark_before=since,
         incremental=incremental,
     )
-    run = _Run(store, source, result, release, progress)
+    run = _Run(store, source, result, release, progress, begun)
     finished = False
     try:
         with store.memory_limit(INGEST_MEMORY_LIMIT):
@@ -117,6 +120,16 @@ def ingest(
     return result
 
 
+def held_watermark(newest: float | None, begun: float) -> float | None:
+    """A watermark as a run keeps or reads it: never after the run began (a row dated
+    ahead, a writer's clock or a hostile row's year 2100 or 1e300, would hide every row
+    written until then from the next runs, which read it again instead and find it
+    stored), and none when it is no time (NaN, before 1970)."""
+    if newest is None or not newest >= 0:  # (NaN too)
+        return None
+    return min(newest, begun)
+
+
 class _Run:
     """One ingest's batches into the store, and its end: what the run found out."""
 
@@ -127,8 +140,10 @@ class _Run:
         result: IngestResult,
         release: Release | None,
         progress: Progress | None,
+        begun: float,
     ):
         self.store, self.source, self.result = store, source, result
+        self.begun = begun  # epoch seconds: no watermark is later (held_watermark)
         self.release, self.progress = release, progress
         self.label = storable(f"{source.kind}:{source.location}")  # (a path may hold bytes)
         self.family: str | None = getattr(source, "family", None)
@@ -180,8 +195,9 @@ class _Run:
         self.replaced += replaced
         result.rows_loaded += loaded
         self.conflicts += conflicts
-        if batch.newest is not None:
-            result.watermark = max(batch.newest, result.watermark or batch.newest)
+        newest = held_watermark(batch.newest, self.begun)
+        if newest is not None:
+            result.watermark = max(newest, result.watermark or newest)
         if self.progress:
             self.progress(result)
 

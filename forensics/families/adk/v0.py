@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...errors import UnsafePickleError
+from ...errors import NUMBER_TOO_LONG, TOO_DEEP, UnsafePickleError
 
 # V0 columns holding JSON (TEXT on SQLite, jsonb on PostgreSQL), by event field.
 JSON_COLUMNS = (
@@ -46,14 +46,26 @@ class RowError(ValueError):
 
 
 def _json(value: Any, column: str) -> Any:
+    """A JSON column's value; one that cannot be read raises RowError, worded as the V1
+    and JSON paths word it (not UTF-8, nested too deeply, a number too long)."""
     if value is None or isinstance(value, dict | list):
         return value
     if isinstance(value, bytes | memoryview):
-        value = bytes(value).decode("utf-8")
+        raw = bytes(value)
+        try:
+            value = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise RowError(
+                f"column {column} is not UTF-8 text: byte {e.start:,} is {raw[e.start]:#04x}"
+            ) from None
     try:
         return json.loads(value)
+    except RecursionError:
+        raise RowError(f"column {column} is {TOO_DEEP}") from None
     except (json.JSONDecodeError, TypeError) as e:
         raise RowError(f"column {column} is not valid JSON: {e}") from e
+    except ValueError:  # (not a JSONDecodeError: an integer of over 4,300 digits)
+        raise RowError(f"column {column} {NUMBER_TOO_LONG}") from None
 
 
 def row_to_event(row: dict[str, Any], epoch: float) -> dict[str, Any]:

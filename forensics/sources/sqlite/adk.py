@@ -8,16 +8,19 @@ columns: `event_data` is V1 (or SqliteSessionService, whose timestamps are REAL)
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
+import msgspec
 import pyarrow as pa
 
-from ...errors import MissingRelationError, SourceError
+from ...errors import TOO_DEEP, MissingRelationError, SourceError, TransientSourceError
 from ...families.adk import v0
 from ...model import RAW_SESSION_SCHEMA, Batch
 from ...selection import Selection
@@ -29,6 +32,7 @@ from .clock import parse as parse_clock
 from .clock import stored_epoch as _epoch
 
 V1_COLUMNS = ("id", "app_name", "user_id", "session_id", "invocation_id", "timestamp", "event_data")
+SESSION_KEYS = ("app_name", "user_id", "id")
 
 
 def quote_identifier(name: str) -> str:
@@ -67,6 +71,39 @@ def where_clause(
         fragments.append("timestamp < ?")
         params.append(_bound(selection.until, real_ts, clock))
     return (" WHERE " + " AND ".join(fragments)) if fragments else "", params
+
+
+def _database_error(path: Path, e: sqlite3.DatabaseError, what: str) -> SourceError:
+    """A SQLite error as the source's: a lock held by a writer is worth a retry."""
+    if getattr(e, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return TransientSourceError(
+            f"{path}: locked by a process writing to it ({e})",
+            hint="retry when the writer is done (an ADK server holds the lock while it "
+            "writes)",
+        )
+    return SourceError(f"{path}: {what} ({e})" if what else f"{path}: {e}")
+
+
+class _Stamp(msgspec.Struct):
+    """An event's JSON read for its `timestamp` alone (msgspec skips the rest)."""
+
+    timestamp: object = None
+
+
+def own_time(event_json: str) -> float | None:
+    """The event's own time from its JSON (the time stage_events.sql keeps before the
+    column's), or None when it has none that is a finite number."""
+    try:
+        value = msgspec.json.decode(event_json, type=_Stamp).timestamp
+    except (msgspec.MsgspecError, RecursionError):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        epoch = float(value)
+    except OverflowError:
+        return None
+    return epoch if math.isfinite(epoch) else None
 
 
 class _NotUtf8(bytes):
@@ -112,6 +149,8 @@ class AdkSqliteSource:
         self.action_fields = ActionFields()
         self.batch_size = batch_size
         self.layout: str | None = None
+        self.started = time.time()  # (set again when a run begins: the watermark's cap)
+        self.ahead = 0  # rows whose timestamp column is after the run began
 
     def _connect(self) -> sqlite3.Connection:
         if self.path.is_dir():
@@ -128,7 +167,7 @@ class AdkSqliteSource:
             con.text_factory = _text
             con.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.DatabaseError as e:
-            raise SourceError(f"{self.path}: not a SQLite database ({e})") from e
+            raise _database_error(self.path, e, "not a SQLite database") from e
         return con
 
     def _detect(self, con: sqlite3.Connection) -> tuple[str, dict[str, str]]:
@@ -155,6 +194,7 @@ class AdkSqliteSource:
         return layout, columns
 
     def batches(self, since_watermark: float | None) -> Iterator[Batch]:
+        self.started, self.ahead = time.time(), 0
         con = self._connect()
         try:
             self.layout, columns = self._detect(con)
@@ -172,24 +212,26 @@ class AdkSqliteSource:
                     "stores epoch seconds"
                 )
             where, params = where_clause(self.selection, since_watermark, real_ts, self.clock)
-            sessions = self._sessions(con)
+            out = EventBatcher(self.batch_size)
+            sessions = self._sessions(con, out)
             if self.layout == "v0":
                 wanted = [c for c in v0.ALL_COLUMNS if c in columns]
             else:
                 wanted = list(V1_COLUMNS)
             select = ", ".join(quote_identifier(c) for c in wanted)
             cur = con.execute(f"SELECT {select} FROM events{where}", params)  # noqa: S608
-            out = EventBatcher(self.batch_size)
             for values in iter(lambda: cur.fetchmany(500), []):
                 for value in values:
                     self._add(out, dict(zip(wanted, value, strict=True)))
                 if out.full():
                     yield out.take(sessions)
                     sessions = None
+            if self.ahead:
+                self.notes["rows_ahead"] = self.ahead
             if out.pending() or sessions is not None:
                 yield out.take(sessions)
         except sqlite3.DatabaseError as e:
-            raise SourceError(f"{self.path}: {e}") from e
+            raise _database_error(self.path, e, "") from e
         finally:
             con.close()
 
@@ -204,20 +246,29 @@ class AdkSqliteSource:
                 return
             row[name] = value.decode("utf-8", errors="replace")  # as event_data's always was
         epoch = _epoch(row["timestamp"])
-        if epoch is None:
+        if epoch is None or (self.layout == "v0" and not math.isfinite(epoch)):
             out.skip(locator, f"unreadable timestamp {row['timestamp']!r}")
             return
         event_json: object
+        column = epoch  # the loaders' watermark (stage_events.sql's column_epoch)
         if self.layout == "v0":
-            epoch = self.clock.to_utc(epoch)
+            try:
+                epoch = column = self.clock.to_utc(epoch)
+            except (OverflowError, ValueError, OSError):  # (a named zone's, beyond datetime)
+                out.skip(locator, f"timestamp {row['timestamp']!r} is not a time between "
+                                  "1970 and 3000")  # fmt: skip
+                return
             try:
                 event = v0.row_to_event(row, epoch)
+                key = (str(row["app_name"]), str(row["user_id"]), str(row["session_id"]))
+                self.action_fields.add(key, event.get("actions"))
+                event_json = json.dumps(event, ensure_ascii=False)
             except v0.RowError as e:
                 out.skip(locator, str(e))
                 return
-            key = (str(row["app_name"]), str(row["user_id"]), str(row["session_id"]))
-            self.action_fields.add(key, event.get("actions"))
-            event_json = json.dumps(event, ensure_ascii=False)
+            except RecursionError:  # (read a little less deep than it is written back)
+                out.skip(locator, TOO_DEEP)
+                return
         else:
             event_json = row["event_data"]
             if isinstance(event_json, bytes):
@@ -225,16 +276,32 @@ class AdkSqliteSource:
             if event_json is None:
                 out.skip(locator, "event_data is NULL")
                 return
+        if not 0 <= column <= self.started:  # (NaN too)
+            column = self._column(column, epoch, event_json)
         out.add(
             app_name=row["app_name"],
             user_id=row["user_id"],
             session_id=row["session_id"],
             event_id=row["id"],
             invocation_id=row["invocation_id"],
-            timestamp=epoch,
+            timestamp=column,
             event_json=event_json,
             locator=locator,
         )
+
+    def _column(self, column: float, epoch: float, event_json: object) -> float:
+        """The timestamp column of a row that is no time or after this run began. The
+        watermark is its column's: one dated ahead (year 2100, 9999, 1e300) would hide
+        every row written until then from the next runs, so where the event has a time
+        of its own (a V0 event's is the column's, put in its JSON; a V1 event's is in
+        its JSON), the column is that time, at most the run's start. The next run reads
+        such a row again and the store finds it stored."""
+        if column > self.started:
+            self.ahead += 1
+        own = epoch if self.layout == "v0" else own_time(str(event_json))
+        if own is None:
+            return column  # its time (stage_events.sql judges it)
+        return min(own, self.started)
 
     @staticmethod
     def _session_columns(con: sqlite3.Connection) -> set[str]:
@@ -243,9 +310,10 @@ class AdkSqliteSource:
         except sqlite3.DatabaseError:
             return set()
 
-    def _sessions(self, con: sqlite3.Connection) -> pa.Table | None:
+    def _sessions(self, con: sqlite3.Connection, out: EventBatcher) -> pa.Table | None:
+        """The sessions table's rows; one whose key is not text is a skip that says so."""
         cols = self._session_columns(con)
-        if not {"app_name", "user_id", "id"} <= cols:
+        if not set(SESSION_KEYS) <= cols:
             return None
         fragments: list[str] = []
         params: list[object] = []
@@ -264,17 +332,27 @@ class AdkSqliteSource:
             f"SELECT app_name, user_id, id, {create}, {update} FROM sessions{where}",  # noqa: S608
             params,
         ).fetchall()
-        return rows_table(
-            [
-                {
-                    "app_name": a,
-                    "user_id": u,
-                    "session_id": s,
-                    "create_time": _epoch(c),
-                    "update_time": _epoch(t),
-                }
-                for a, u, s, c, t in rows
-                if not any(isinstance(v, _NotUtf8) for v in (a, u, s))  # its events: skips
-            ],
-            RAW_SESSION_SCHEMA,
-        )
+        kept = []
+        for a, u, s, c, t in rows:
+            if any(isinstance(v, _NotUtf8) for v in (a, u, s)):
+                continue  # (its events are skips that say so)
+            why = _key_problem(dict(zip(SESSION_KEYS, (a, u, s), strict=True)))
+            if why is not None:
+                out.rows_read += 1  # (read and skipped, as an event row is: the counts add up)
+                out.skip(f"{self.path}: sessions row app_name={a!r} user_id={u!r} id={s!r}", why)
+                continue
+            kept.append({"app_name": a, "user_id": u, "session_id": s,
+                         "create_time": _epoch(c), "update_time": _epoch(t)})  # fmt: skip
+        return rows_table(kept, RAW_SESSION_SCHEMA)
+
+
+def _key_problem(keys: dict[str, object]) -> str | None:
+    """Why a sessions row's key cannot be stored (NULL, empty, not text), or None."""
+    for name, value in keys.items():
+        if value is None:
+            return f"{name} is NULL, not text"
+        if not isinstance(value, str):
+            return f"{name} is {type(value).__name__}, not text"
+        if not value:
+            return f"{name} is empty, not text"
+    return None
