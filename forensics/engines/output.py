@@ -12,6 +12,9 @@ sessions could not be rebuilt (their fact_sessions rows hold the error; `failure
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,21 @@ FORMAT = "agent-forensics-facts"
 FORMAT_VERSION = 1
 # the frames of the whole export an engine writes beside the facts: folder -> columns
 SUMMARIES: dict[str, Spec] = {"turns": TURNS, "growth": GROWTH}
+
+
+@contextmanager
+def output_folder(folder: Path) -> Iterator[None]:
+    """`check_output`, for the block that writes the facts: when it fails (a bad export,
+    a stop), a folder this run made is removed again with what was written into it, so
+    a failed analysis leaves nothing that looks like facts behind."""
+    made = not folder.exists()
+    check_output(folder)
+    try:
+        yield
+    except BaseException:
+        if made:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def check_output(folder: Path) -> None:

@@ -19,7 +19,7 @@ from ..selection import Selection
 from ..store import Store
 from ..store.parquet import read_manifest
 from .local import StageProgress, refresh
-from .output import SUMMARIES, check_output, write_manifest
+from .output import SUMMARIES, output_folder, write_manifest
 
 
 def analyze(
@@ -27,32 +27,32 @@ def analyze(
 ) -> dict[str, int]:
     """Build the facts of the export at `input_dir`; returns the rows written per table."""
     manifest = read_manifest(input_dir)
-    check_output(output_dir)
-    started = time.perf_counter()
-    rows = {}
-    with tempfile.TemporaryDirectory(prefix="forensics-facts-") as tmp:
-        with Store.open(Path(tmp) / "facts.duckdb") as store:
-            ingest_parquet(store, input_dir)
-            built = refresh(store, progress)
-            for table, schema in FACT_SCHEMAS.items():
-                target = output_dir / table
-                target.mkdir()
-                columns = ", ".join(f'"{name}"' for name in schema.names)
-                # table and column names come from FACT_SCHEMAS, never from data
-                statement = (
-                    f"COPY (SELECT {columns} FROM {table} "  # noqa: S608
-                    "ORDER BY ALL) TO ? (FORMAT parquet)"
-                )
-                store.run(statement, [str(target / "part-0.parquet")])
-                rows[table] = int(store.run(f"SELECT count(*) FROM {table}")[0][0])  # noqa: S608
-            facts = Facts(store, Selection())
-            summaries = {"turns": facts.turns(), "growth": facts.growth()}
-            assert summaries.keys() == SUMMARIES.keys()
-            for name, frame in summaries.items():
-                (output_dir / name).mkdir()
-                frame.write_parquet(output_dir / name / "part-0.parquet")
-                rows[name] = frame.height
-    seconds = time.perf_counter() - started
-    failed = len(built.failed)
-    write_manifest(output_dir, "local", None, manifest, rows, seconds, facts.ratios, failed)
-    return rows
+    with output_folder(output_dir):
+        started = time.perf_counter()
+        rows = {}
+        with tempfile.TemporaryDirectory(prefix="forensics-facts-") as tmp:
+            with Store.open(Path(tmp) / "facts.duckdb") as store:
+                ingest_parquet(store, input_dir)
+                built = refresh(store, progress)
+                for table, schema in FACT_SCHEMAS.items():
+                    target = output_dir / table
+                    target.mkdir()
+                    columns = ", ".join(f'"{name}"' for name in schema.names)
+                    # table and column names come from FACT_SCHEMAS, never from data
+                    statement = (
+                        f"COPY (SELECT {columns} FROM {table} "  # noqa: S608
+                        "ORDER BY ALL) TO ? (FORMAT parquet)"
+                    )
+                    store.run(statement, [str(target / "part-0.parquet")])
+                    rows[table] = int(store.run(f"SELECT count(*) FROM {table}")[0][0])  # noqa: S608
+                facts = Facts(store, Selection())
+                summaries = {"turns": facts.turns(), "growth": facts.growth()}
+                assert summaries.keys() == SUMMARIES.keys()
+                for name, frame in summaries.items():
+                    (output_dir / name).mkdir()
+                    frame.write_parquet(output_dir / name / "part-0.parquet")
+                    rows[name] = frame.height
+        seconds = time.perf_counter() - started
+        failed = len(built.failed)
+        write_manifest(output_dir, "local", None, manifest, rows, seconds, facts.ratios, failed)
+        return rows

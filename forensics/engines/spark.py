@@ -41,7 +41,7 @@ from ..model import ROLES, Release
 from ..provenance import Column, Spec
 from ..store.parquet import read_manifest
 from ..store.reads import build_sessions, choose_release
-from .output import SUMMARIES, check_output, write_manifest
+from .output import SUMMARIES, output_folder, write_manifest
 
 KEY = ("app_name", "user_id", "session_id")
 # traced requests: session id -> event id -> (chars by role, system+tools chars, release)
@@ -208,59 +208,60 @@ def analyze(input_dir: Path, output_dir: Path, *, master: str = "local[2]") -> d
             hint="install the extra: pip install 'agent-forensics[spark]' (and Java 17+)",
         ) from None
     manifest = read_manifest(input_dir)
-    check_output(output_dir)
-    started = time.perf_counter()
-    traced, evidence, families = _traced(input_dir), _evidence(input_dir), _families(input_dir)
-    builder = SparkSession.builder.master(master)
-    if master.startswith("local"):  # this machine: its workers run this Python
-        # pyspark reads the workers' interpreter from the environment when it starts
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
-            "spark.driver.host", "127.0.0.1"
+    with output_folder(output_dir):
+        started = time.perf_counter()
+        traced, evidence, families = _traced(input_dir), _evidence(input_dir), _families(input_dir)
+        builder = SparkSession.builder.master(master)
+        if master.startswith("local"):  # this machine: its workers run this Python
+            # pyspark reads the workers' interpreter from the environment when it starts
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
+                "spark.driver.host", "127.0.0.1"
+            )
+        spark = (
+            builder.appName("agent-forensics analyze")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "8")
+            # an app name such as "123" stays a string
+            .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+            .getOrCreate()
         )
-    spark = (
-        builder.appName("agent-forensics analyze")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "8")
-        # an app name such as "123" stays a string
-        .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-        .getOrCreate()
-    )
-    try:
-        # the export URI-encodes an app name's UTF-8 bytes in its partition path; Spark
-        # decodes each %XX to one character: re-read those characters as the bytes
-        app = F.decode(F.encode("app_name", "ISO-8859-1"), "UTF-8")
-        events = spark.read.parquet(str(input_dir / "events")).withColumn("app_name", app)
-        parts = spark.read.parquet(str(input_dir / "parts")).withColumn("app_name", app)
-        out_schema = from_arrow_schema(
-            pa.schema([pa.field(t, pa.list_(pa.struct(FACT_SCHEMAS[t]))) for t in FACT_TABLES])
-        )
+        try:
+            # the export URI-encodes an app name's UTF-8 bytes in its partition path; Spark
+            # decodes each %XX to one character: re-read those characters as the bytes
+            app = F.decode(F.encode("app_name", "ISO-8859-1"), "UTF-8")
+            events = spark.read.parquet(str(input_dir / "events")).withColumn("app_name", app)
+            parts = spark.read.parquet(str(input_dir / "parts")).withColumn("app_name", app)
+            out_schema = from_arrow_schema(
+                pa.schema([pa.field(t, pa.list_(pa.struct(FACT_SCHEMAS[t]))) for t in FACT_TABLES])
+            )
 
-        def run(left: pa.Table, right: pa.Table) -> pa.Table:
-            return session_group(left, right, traced, evidence, families)
+            def run(left: pa.Table, right: pa.Table) -> pa.Table:
+                return session_group(left, right, traced, evidence, families)
 
-        grouped = (
-            events.groupBy(*KEY)
-            .cogroup(parts.groupBy(*KEY))
-            .applyInArrow(run, schema=out_schema)
-            .persist()
-        )
-        rows = {}
-        for table in FACT_TABLES:
-            exploded = grouped.select(F.explode(table).alias("r")).select("r.*")
-            exploded.write.parquet(str(output_dir / table))
-            rows[table] = spark.read.parquet(str(output_dir / table)).count()
-        grouped.unpersist()
-        failed = spark.read.parquet(str(output_dir / "fact_sessions")).where("error IS NOT NULL")
-        sessions_failed = failed.count()
-        summaries, ratios = _summaries(spark, output_dir, events)
-        rows.update(summaries)
-    finally:
-        spark.stop()
-    shown = re.sub(r"//[^/@]*@", "//***@", master)  # a URL's user:password never written
-    seconds = time.perf_counter() - started
-    write_manifest(output_dir, "spark", shown, manifest, rows, seconds, ratios, sessions_failed)
-    return rows
+            grouped = (
+                events.groupBy(*KEY)
+                .cogroup(parts.groupBy(*KEY))
+                .applyInArrow(run, schema=out_schema)
+                .persist()
+            )
+            rows = {}
+            for table in FACT_TABLES:
+                exploded = grouped.select(F.explode(table).alias("r")).select("r.*")
+                exploded.write.parquet(str(output_dir / table))
+                rows[table] = spark.read.parquet(str(output_dir / table)).count()
+            grouped.unpersist()
+            failed = spark.read.parquet(str(output_dir / "fact_sessions"))
+            failed = failed.where("error IS NOT NULL")
+            sessions_failed = failed.count()
+            summaries, ratios = _summaries(spark, output_dir, events)
+            rows.update(summaries)
+        finally:
+            spark.stop()
+        shown = re.sub(r"//[^/@]*@", "//***@", master)  # a URL's user:password never written
+        seconds = time.perf_counter() - started
+        write_manifest(output_dir, "spark", shown, manifest, rows, seconds, ratios, sessions_failed)
+        return rows

@@ -7,18 +7,19 @@ from pathlib import Path
 
 from ..store import Store, ledger
 from ..store.ledger import IngestResult
-from ..store.parquet import load, read_manifest
+from ..store.parquet import load, read_export
 
 
 def ingest_parquet(store: Store, folder: Path) -> IngestResult:
     """Every row of the export the store lacks, in one transaction; the ledger records
     the run (rows read: the export's events; loaded: those newly stored)."""
-    manifest = read_manifest(folder)  # refused before anything is written
+    export = read_export(folder)  # refused before anything is written
+    manifest = export.manifest
     result = IngestResult(ledger.next_id(store), "parquet", str(folder), {})
     started, clock = ledger.now(), time.monotonic()
     try:
         with store.transaction():
-            read = load(store, folder, result.ingest_id)
+            read, not_read = load(store, export, result.ingest_id)
             result.rows_read = read["events"]
             (loaded,) = store.run(
                 "SELECT count(*) FROM events WHERE ingest_id = ?", [result.ingest_id]
@@ -29,6 +30,8 @@ def ingest_parquet(store: Store, folder: Path) -> IngestResult:
                 f"{manifest.get('store_schema')}, exported {manifest.get('exported_at')}",
                 "rows_read": read,
             }
+            if not_read:  # columns of a newer forensics, links to folders
+                result.notes["not_read"] = not_read
             result.seconds = time.monotonic() - clock
             ledger.write(store, result, started, ledger.now(), "ok", None)
     except BaseException as e:
