@@ -46,6 +46,8 @@ class StoreError(ForensicsError):
 # sys.get_int_max_str_digits), or nesting past the recursion limit (a RecursionError)
 NUMBER_TOO_LONG = "holds a number of over 4,300 digits, more than Python's json reads"
 TOO_DEEP = "nested too deeply to read (over about 1,000 levels of objects and lists)"
+# and tomllib's (a ValueError that is no TOMLDecodeError)
+TOML_NUMBER_TOO_LONG = "an integer of over 4,300 digits, more than Python reads as one"
 
 
 TERMINATED = threading.Event()

@@ -243,6 +243,10 @@ PRICE_CASES = [
     ("[[price]]\nmodel = {a = 1}\ninput_mtok = 1\noutput_mtok = 1\n",
      "p.toml price[0]: model must be a non-empty string"),
     (DEEP_ARRAY, "p.toml is not valid TOML: nested too deeply to read"),
+    (BASE + "input_mtok = 1\n[[price.tier]]\nabove = " + "9" * 5_000 + "\n",
+     "p.toml is not valid TOML: an integer of over 4,300 digits, more than Python reads"),
+    (BASE + "input_mtok = '0." + "1" * 100_000 + "'\n",  # shown cut short, not 100 KB
+     "input_mtok '0." + "1" * 38 + "'... (100,002 characters) has more than 12 decimal"),
     ("x = " + "{a = " * 3_000 + "1" + "}" * 3_000 + "\n", "nested too deeply to read"),
     ("[" + ".".join(["price"] * 3_000) + "]\n", "price must be an array of tables"),
     (BASE + f'input_mtok = 1\n"k{ESC}[2J{RLO}" = 1\n'.replace(ESC, "\\u001b").replace(
@@ -301,6 +305,8 @@ def test_a_10_mb_prices_file_loads_and_a_10_mb_value_is_a_named_error(tmp_path):
 FIELDS = '[fields]\ntime = "@timestamp"\n'
 MAPPING_CASES = [
     (FIELDS + "[match]\n" + DEEP_ARRAY, "not valid TOML: nested too deeply to read"),
+    (FIELDS + "[match]\nx = " + "9" * 5_000 + "\n",
+     "not valid TOML: an integer of over 4,300 digits, more than Python reads as one"),
     (FIELDS + "[" + ".".join(["match"] + ["a"] * 3_000) + "]\nx = 1\n",
      "[match] is nested too deeply to read"),
     (FIELDS + "[match]\nx = 2026-01-01\n", "[match] 'x' must be text, a number or true/false"),

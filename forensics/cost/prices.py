@@ -23,7 +23,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from ..errors import ForensicsError
+from ..errors import TOML_NUMBER_TOO_LONG, ForensicsError
 from ..sanitize import storable
 
 RATES = ("input", "cache_read", "cache_write", "cache_write_1h", "output")
@@ -269,16 +269,18 @@ def _rate(entry: dict[str, Any], key: str, where: str, required: bool) -> Decima
         return None
     if isinstance(value, bool) or not isinstance(value, int | Decimal | str):
         raise ForensicsError(f"{where}: {key} must be a number, not {type(value).__name__}")
+    text = str(value)  # (shown cut short: a file's 100,000-digit rate is no message)
+    shown = repr(value) if len(text) <= 60 else f"{text[:40]!r}... ({len(text):,} characters)"
     try:
         rate = Decimal(str(value))
     except ArithmeticError:
-        raise ForensicsError(f"{where}: {key} {value!r} is not a number") from None
+        raise ForensicsError(f"{where}: {key} {shown} is not a number") from None
     if not rate.is_finite() or rate < 0:
-        raise ForensicsError(f"{where}: {key} {value!r} is not a price (a number >= 0)")
+        raise ForensicsError(f"{where}: {key} {shown} is not a price (a number >= 0)")
     if rate > MAX_RATE:
-        raise ForensicsError(f"{where}: {key} {value!r} is above {MAX_RATE:,} USD: not a price")
+        raise ForensicsError(f"{where}: {key} {shown} is above {MAX_RATE:,} USD: not a price")
     if rate != rate.quantize(Decimal(10) ** -PLACES):
-        raise ForensicsError(f"{where}: {key} {value!r} has more than {PLACES} decimal places")
+        raise ForensicsError(f"{where}: {key} {shown} has more than {PLACES} decimal places")
     return rate
 
 
@@ -426,6 +428,8 @@ def parse_overrides(text: str, path: Path, label: str | None = None) -> Override
         raise ForensicsError(f"{path} is not valid TOML: {e}") from None
     except RecursionError:  # tomllib reads nested arrays and inline tables recursively
         raise ForensicsError(f"{path} is not valid TOML: nested too deeply to read") from None
+    except ValueError:  # (no TOMLDecodeError: an integer past Python's 4,300 digits)
+        raise ForensicsError(f"{path} is not valid TOML: {TOML_NUMBER_TOO_LONG}") from None
     unknown = sorted(set(doc) - {"price", "alias"})
     if unknown:
         raise ForensicsError(

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ForensicsError
+from ..errors import TOML_NUMBER_TOO_LONG, ForensicsError
 from ..model import LOGGED_KINDS, LoggedRecord
 from . import context_limit
 from .fields import count, digest, epoch, get, number, text
@@ -163,6 +163,8 @@ def load(path: Path) -> Mapping:
         raise ForensicsError(f"{where}: not valid TOML: {e}") from e
     except RecursionError:  # tomllib reads nested arrays and inline tables recursively
         raise ForensicsError(f"{where}: not valid TOML: nested too deeply to read") from None
+    except ValueError:  # (no TOMLDecodeError: an integer past Python's 4,300 digits)
+        raise ForensicsError(f"{where}: not valid TOML: {TOML_NUMBER_TOO_LONG}") from None
     unknown = sorted(set(data) - {"name", "match", "fields", "kinds"})
     if unknown:
         raise ForensicsError(
