@@ -571,6 +571,11 @@ def test_the_same_event_id_with_other_content_is_said(tmp_path):
     assert ("warning: 1 events already stored with other content (time, size, author or "
             "turn): the first stored was kept") in out.output
     assert api.events(db, "s")["chars"].to_list() == [9, 9]  # "message 0", "message 1"
+    # and which event, where: a skip in `forensics ingests`
+    (skip,) = api.ingest_skips(db, 2).to_dicts()
+    assert skip["locator"] == f"{tmp_path / 'second.json'}: event 1"
+    assert skip["reason"] == ("event e1 stored already with other content (time, size, author "
+                              "or turn): the first stored was kept")
 
 
 def test_csv_booleans_are_true_and_false(tmp_path):

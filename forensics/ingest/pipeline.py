@@ -16,7 +16,7 @@ from .. import sql
 from ..errors import FactsInterrupted, stops_held
 from ..families.adk import releases
 from ..families.adk.normalize import Normalized, Normalizer
-from ..model import Release
+from ..model import Release, Skip
 from ..sanitize import storable
 from ..sources.base import ActionFields, Source
 from ..store import Store, ledger
@@ -120,6 +120,25 @@ def ingest(
     return result
 
 
+CONFLICT = ("stored already with other content (time, size, author or turn): the first "
+            "stored was kept")
+
+
+def _conflicting(keys: list[tuple[str, str, str, str]], located: pa.Table | None) -> list[Skip]:
+    """A skip per event of `keys` (stored already with other content), where its row came
+    from (its session and id where the batch does not say: a made row)."""
+    if not keys:
+        return []
+    where: dict[tuple[str, ...], str] = {}
+    wanted = set(keys)
+    rows = () if located is None else zip(*(c.to_pylist() for c in located.columns), strict=True)
+    for *key, locator in rows:
+        if tuple(key) in wanted:
+            where[tuple(key)] = locator  # (a key is one row of a batch: the batcher's)
+    return [Skip(where.get(key) or f"session {key[2]} event {key[3]}",
+                 f"event {key[3]} {CONFLICT}") for key in keys]  # fmt: skip
+
+
 def held_watermark(newest: float | None, begun: float) -> float | None:
     """A watermark as a run keeps or reads it: never after the run began (a row dated
     ahead, a writer's clock or a hostile row's year 2100 or 1e300, would hide every row
@@ -150,7 +169,7 @@ class _Run:
         self.seen: set[tuple[str, str, str]] = set()
         # per session, what its events' keys say of its ADK release, the batches merged
         self.keys: dict[tuple[str, str, str], dict[str, object]] = {}
-        self.conflicts: list[int] = []
+        self.conflicts = 0  # events stored already with other content (each a skip)
         self.replaced = 0  # stored events of sessions read whole again
         self.appending = True  # until a batch holds an event stored already (insert)
         self.started = ledger.now()
@@ -194,7 +213,8 @@ class _Run:
         result.skips.extend(batch.skipped)
         self.replaced += replaced
         result.rows_loaded += loaded
-        self.conflicts += conflicts
+        self.conflicts += len(conflicts)
+        result.skips.extend(_conflicting(conflicts, batch.located))
         newest = held_watermark(batch.newest, self.begun)
         if newest is not None:
             result.watermark = max(newest, result.watermark or newest)
@@ -206,12 +226,12 @@ class _Run:
         used, limit = self.store.memory_mib()
         return limit is None or used * 2 > limit
 
-    def _write(self, batch: Normalized) -> tuple[int, int, list[int]]:
+    def _write(self, batch: Normalized) -> tuple[int, int, list[tuple[str, str, str, str]]]:
         """The batch's rows into the store (inside the caller's transaction): the events
         of sessions it replaced, the events it loaded, the conflicts it found."""
         store, ingest_id = self.store, self.result.ingest_id
         replaced = replace_sessions(store, batch.replaces) if batch.replaces else 0
-        conflicts: list[int] = []
+        conflicts: list[tuple[str, str, str, str]] = []
         loaded = 0
         if batch.events.num_rows or batch.sessions.num_rows:  # (normalize._nothing's)
             loaded = insert_batch(
@@ -259,9 +279,9 @@ class _Run:
             result.notes["adk_release"] = _release_note(found)
         if self.replaced:
             result.notes["events_replaced"] = self.replaced
-        if sum(self.conflicts):
+        if self.conflicts:
             result.notes["conflicting_events"] = (
-                f"{sum(self.conflicts):,} events already stored with other content (time, "
+                f"{self.conflicts:,} events already stored with other content (time, "
                 "size, author or turn): the first stored was kept"
             )
         ledger.write(store, result, self.started, ledger.now(), "ok", None)

@@ -19,12 +19,12 @@ def insert_batch(
     sessions: pa.Table,
     ingest_id: int,
     source: str,
-    conflicts: list[int] | None = None,
+    conflicts: list[tuple[str, str, str, str]] | None = None,
     appending: bool = False,
 ) -> int:
     """Insert one batch inside the caller's transaction; returns the events newly stored
     (an event already in the store, by (app, user, session, event id), is not stored again;
-    `conflicts` gets the count of those whose stored content differs). `appending`: the
+    `conflicts` gets the keys of those whose stored content differs). `appending`: the
     rows as new (`Query.appending`): an event stored already, or a row that comes twice,
     fails the insert with duckdb.ConstraintException (a stored session is passed over
     by the statement's own join: a session's events come in more than one batch)."""
@@ -38,7 +38,7 @@ def insert_batch(
         # only an event the store held already can differ from it (after the insert the
         # new ones match themselves): a first load never scans the stored events for it
         if conflicts is not None and loaded < events.num_rows:
-            conflicts.append(int(store.query("store/conflicting_events")[0][0]))
+            conflicts += store.query("store/conflicting_events")
         store.run(_statement("store/insert_parts", appending))
         store.run(_statement("store/insert_sessions", appending),
                   {"source": source, "ingest_id": ingest_id})  # fmt: skip

@@ -57,6 +57,9 @@ class Normalized:
     replaces: list[tuple[str, str, str]] = field(default_factory=list)  # the same
     # per session, what its events' keys say of the ADK release (release_keys.sql)
     release_keys: list[dict[str, object]] = field(default_factory=list)
+    # each raw event's key and where it came from (the store names an event it finds
+    # stored with other content by it); None for a batch of made rows only
+    located: pa.Table | None = None
 
 
 class Normalizer:
@@ -198,6 +201,7 @@ class Normalizer:
                 side=batch.side,
                 replaces=batch.replaces,
                 release_keys=release_keys,
+                located=batch.events.select(list(_LOCATED)) if raw else None,
             )
         finally:
             for name in (*registered, "sized_results", "results_to_size"):
@@ -216,6 +220,7 @@ class Normalizer:
                 self._con.close()
 
 
+_LOCATED = ("app_name", "user_id", "session_id", "event_id", "locator")
 # session_rows.sql's `batch_sessions`: of the parsed events, of the made ones, or both
 _BATCH_SESSIONS = "CREATE OR REPLACE TEMP VIEW batch_sessions AS "
 _PARSED_SESSIONS = "SELECT app_name, user_id, session_id FROM staged WHERE valid"
