@@ -123,6 +123,27 @@ def encodable(text: str | None) -> bool:
     return True
 
 
+UTF16 = "UTF-16 text, not UTF-8: save it as UTF-8"
+
+
+def looks_utf16(data: bytes) -> bool:
+    """A file's bytes are UTF-16's, as Windows tools write it: a byte order mark, or every
+    other byte of its head NUL (valid UTF-8 then, which JSON is not)."""
+    head = data[:64]
+    return head.startswith((b"\xff\xfe", b"\xfe\xff")) or (
+        len(head) >= 8 and head.count(0) * 3 >= len(head)
+    )
+
+
+def not_utf8(error: UnicodeDecodeError) -> str:
+    """Why a file's bytes are not UTF-8 text, as a skip or an error says it (UTF-16 named,
+    with what to do)."""
+    data = bytes(error.object)
+    if looks_utf16(data):
+        return UTF16
+    return f"not UTF-8 text (a binary file?): byte {error.start:,} is {data[error.start]:#04x}"
+
+
 def storable(text: str) -> str:
     """Text UTF-8 can hold, for the store: each lone surrogate (`encodable`) written as
     its escape, `\\udcff`, so that the name can still be found."""

@@ -175,3 +175,18 @@ def test_a_fifo_among_the_paths_is_skipped_by_name(tmp_path):
     output = done.stdout + done.stderr
     assert "read 2 events: loaded 1 new, 0 already stored, skipped 1" in output
     assert f"{fifo}: not a regular file" in output
+
+
+# -- a file saved as UTF-16 (Windows tools): named, with what to do --------------------------
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le"], ids=["with-bom", "without-bom"])
+def test_a_utf16_file_is_named_as_such(tmp_path, encoding):
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(_session("g1", [_event(0)])))
+    wide = tmp_path / "wide.json"
+    wide.write_text(json.dumps(_session("w1", [_event(1)])), encoding=encoding)
+    out = _ingest(tmp_path / "f.duckdb", good, wide)
+    assert out.exit_code == 0, out.output
+    assert f"{wide}: UTF-16 text, not UTF-8: save it as UTF-8" in out.output
+    assert set(_sessions(tmp_path / "f.duckdb")) == {"g1"}

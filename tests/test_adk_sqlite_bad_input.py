@@ -298,3 +298,17 @@ def test_an_event_holding_a_lone_surrogate_is_one_skip(tmp_path):
     assert result.rows_loaded == EVENTS - 1
     where = f"{source}: events row id={event_id!r} session={session[0]!r}"
     assert list(_reasons(result)) == [where]
+
+
+def test_a_damaged_source_says_how_to_salvage_it(tmp_path):
+    source = _copy(tmp_path, "adk_v1.db")
+    data = bytearray(source.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 8192] = bytes((i * 37) & 0xFF for i in range(8192))
+    source.write_bytes(bytes(data))
+    out = runner.invoke(app, ["ingest", "adk-sqlite", str(source), "--db",
+                              str(tmp_path / "s.duckdb")])  # fmt: skip
+    assert out.exit_code == 1, out.output
+    assert "database disk image is malformed" in out.output
+    assert f"Hint: the file is damaged: `sqlite3 {source} .recover | sqlite3 recovered.db`" \
+        in out.output

@@ -332,6 +332,24 @@ def test_a_hostile_mapping_file_is_a_named_error(tmp_path, text, message):
     assert not (tmp_path / "f.duckdb").exists()
 
 
+def test_files_saved_as_utf16_are_named_as_such(tmp_path):
+    """A prices, mapping or outcomes file saved as UTF-16 (as Windows tools write) says so,
+    and what to do; its error before was UTF-8's ("invalid start byte")."""
+    db = _store(tmp_path, _session("s1", "a", "u", None, "hi"))
+    prices, mapping, outcomes = tmp_path / "p.toml", tmp_path / "m.toml", tmp_path / "o.csv"
+    prices.write_text(BASE + "input_mtok = 1\n", encoding="utf-16")
+    mapping.write_text(FIELDS, encoding="utf-16")
+    outcomes.write_text("session_id,task_id,success\ns1,t,true\n", encoding="utf-16")
+    wanted = "UTF-16 text, not UTF-8: save it as UTF-8"
+    code, output = _invoke("cost", "--prices", str(prices), "--db", str(db))
+    assert code == 1 and f"cannot read the prices file {prices}: {wanted}" in output
+    code, output = _invoke("ingest", "opensearch-file", str(LITELLM), "--mapping", str(mapping),
+                           "--db", str(tmp_path / "f.duckdb"))  # fmt: skip
+    assert code == 1 and f"{mapping}: not valid TOML: {wanted}" in output
+    code, output = _invoke("outcomes", "load", str(outcomes), "--db", str(db))
+    assert code == 1 and f"cannot read {outcomes}: {wanted}" in output
+
+
 def test_a_10_mb_mapping_with_a_hostile_name_is_read(tmp_path):
     mapping = tmp_path / "m.toml"
     mapping.write_text('name = "logs\\u202e\\u001b[2J"\n' + FIELDS + "[match]\n"

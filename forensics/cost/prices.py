@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TOML_NUMBER_TOO_LONG, ForensicsError
-from ..sanitize import storable
+from ..sanitize import not_utf8, storable
 
 RATES = ("input", "cache_read", "cache_write", "cache_write_1h", "output")
 # genai-prices' price keys for the rates above, in the same order; and its request fee
@@ -415,7 +415,9 @@ def read_overrides(path: Path) -> Overrides:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ForensicsError(f"no prices file at {path}") from None
-    except (OSError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError as e:
+        raise ForensicsError(f"cannot read the prices file {path}: {not_utf8(e)}") from None
+    except OSError as e:
         raise ForensicsError(f"cannot read the prices file {path}: {e}") from None
     return parse_overrides(text, path)
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from ..errors import TOML_NUMBER_TOO_LONG, ForensicsError
 from ..model import LOGGED_KINDS, LoggedRecord
+from ..sanitize import not_utf8
 from . import context_limit
 from .fields import count, digest, epoch, get, number, text
 
@@ -159,7 +160,9 @@ def load(path: Path) -> Mapping:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise ForensicsError(f"cannot read mapping file {where}: {e.strerror or e}") from e
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError as e:
+        raise ForensicsError(f"{where}: not valid TOML: {not_utf8(e)}") from None
+    except tomllib.TOMLDecodeError as e:
         raise ForensicsError(f"{where}: not valid TOML: {e}") from e
     except RecursionError:  # tomllib reads nested arrays and inline tables recursively
         raise ForensicsError(f"{where}: not valid TOML: nested too deeply to read") from None

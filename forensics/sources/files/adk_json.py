@@ -20,7 +20,7 @@ import pyarrow as pa
 from ...errors import NUMBER_TOO_LONG, TOO_DEEP
 from ...families.fields import json_error
 from ...model import RAW_SESSION_SCHEMA, Batch
-from ...sanitize import storable
+from ...sanitize import UTF16, looks_utf16, not_utf8, storable
 from ...store.arrow import rows_table  # (pyarrow's builders import pandas)
 from ..base import BATCH_ROWS, EventBatcher, not_unicode
 
@@ -293,14 +293,15 @@ class AdkJsonSource:
             return
         except UnicodeDecodeError as e:
             out.rows_read += 1
-            out.skip(
-                str(path),
-                f"not UTF-8 text (a binary file?): byte {e.start} is {e.object[e.start]:#04x}",
-            )
+            out.skip(str(path), not_utf8(e))
             return
         except OSError as e:
             out.rows_read += 1
             out.skip(str(path), f"cannot read file: {e.strerror or e}")
+            return
+        if "\x00" in text[:64] and looks_utf16(text[:64].encode("utf-8", "surrogatepass")):
+            out.rows_read += 1
+            out.skip(str(path), UTF16)  # (read as UTF-8, NUL bytes are: JSON is not)
             return
         if not text.strip():
             out.rows_read += 1

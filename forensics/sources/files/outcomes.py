@@ -27,7 +27,7 @@ from typing import Any
 
 from ...errors import NUMBER_TOO_LONG, SourceError
 from ...model import Outcome, Skip
-from ...sanitize import storable
+from ...sanitize import not_utf8, storable
 
 _TRUE = {"true", "1", "yes", "y", "pass", "passed", "success", "ok"}
 _FALSE = {"false", "0", "no", "n", "fail", "failed", "failure"}
@@ -170,8 +170,10 @@ def read_outcomes(
     with `eval_only`, is not an ADK EvalSetResult)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
-        raise SourceError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from e
+    except UnicodeDecodeError as e:
+        raise SourceError(f"cannot read {path}: {not_utf8(e)}") from None
+    except OSError as e:
+        raise SourceError(f"cannot read {path}: {e.strerror or e}") from e
     if eval_only and path.suffix.lower() == ".csv":
         raise SourceError(f"{path}: not an ADK EvalSetResult (--adk-eval): a CSV file")
     place = storable(str(path))  # (each row's, stored: any byte of the name escaped)

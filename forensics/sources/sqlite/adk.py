@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -80,6 +81,13 @@ def _database_error(path: Path, e: sqlite3.DatabaseError, what: str) -> SourceEr
             f"{path}: locked by a process writing to it ({e})",
             hint="retry when the writer is done (an ADK server holds the lock while it "
             "writes)",
+        )
+    if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_CORRUPT:
+        return SourceError(
+            f"{path}: {e}",
+            hint=f"the file is damaged: `sqlite3 {shlex.quote(str(path))} .recover | sqlite3 "
+            "recovered.db` "
+            "salvages what it can into a new file, which this command reads",
         )
     return SourceError(f"{path}: {what} ({e})" if what else f"{path}: {e}")
 
