@@ -271,6 +271,26 @@ def test_an_outsized_field_a_long_number_or_deep_nesting_costs_only_its_row_or_f
     assert result.rows_loaded == 2  # parallel's row of big.csv, and good.csv's
 
 
+def test_a_repeated_column_or_eval_cases_of_another_shape_are_named(
+    sample_store: Path, tmp_path: Path
+) -> None:
+    """A CSV that names a column twice (csv kept the last) and an EvalSetResult whose
+    eval_case_results is no list (read as nothing, exit 0) are each one skip naming the
+    file; the other files load."""
+    twice = tmp_path / "twice.csv"
+    twice.write_text("session_id,task_id,success,Success\nincident,orders,true,false\n")
+    shaped = tmp_path / "shaped.evalset_result.json"
+    shaped.write_text(json.dumps({"eval_set_id": "s", "eval_case_results": {"a": 1}}))
+    good = tmp_path / "g.csv"
+    good.write_text("session_id,task_id,success\nparallel,shipping,true\n")
+    result = api.load_outcomes(sample_store, [twice, shaped, good])
+    assert [(s.locator, s.reason) for s in result.skips] == [
+        (str(twice), f"{twice}:1: the header names success more than once"),
+        (str(shaped), f"{shaped}: eval_case_results is dict, not a list of eval case results"),
+    ]
+    assert result.rows_loaded == 1
+
+
 def test_eval_results_with_odd_statuses_are_skips(sample_store: Path, tmp_path: Path) -> None:
     path = tmp_path / "odd.evalset_result.json"
     path.write_text(json.dumps({"eval_set_id": "s", "eval_case_results": [

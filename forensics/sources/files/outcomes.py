@@ -136,7 +136,10 @@ def _from_eval(document: dict[str, Any], path: Path, arm: str | None,
     set_id = document.get("eval_set_id") or document.get("evalSetId") or ""
     cases = document.get("eval_case_results") or document.get("evalCaseResults") or []
     found = []
-    for index, case in enumerate(cases if isinstance(cases, list) else []):
+    if not isinstance(cases, list):
+        raise SourceError(f"{path}: eval_case_results is {type(cases).__name__}, not a list of "
+                          "eval case results")  # fmt: skip
+    for index, case in enumerate(cases):
         locator = f"{storable(str(path))}: eval_case_results[{index}]"
         if not isinstance(case, dict):
             skips.append(Skip(locator, "an eval case result is not an object"))
@@ -186,7 +189,14 @@ def read_outcomes(
                 yield line
 
         reader = csv.DictReader(counted())
-        names = {ALIASES.get(f.strip().lower(), f.strip().lower()) for f in reader.fieldnames or []}
+        named = [ALIASES.get(f.strip().lower(), f.strip().lower()) for f in reader.fieldnames or []]
+        twice = sorted({n for n in named if n and named.count(n) > 1})
+        if twice:  # (csv keeps the last of a repeated column: which one was meant?)
+            raise SourceError(
+                f"{path}:1: the header names {twice[0]} more than once",
+                hint="keep one column of each name (session_id, task_id, arm, success, score)",
+            )
+        names = set(named)
         if not {"session_id", "task_id"} <= names:
             raise SourceError(
                 f"{path}:1: the header names no session_id and task_id columns "
