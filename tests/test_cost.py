@@ -692,6 +692,15 @@ def test_cost_lists_the_costliest_first_and_says_how_to_price_the_unpriced(tmp_p
     costs = [r["cost_usd_low"] for r in rows]
     assert costs == sorted(costs, reverse=True) and len(costs) == 3
     assert "Hint" not in priced.stderr
+    # a file given that prices them not (an alias to a model genai-prices does not know):
+    # the hint says the file does not, not to give one
+    alias = tmp_path / "alias.toml"
+    alias.write_text('[[alias]]\nmodel = "scripted-store-model"\nprice_as = "no-such-model"\n')
+    aliased = runner.invoke(app, ["cost", "--db", db, "--prices", str(alias)])
+    assert aliased.stderr.splitlines()[-1] == (
+        f"Hint: 24 calls unpriced: no price for scripted-store-model; the prices file {alias} "
+        "does not price them: add a [[price]] for each (an [[alias]] prices one as a model "
+        "genai-prices knows: `forensics prices MODEL` shows whether it does)")  # fmt: skip
 
 
 def test_a_compaction_s_summarizer_is_not_billed_to_the_user():

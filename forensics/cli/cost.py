@@ -398,10 +398,19 @@ def _unpriced_hint(
     names = ", ".join(m or "(none named)" for m in models["model"].to_list()[:5])
     sample = " (the bundled sample's scripted models: sample_data/prices.toml)" if any(
         str(m).startswith("scripted-") for m in models["model"].to_list()) else ""  # fmt: skip
+    how = (
+        f"give their rates with --prices FILE{sample}, or keep a file for this store with "
+        "`forensics prices --keep FILE`"
+    )
+    if book.overrides is not None:  # a file was given or kept: it does not price them
+        how = (
+            f"the prices file {book.overrides.label} does not price them: add a [[price]] for "
+            "each (an [[alias]] prices one as a model genai-prices knows: `forensics prices "
+            "MODEL` shows whether it does)"
+        )
     echo(
         f"Hint: {counted(int(frame['unknown_calls'].sum()), 'call')} unpriced: no price for "
-        f"{names}; give their rates with --prices FILE{sample}, or keep a file for this "
-        "store with `forensics prices --keep FILE`",
+        f"{names}; {how}",
         err=True,
     )
 
