@@ -574,8 +574,14 @@ def test_the_same_event_id_with_other_content_is_said(tmp_path):
     # and which event, where: a skip in `forensics ingests`
     (skip,) = api.ingest_skips(db, 2).to_dicts()
     assert skip["locator"] == f"{tmp_path / 'second.json'}: event 1"
-    assert skip["reason"] == ("event e1 stored already with other content (time, size, author "
-                              "or turn): the first stored was kept")
+    assert skip["reason"] == ("an event stored already with other content (time, size, "
+                              "author or turn): the first stored was kept")
+    # a run that finds only such events is no failure (it read what was stored)
+    (tmp_path / "third.json").write_text(json.dumps([changed]))
+    again = runner.invoke(app, ["ingest", "adk-json", str(tmp_path / "third.json"), "--app", "a",
+                                "--user", "u", "--session", "s", "--db", str(db)])  # fmt: skip
+    assert again.exit_code == 0, again.output
+    assert "skipped 1: an event stored already with other content" in again.output
 
 
 def test_csv_booleans_are_true_and_false(tmp_path):

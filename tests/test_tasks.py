@@ -239,17 +239,17 @@ def test_csv_rows_are_named_by_their_line_and_a_header_is_required(
     assert "the header names no session_id and task_id columns" in both.skips[0].reason
 
 
-def test_an_outsized_field_a_long_number_or_deep_nesting_costs_only_its_row_or_file(
+def test_a_long_field_a_long_number_or_deep_nesting_costs_only_what_it_holds(
     sample_store: Path, tmp_path: Path
 ) -> None:
-    """A CSV field past csv's limit (128 KB) is that row's skip, the rows after it read; a
-    JSON file nested too deeply or holding a number of over 4,300 digits (the legacy
-    double-encoded EvalSetResult's inner text too) is one skip naming it, the other files
-    loaded (each ended the load before, the good files with it)."""
-    huge = '"' + "x" * 200_000 + '"'
+    """A CSV field past csv's own limit (128 KB) is read; a JSON file nested too deeply
+    or holding a number of over 4,300 digits (the legacy double-encoded EvalSetResult's
+    inner text too) is one skip naming it, the other files loaded (each ended the load
+    before, the good files with it)."""
     csv_file = tmp_path / "big.csv"
-    csv_file.write_text(f"session_id,task_id,success\nincident,{huge},true\n"
-                        f"incident,{huge},true\nparallel,shipping,true\n")  # fmt: skip
+    long_note = '"' + "x" * 200_000 + '"'
+    csv_file.write_text("session_id,task_id,arm,success\n"
+                        f"incident,orders,{long_note},true\nparallel,shipping,,true\n")  # fmt: skip
     long = tmp_path / "long.json"
     long.write_text('[{"session_id": "incident", "task_id": "t", "score": ' + "9" * 5000 + "}]")
     deep = tmp_path / "deep.json"
@@ -257,18 +257,32 @@ def test_an_outsized_field_a_long_number_or_deep_nesting_costs_only_its_row_or_f
                     + "[" * 5000 + "]" * 5000 + "]")  # fmt: skip
     legacy = tmp_path / "legacy.evalset_result.json"
     legacy.write_text(json.dumps('{"eval_case_results": ' + "[" * 5000 + "]" * 5000 + "}"))
-    good = tmp_path / "good.csv"
-    good.write_text("session_id,task_id,success\nincident,orders,true\n")
-    result = api.load_outcomes(sample_store, [csv_file, long, deep, legacy, good])
+    result = api.load_outcomes(sample_store, [csv_file, long, deep, legacy])
     assert [(s.locator, s.reason) for s in result.skips] == [
-        (f"{csv_file}:2", "not read: field larger than field limit (131072)"),
-        (f"{csv_file}:3", "not read: field larger than field limit (131072)"),
         (str(long), f"{long}: not read: holds a number of over 4,300 digits, more than "
                     "Python's json reads"),
         (str(deep), f"{deep}: not read: JSON nested too deeply"),
         (str(legacy), f"{legacy}: not read: JSON nested too deeply"),
     ]
-    assert result.rows_loaded == 2  # parallel's row of big.csv, and good.csv's
+    assert result.rows_loaded == 2  # both of big.csv's rows
+
+
+def test_a_field_past_the_limit_stops_the_file_there_and_makes_no_rows_of_its_lines(
+    sample_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the field limit the rest of the file is not read: read on, csv starts inside
+    the field, and its lines became rows (an outcome of a session named in a note)."""
+    from forensics.sources.files import outcomes
+
+    monkeypatch.setattr(outcomes, "FIELD_LIMIT", 1_000)
+    note = "x" * 2_000 + "\nincident,bogus,,true\n" + "y" * 10
+    rows = tmp_path / "o.csv"
+    rows.write_text("session_id,task_id,arm,success\nparallel,shipping,,true\n"
+                    f'incident,orders,"{note}",true\nparallel,later,,true\n')  # fmt: skip
+    result = api.load_outcomes(sample_store, [rows])
+    assert [(s.locator, s.reason) for s in result.skips] == [
+        (f"{rows}:3", "not read from here on: field larger than field limit (1000)")]
+    assert result.rows_loaded == 1  # the first row; never "bogus"
 
 
 def test_a_repeated_column_or_eval_cases_of_another_shape_are_named(

@@ -120,8 +120,8 @@ def ingest(
     return result
 
 
-CONFLICT = ("stored already with other content (time, size, author or turn): the first "
-            "stored was kept")
+CONFLICT = ("an event stored already with other content (time, size, author or turn): "
+            "the first stored was kept")
 
 
 def _conflicting(keys: list[tuple[str, str, str, str]], located: pa.Table | None) -> list[Skip]:
@@ -135,8 +135,8 @@ def _conflicting(keys: list[tuple[str, str, str, str]], located: pa.Table | None
     for *key, locator in rows:
         if tuple(key) in wanted:
             where[tuple(key)] = locator  # (a key is one row of a batch: the batcher's)
-    return [Skip(where.get(key) or f"session {key[2]} event {key[3]}",
-                 f"event {key[3]} {CONFLICT}") for key in keys]  # fmt: skip
+    return [Skip(where.get(key) or f"session {key[2]} event {key[3]}", CONFLICT)
+            for key in keys]  # (one reason: the place says which event)
 
 
 def held_watermark(newest: float | None, begun: float) -> float | None:
@@ -169,7 +169,6 @@ class _Run:
         self.seen: set[tuple[str, str, str]] = set()
         # per session, what its events' keys say of its ADK release, the batches merged
         self.keys: dict[tuple[str, str, str], dict[str, object]] = {}
-        self.conflicts = 0  # events stored already with other content (each a skip)
         self.replaced = 0  # stored events of sessions read whole again
         self.appending = True  # until a batch holds an event stored already (insert)
         self.started = ledger.now()
@@ -213,7 +212,7 @@ class _Run:
         result.skips.extend(batch.skipped)
         self.replaced += replaced
         result.rows_loaded += loaded
-        self.conflicts += len(conflicts)
+        result.rows_conflicting += len(conflicts)
         result.skips.extend(_conflicting(conflicts, batch.located))
         newest = held_watermark(batch.newest, self.begun)
         if newest is not None:
@@ -279,9 +278,9 @@ class _Run:
             result.notes["adk_release"] = _release_note(found)
         if self.replaced:
             result.notes["events_replaced"] = self.replaced
-        if self.conflicts:
+        if result.rows_conflicting:
             result.notes["conflicting_events"] = (
-                f"{self.conflicts:,} events already stored with other content (time, "
+                f"{result.rows_conflicting:,} events already stored with other content (time, "
                 "size, author or turn): the first stored was kept"
             )
         ledger.write(store, result, self.started, ledger.now(), "ok", None)

@@ -36,6 +36,7 @@ class IngestResult:
     incremental: bool = False
     notes: dict[str, object] = field(default_factory=dict)  # what the source found out
     rows_ignored: int = 0  # read and understood, but not about agents (a web server's span)
+    rows_conflicting: int = 0  # of the skips: events stored already with other content
 
     @property
     def rows_skipped(self) -> int:
@@ -48,8 +49,10 @@ class IngestResult:
     @property
     def nothing_loaded(self) -> bool:
         """Nothing loaded because nothing read could be: every row skipped, none already
-        stored. The command fails, and the ledger says so (not `ok`)."""
-        return bool(self.rows_skipped and not self.rows_loaded and not self.rows_already_stored)
+        stored (an event stored already with other content is: read again, it is no
+        failure). The command fails, and the ledger says so (not `ok`)."""
+        return bool(self.rows_skipped and not self.rows_loaded and not self.rows_already_stored
+                    and not self.rows_conflicting)  # fmt: skip
 
     @property
     def skip_reasons(self) -> dict[str, int]:

@@ -34,6 +34,9 @@ _FALSE = {"false", "0", "no", "n", "fail", "failed", "failure"}
 _STATUS = {1: True, 2: False, 3: None, 4: None, "PASSED": True, "FAILED": False,
            "NOT_EVALUATED": None, "INFORMATIONAL": None}  # fmt: skip
 ALIASES = {"session": "session_id", "invocation": "invocation_id", "task": "task_id"}
+# the columns a row is read from (one named twice is refused: which one was meant?)
+_READ = {"session_id", "task_id", "invocation_id", "arm", "success", "score", "threshold"}
+FIELD_LIMIT = 16 << 20  # a CSV field's longest (csv's own limit is 128 KB)
 
 
 def _flag(value: Any) -> bool | None:
@@ -190,7 +193,7 @@ def read_outcomes(
 
         reader = csv.DictReader(counted())
         named = [ALIASES.get(f.strip().lower(), f.strip().lower()) for f in reader.fieldnames or []]
-        twice = sorted({n for n in named if n and named.count(n) > 1})
+        twice = sorted({n for n in named if n in _READ and named.count(n) > 1})
         if twice:  # (csv keeps the last of a repeated column: which one was meant?)
             raise SourceError(
                 f"{path}:1: the header names {twice[0]} more than once",
@@ -204,17 +207,15 @@ def read_outcomes(
                 hint="the first line names the columns: session_id,task_id,arm,success",
             )
         rows: list[tuple[str, Any]] = []
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as e:  # a field past csv's limit (128 KB): that row, named by
-                # the line its reading stopped on, as a row is by its last (each call reads
-                # on from the line after: never stuck)
-                skips.append(Skip(f"{place}:{read[0]}", f"not read: {e}"))
-                continue
-            rows.append((f"{place}:{reader.line_num}", row))
+        limit = csv.field_size_limit(FIELD_LIMIT)  # (csv's own, 128 KB: a long note)
+        try:
+            for row in reader:
+                rows.append((f"{place}:{reader.line_num}", row))
+        except csv.Error as e:  # a field past FIELD_LIMIT: where its reading stopped, the
+            # rest unread (reading on would start inside the field: its lines as rows)
+            skips.append(Skip(f"{place}:{read[0]}", f"not read from here on: {e}"))
+        finally:
+            csv.field_size_limit(limit)
         source = "csv"
     else:
         document = _parsed(text, path)
