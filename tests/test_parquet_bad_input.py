@@ -262,6 +262,25 @@ def test_a_failed_analysis_leaves_no_folder(export, tmp_path):
     assert not (tmp_path / "facts").exists()
 
 
+def test_a_failed_analysis_into_an_empty_folder_leaves_it_empty(export, tmp_path, monkeypatch):
+    """A folder given empty is emptied again when the analysis fails after writing facts
+    (a stop, a full disk), so that the same command can run into it once more."""
+    from forensics.engines import parquet as engine
+
+    facts = tmp_path / "facts"
+    facts.mkdir()
+
+    def full_disk(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(engine, "write_manifest", full_disk)
+    with pytest.raises(OSError):
+        api.analyze_export(export, facts)
+    assert facts.is_dir() and not any(facts.iterdir())
+    monkeypatch.undo()
+    assert api.analyze_export(export, facts)["fact_sessions"] > 0
+
+
 # -- what is left out, and said (H11, L7)
 
 

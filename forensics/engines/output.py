@@ -37,15 +37,21 @@ SUMMARIES: dict[str, Spec] = {"turns": TURNS, "growth": GROWTH}
 @contextmanager
 def output_folder(folder: Path) -> Iterator[None]:
     """`check_output`, for the block that writes the facts: when it fails (a bad export,
-    a stop), a folder this run made is removed again with what was written into it, so
+    a stop), what it wrote is removed again (and the folder, when this run made it), so
     a failed analysis leaves nothing that looks like facts behind."""
     made = not folder.exists()
-    check_output(folder)
+    check_output(folder)  # (new, or empty: what is in it after is this run's)
     try:
         yield
     except BaseException:
         if made:
             shutil.rmtree(folder, ignore_errors=True)
+        else:  # emptied again, so that the same command can run into it once more
+            for written in folder.iterdir():
+                if written.is_dir() and not written.is_symlink():
+                    shutil.rmtree(written, ignore_errors=True)
+                else:
+                    written.unlink(missing_ok=True)
         raise
 
 

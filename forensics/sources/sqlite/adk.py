@@ -76,13 +76,14 @@ def where_clause(
 
 def _database_error(path: Path, e: sqlite3.DatabaseError, what: str) -> SourceError:
     """A SQLite error as the source's: a lock held by a writer is worth a retry."""
-    if getattr(e, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+    code = (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF  # (an extended code's primary)
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
         return TransientSourceError(
             f"{path}: locked by a process writing to it ({e})",
             hint="retry when the writer is done (an ADK server holds the lock while it "
             "writes)",
         )
-    if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_CORRUPT:
+    if code == sqlite3.SQLITE_CORRUPT:
         return SourceError(
             f"{path}: {e}",
             hint=f"the file is damaged: `sqlite3 {shlex.quote(str(path))} .recover | sqlite3 "
