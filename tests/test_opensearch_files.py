@@ -214,8 +214,10 @@ def test_file_layouts_and_bad_lines(tmp_path: Path) -> None:
 
 def test_a_number_too_long_or_a_broken_list_loses_only_what_it_holds(tmp_path: Path) -> None:
     """A number of over 4,300 digits (Python's json refuses it with a plain ValueError)
-    is one skip in a file of lines; a list of documents or a _search body cut short, or
-    one of its documents nested too deeply, keeps the documents before it."""
+    is one skip in a file of lines; in a list of documents, a document nested too deeply
+    or holding one is skipped by its index and the others read; a list or a _search
+    body cut short keeps the documents before the cut; a single document cut short is
+    one skip, never its own nested hits read as documents."""
     def spans(first: int) -> list[dict]:  # three of their own (a span is stored once)
         return [dict(adk_span(**{"gen_ai.usage.input_tokens": 10}), spanId=f"00f067aa0ba9{i:04x}")
                 for i in range(first, first + 3)]
@@ -234,21 +236,26 @@ def test_a_number_too_long_or_a_broken_list_loses_only_what_it_holds(tmp_path: P
         for i, s in enumerate(spans(12))]}}, indent=2)  # fmt: skip
     cut = tmp_path / "search.json"
     cut.write_text(body[: body.index('"_id": "2"')])
+    one = tmp_path / "one.json"  # a document holding a body of its own, cut short
+    one.write_text(json.dumps(dict(spans(15)[0], response={"hits": {"total": 1, "hits": [
+        {"_source": {"a": 1}}]}}), indent=2)[:-40])  # fmt: skip
     result = api.ingest_opensearch_files(tmp_path / "f.duckdb",
-                                         [lines, first, listed, deep, cut])  # fmt: skip
+                                         [lines, first, listed, deep, cut, one])  # fmt: skip
     reasons = [(s.locator, s.reason) for s in result.skips]
     too_long = "not read: holds a number of over 4,300 digits, more than Python's json reads"
     assert reasons[:2] == [(f"{lines}:2", too_long), (f"{first}:1", too_long)]
-    assert reasons[2] == (f"{listed}: [3]", f"{too_long} (the 3 before it read, none after)")
-    assert reasons[3] == (f"{deep}: [3]",
-                          "not read: JSON nested too deeply (the 3 before it read, none after)")
+    assert reasons[2] == (f"{listed}: [3]", too_long)
+    assert reasons[3] == (f"{deep}: [3]", "not read: JSON nested too deeply")
     where, why = reasons[4]
     assert where.startswith(f"{cut}:") and why.startswith("not valid JSON: ")
-    assert why.endswith("(the 2 before it read, none after)")
-    assert len(reasons) == 5
+    assert why.endswith("(the 2 documents before it read, none after)")
+    where, why = reasons[5]
+    assert where.startswith(f"{one}:") and why.startswith("not valid JSON: ")
+    assert len(reasons) == 6
     with Store.open(tmp_path / "f.duckdb", read_only=True) as store:
         locators = sorted(r[0] for r in store.run("SELECT locator FROM logged"))
-    assert f"{listed}: [2]" in locators and f"{deep}: [2]" in locators
+    assert f"{listed}: [2]" in locators and f"{listed}: [4]" in locators
+    assert f"{deep}: [2]" in locators and not any(str(one) in loc for loc in locators)
     assert f"{cut}: hits.hits[1] (otel-v1-apm-span-000001/1)" in locators
     assert f"{lines}:3" in locators and f"{first}:2" in locators
 

@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import NUMBER_TOO_LONG, TOO_DEEP
 from ..families.adk.traces import traced_call
 from ..families.fields import json_error
+from ..json_text import after_space, value_end
 from ..model import Skip, TracedCall
 from ..sources.files import otlp
 from ..store import Store, ledger
@@ -74,7 +75,7 @@ def _list_spans(path: Path, text: str, skips: list[Skip]) -> list[Any]:
     spans before the break are kept and the rest skipped, naming the line and column."""
     decoder = json.JSONDecoder()
     spans: list[Any] = []
-    pos = _after_space(text, text.index("[") + 1)
+    pos = after_space(text, text.index("[") + 1)
     if text.startswith("]", pos):
         pos += 1
     else:
@@ -84,32 +85,26 @@ def _list_spans(path: Path, text: str, skips: list[Skip]) -> list[Any]:
             except json.JSONDecodeError as e:
                 return _broken(path, e, spans, skips)
             except (RecursionError, ValueError) as e:
-                found = _value_end(text, pos)
+                found = value_end(text, pos)
                 if found is None:  # the too-deep span is the one cut short
                     error = json.JSONDecodeError("Unterminated array or object", text, pos)
                     return _broken(path, error, spans, skips)
                 span, end = ValueError(_unreadable(e)), found
             spans.append(span)
-            pos = _after_space(text, end)
+            pos = after_space(text, end)
             if text.startswith(",", pos):
-                pos = _after_space(text, pos + 1)
+                pos = after_space(text, pos + 1)
                 continue
             if text.startswith("]", pos):
                 pos += 1
                 break
             error = json.JSONDecodeError("Expecting ',' delimiter", text, pos)
             return _broken(path, error, spans, skips)
-    rest = _after_space(text, pos)
+    rest = after_space(text, pos)
     if rest < len(text):
         error = json.JSONDecodeError("Extra data", text, rest)
         skips.append(Skip(f"{path}:{error.lineno}:{error.colno}", "not valid JSON: Extra data"))
     return spans
-
-
-def _after_space(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\n\r":  # JSON's whitespace
-        pos += 1
-    return pos
 
 
 def _broken(
@@ -124,36 +119,6 @@ def _broken(
         )
     skips.append(Skip(f"{path}:{error.lineno}:{error.colno}", reason))
     return spans
-
-
-def _value_end(text: str, start: int) -> int | None:
-    """Where the JSON value at `start` ends, found by its brackets outside strings
-    (without parsing it, so without recursion); None when the text ends first."""
-    depth, in_string, escaped = 0, False, False
-    for pos in range(start, len(text)):
-        ch = text[pos]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-                if depth == 0:
-                    return pos + 1
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            if depth == 0:  # the list's own end, after a bare number
-                return pos
-            depth -= 1
-            if depth == 0:
-                return pos + 1
-        elif depth == 0 and (ch == "," or ch.isspace()):
-            return pos
-    return None
 
 
 def _spans(locator: str, document: Any) -> Iterator[tuple[str, Any]]:

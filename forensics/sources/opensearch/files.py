@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import NUMBER_TOO_LONG, SourceError
+from ...json_text import after_space, depth_at, value_end
 from ...model import Skip
 
 _ACTIONS = ("index", "create", "update", "delete")
@@ -180,9 +181,10 @@ def _whole(path: Path, text: str) -> Iterator[tuple[str, Any] | Skip]:
     yield from _salvaged(path, text, problem)
 
 
-def _items(path: Path, items: Iterable[Any], label: str | None) -> Iterator[tuple[str, Any]]:
+def _items(path: Path, items: Iterable[Any], label: str | None,
+           first: int = 0) -> Iterator[tuple[str, Any]]:  # fmt: skip
     """The documents (or hits) of a list, each with its place: `label` and its index."""
-    for index, item in enumerate(items):
+    for index, item in enumerate(items, first):
         locator = f"{path}: {label}[{index}]" if label is not None else str(path)
         hit = _hit(item)
         if hit is not None:
@@ -196,45 +198,50 @@ _HITS = re.compile(r'"hits"\s*:\s*\{[^\[\]]*?"hits"\s*:\s*\[')
 
 
 def _salvaged(path: Path, text: str, problem: Skip) -> Iterator[tuple[str, Any] | Skip]:
-    """A list of documents or a _search body that cannot be read whole (cut short, one
-    document nested too deeply): its documents up to the first that cannot be read, that
-    one skipped with where and why; `problem`, the whole file's, when it is no list."""
-    at, label = len(text) - len(text.lstrip()), ""
+    """A list of documents or a _search body that cannot be read whole: a document nested
+    too deeply or holding a number too long is skipped by its index, the others read; where
+    the list breaks (cut short), the documents before it are kept and the rest skipped,
+    saying where. `problem`, the whole file's, when it holds no such list."""
+    at, label = after_space(text, 0), ""
     if not text.startswith("[", at):
         found = _HITS.search(text)
-        if found is None:
+        if found is None or depth_at(text, found.start()) != 1:  # (a top-level "hits" only)
             yield problem
             return
         at, label = found.end() - 1, "hits.hits"
-    documents: list[Any] = []
     decoder = json.JSONDecoder()
-    at += 1
-    why = None
-    while why is None:
-        while at < len(text) and text[at] in " \t\r\n":
-            at += 1
-        if text.startswith("]", at) and not documents:
-            break
+    read = index = 0
+    at = after_space(text, at + 1)
+    skipped, broken, ended = False, None, text.startswith("]", at)
+    while not ended:
+        where = f"{path}: {label}[{index}]"
         try:
-            value, at = decoder.raw_decode(text, at)
+            value, end = decoder.raw_decode(text, at)
         except json.JSONDecodeError as e:
-            why = Skip(f"{path}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}")
-        except RecursionError:
-            why = Skip(f"{path}: {label}[{len(documents)}]", "not read: JSON nested too deeply")
-        except ValueError:
-            why = Skip(f"{path}: {label}[{len(documents)}]", f"not read: {NUMBER_TOO_LONG}")
-        else:
-            documents.append(value)
-            while at < len(text) and text[at] in " \t\r\n":
-                at += 1
-            if text.startswith("]", at):
+            broken = Skip(f"{path}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}")
+            break
+        except (RecursionError, ValueError) as e:  # (ValueError: a number too long)
+            why = "JSON nested too deeply" if isinstance(e, RecursionError) else NUMBER_TOO_LONG
+            found_end = value_end(text, at)
+            if found_end is None:  # the text ends inside it: cut short there
+                broken = Skip(where, f"not read: {why}")
                 break
-            if not text.startswith(",", at):
-                line = text.count("\n", 0, at) + 1
-                column = at - (text.rfind("\n", 0, at) + 1) + 1
-                why = Skip(f"{path}:{line}:{column}", "not valid JSON: Expecting ',' delimiter")
-            at += 1
-    yield from _items(path, documents, label)
-    read = f"the {len(documents):,} before it read, none after" if documents else "none read"
-    shown = why or problem
-    yield Skip(shown.locator, f"{shown.reason} ({read})")
+            yield Skip(where, f"not read: {why}")
+            skipped, end = True, found_end
+        else:
+            yield from _items(path, [value], label, index)
+            read += 1
+        index += 1
+        at = after_space(text, end)
+        ended = text.startswith("]", at)
+        if not ended and not text.startswith(",", at):
+            line = text.count("\n", 0, at) + 1
+            column = at - (text.rfind("\n", 0, at) + 1) + 1
+            broken = Skip(f"{path}:{line}:{column}", "not valid JSON: Expecting ',' delimiter")
+            break
+        at = after_space(text, at + 1)
+    if broken is not None:
+        kept = f"the {read:,} documents before it read, none after" if read else "none read"
+        yield Skip(broken.locator, f"{broken.reason} ({kept})")
+    elif not skipped:  # every document read: what json refused is after the list
+        yield Skip(problem.locator, f"{problem.reason} (after the documents, all read)")
