@@ -124,6 +124,20 @@ def test_a_session_followed_by_extra_data_keeps_its_events(tmp_path, indent):
     assert _sessions(tmp_path / "f.duckdb") == {"s1": ("store", "u1", 5)}
 
 
+@pytest.mark.parametrize("indent", [None, 2], ids=["compact", "indented"])
+def test_sessions_one_after_another_are_each_read_whole(tmp_path, indent):
+    """`cat a.json b.json`: the second Session, pretty-printed, was read line by line (a
+    skip a line, its events lost)."""
+    path = tmp_path / "both.json"
+    first = json.dumps(_session("s1", [_event(i) for i in range(3)]), indent=indent)
+    second = json.dumps(_session("s2", [_event(10 + i) for i in range(4)]), indent=indent)
+    path.write_text(f"{first}\n{second}\n")
+    out = _ingest(tmp_path / "f.duckdb", path)
+    assert out.exit_code == 0, out.output
+    assert "read 7 events: loaded 7 new, 0 already stored, skipped 0" in out.output
+    assert _sessions(tmp_path / "f.duckdb") == {"s1": ("store", "u1", 3), "s2": ("store", "u1", 4)}
+
+
 # -- M3: a truncated event list is not a Session, whatever "events" keys its events hold ----
 
 

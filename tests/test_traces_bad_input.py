@@ -291,3 +291,17 @@ def test_an_otlp_line_json_cannot_read_costs_only_that_line(tmp_path):
     result = api.ingest_traces(tmp_path / "f.duckdb", [bad])
     assert result.rows_loaded == 20
     assert [(s.locator, s.reason) for s in result.skips] == [(f"{bad}:1", DEEP)]
+
+
+def test_a_pretty_printed_file_json_cannot_read_is_one_skip_saying_why(tmp_path):
+    """One document over many lines that json refuses (a number of over 4,300 digits) is
+    one skip naming the cause, not a \"not valid JSON\" skip per line."""
+    document = json.loads(OTLP.read_text(encoding="utf-8"))
+    document["note"] = 1
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(json.dumps(document, indent=2).replace('"note": 1', '"note": ' + "9" * 5000),
+                      encoding="utf-8")  # fmt: skip
+    result = api.ingest_traces(tmp_path / "f.duckdb", [pretty, OTLP])
+    assert [(s.locator, s.reason) for s in result.skips] == [
+        (str(pretty), "holds a number of over 4,300 digits, more than Python's json reads")]
+    assert result.rows_loaded == 20  # the good file's

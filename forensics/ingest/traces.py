@@ -40,10 +40,25 @@ def _documents(path: Path, skips: list[Skip]) -> list[tuple[str, Any]]:
     except (RecursionError, ValueError) as e:  # JSONDecodeError is a ValueError: above
         if text.lstrip().startswith("["):
             return [(str(path), _list_spans(path, text, skips))]
-        if len([line for line in text.split("\n") if line.strip()]) > 1:
+        if _one_per_line(text):
             return _lines(path, text, skips)
-        skips.append(Skip(str(path), _unreadable(e)))
+        skips.append(Skip(str(path), _unreadable(e)))  # one document (pretty-printed too)
         return []
+
+
+def _one_per_line(text: str) -> bool:
+    """Whether a text json cannot read whole holds a document per line: more than one
+    line, the first of them a document on its own (a pretty-printed one's is "{")."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        json.loads(lines[0])
+    except json.JSONDecodeError:
+        return False
+    except (RecursionError, ValueError):  # a document json refuses, on its line alone
+        return True
+    return True
 
 
 def _unreadable(error: RecursionError | ValueError) -> str:

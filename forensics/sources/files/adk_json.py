@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from ...errors import NUMBER_TOO_LONG, TOO_DEEP
 from ...families.fields import json_error
+from ...json_text import after_space
 from ...model import RAW_SESSION_SCHEMA, Batch
 from ...sanitize import UTF16, looks_utf16, not_utf8, storable
 from ...store.arrow import rows_table  # (pyarrow's builders import pandas)
@@ -377,16 +378,29 @@ class AdkJsonSource:
         self, path: Path, text: str, end: int, out: EventBatcher
     ) -> Iterator[None]:
         """A .json file holding more JSON after its first value (which ends at `end`):
-        NDJSON, or a Session followed by more (another Session, a stray line). A first
-        Session is read whole, however many lines it spans; the rest line by line."""
+        NDJSON, or Sessions one after another (`cat a.json b.json`, pretty-printed or
+        not), each read whole however many lines it spans; from the first value that is
+        no Session or does not parse, the rest is read line by line (a stray line)."""
         first = json.loads(text[:end])  # it parsed: the error came after it
         if not _is_session(first):
             yield from self._ndjson(path, text, out)
             return
-        begin = len(text) - len(text.lstrip(" \t\r\n"))  # JSON's whitespace only
-        line = text.count("\n", 0, begin) + 1
-        yield from self._document(path, first, out, where=f"{path}:{line}")
-        yield from self._ndjson(path, text[end:], out, text.count("\n", 0, end) + 1)
+        decoder = json.JSONDecoder()
+        at, session = after_space(text, 0), first
+        while True:
+            line = text.count("\n", 0, at) + 1
+            yield from self._document(path, session, out, where=f"{path}:{line}")
+            at = after_space(text, end)
+            if at >= len(text):
+                return
+            try:
+                session, next_end = decoder.raw_decode(text, at)
+            except (ValueError, RecursionError):  # (JSONDecodeError is a ValueError)
+                break
+            if not _is_session(session):
+                break
+            end = next_end
+        yield from self._ndjson(path, text[at:], out, text.count("\n", 0, at) + 1)
 
     def _ndjson(
         self, path: Path, text: str, out: EventBatcher, first_line: int = 1
