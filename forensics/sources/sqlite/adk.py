@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
-import msgspec
 import pyarrow as pa
 
 from ...errors import TOO_DEEP, MissingRelationError, SourceError, TransientSourceError
@@ -91,28 +90,6 @@ def _database_error(path: Path, e: sqlite3.DatabaseError, what: str) -> SourceEr
             "salvages what it can into a new file, which this command reads",
         )
     return SourceError(f"{path}: {what} ({e})" if what else f"{path}: {e}")
-
-
-class _Stamp(msgspec.Struct):
-    """An event's JSON read for its `timestamp` alone (msgspec skips the rest)."""
-
-    timestamp: object = None
-
-
-def own_time(event_json: str) -> float | None:
-    """The event's own time from its JSON (the time stage_events.sql keeps before the
-    column's), or None when it has none that is a finite number."""
-    try:
-        value = msgspec.json.decode(event_json, type=_Stamp).timestamp
-    except (msgspec.MsgspecError, RecursionError):
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        epoch = float(value)
-    except OverflowError:
-        return None
-    return epoch if math.isfinite(epoch) else None
 
 
 class _NotUtf8(bytes):
@@ -259,10 +236,9 @@ class AdkSqliteSource:
             out.skip(locator, f"unreadable timestamp {row['timestamp']!r}")
             return
         event_json: object
-        column = epoch  # the loaders' watermark (stage_events.sql's column_epoch)
         if self.layout == "v0":
             try:
-                epoch = column = self.clock.to_utc(epoch)
+                epoch = self.clock.to_utc(epoch)
             except (OverflowError, ValueError, OSError):  # (a named zone's, beyond datetime)
                 out.skip(locator, f"timestamp {row['timestamp']!r} is not a time between "
                                   "1970 and 3000")  # fmt: skip
@@ -285,32 +261,18 @@ class AdkSqliteSource:
             if event_json is None:
                 out.skip(locator, "event_data is NULL")
                 return
-        if not 0 <= column <= self.started:  # (NaN too)
-            column = self._column(column, epoch, event_json)
+        if epoch > self.started:  # dated ahead: said (the watermark stays at the start)
+            self.ahead += 1
         out.add(
             app_name=row["app_name"],
             user_id=row["user_id"],
             session_id=row["session_id"],
             event_id=row["id"],
             invocation_id=row["invocation_id"],
-            timestamp=column,
+            timestamp=epoch,
             event_json=event_json,
             locator=locator,
         )
-
-    def _column(self, column: float, epoch: float, event_json: object) -> float:
-        """The timestamp column of a row that is no time or after this run began. The
-        watermark is its column's: one dated ahead (year 2100, 9999, 1e300) would hide
-        every row written until then from the next runs, so where the event has a time
-        of its own (a V0 event's is the column's, put in its JSON; a V1 event's is in
-        its JSON), the column is that time, at most the run's start. The next run reads
-        such a row again and the store finds it stored."""
-        if column > self.started:
-            self.ahead += 1
-        own = epoch if self.layout == "v0" else own_time(str(event_json))
-        if own is None:
-            return column  # its time (stage_events.sql judges it)
-        return min(own, self.started)
 
     @staticmethod
     def _session_columns(con: sqlite3.Connection) -> set[str]:
