@@ -464,6 +464,13 @@ INDEX_DEFAULTS = (
 DEFAULT_TIME_FIELD = "@timestamp"
 
 
+def check_index(index: str) -> None:
+    """SourceError for an --index that names no index (a search of none reads them all)."""
+    from .sources.opensearch.live import check_index as checked
+
+    checked(index)
+
+
 def index_defaults(index: str, time_field: str | None) -> tuple[str, tuple[str, ...]]:
     """(time field, sort fields) for an index pattern: Data Prepper's by its names."""
     for prefix, field, sort in INDEX_DEFAULTS:
@@ -572,6 +579,7 @@ def ingest_opensearch(
     sources/opensearch/live.py) as one ingest; the filters are recorded in the ledger."""
     from .ingest.logged import ingest_documents
 
+    check_index(index)
     field, _ = index_defaults(index, time_field)
     filters: dict[str, object] = {
         k: v

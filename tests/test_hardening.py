@@ -440,12 +440,51 @@ def sample_db(tmp_path_factory):
     (["ingests", "--skips", "99"], "no ingest 99 in the store (ingests 1 to 1)"),
     (["report", "incident", "incident", "--out", "/nonexistent-folder/r.html"],
      "cannot write /nonexistent-folder/r.html: the folder /nonexistent-folder does not exist"),
-])
+    # a sweep of the command line (each was a traceback or "unexpected"):
+    (["sessions", "--columns", ""], "Error: --columns names no column"),
+    (["sessions", "--columns", "session_id,session_id"], "--columns names 'session_id' twice"),
+    (["sessions", "--limit", str(10**30)], "--limit 1,000,000,000,000,000,000,000,000,000,000 "
+     "is past the largest number it takes (9,223,372,036,854,775,807)"),
+    (["growth", "--top", str(2**63)], "--top 9,223,372,036,854,775,808 is past the largest"),
+    (["whatif", "--row-cap", str(10**30)], "--row-cap 1,000,000,000,000,000,000,000,000,000,000"),
+    (["whatif", "--token-cap", "100", "--chars-per-token", "1e-300"],
+     "--chars-per-token 1e-300 is not a number of characters a token, 0.01 or more"),
+    (["ingest", "adk-postgres", "postgresql://u@127.0.0.1:1/x", "--statement-timeout", "nan"],
+     "--statement-timeout nan is not a number it takes"),
+    (["ingest", "adk-postgres", "postgresql://u@127.0.0.1:1/x", "--statement-timeout", "0"],
+     "--statement-timeout 0 is under a millisecond: PostgreSQL would run every statement "
+     "without a limit"),
+    (["ingest", "adk-postgres", "postgresql://u@127.0.0.1:1/x", "--statement-timeout", "0.0004"],
+     "--statement-timeout 0.0004 is under a millisecond"),
+    (["breakeven", "--reduction", "1e-39"], "--reduction 1e-39 is not a cut between 1e-06"),
+    (["report", "weekly", "--week", "9999-W52", "--out", "/tmp/x.html"],
+     "--week '9999-W52' is outside the years the store holds, 1970 to 2999"),
+    (["report", "weekly", "--since", "0001-01-01", "--until", "9999-12-31", "--out", "/tmp/x.html"],
+     "is outside the years the store holds"),
+    (["report", "incident", "incident", "--out", "/tmp/" + "x" * 300],
+     "File name too long"),
+])  # fmt: skip
 def test_bad_arguments_are_errors(sample_db, args, message):
     out = runner.invoke(app, [*args, "--db", str(sample_db)])
     assert out.exit_code != 0, out.output
     assert message in out.output
-    assert "unexpected" not in out.output
+    assert "unexpected" not in out.output and "Traceback" not in out.output
+
+
+def test_a_struct_column_chosen_for_a_table_is_shown_as_its_fields(sample_db):
+    """`calls --columns by_role` in a table (which unnests by_role) named a column the
+    table no longer had: unexpected KeyError. No server is needed to refuse a timeout of
+    0 (no limit to PostgreSQL) or an empty --index (every index of the cluster)."""
+    out = runner.invoke(app, ["calls", "incident", "--columns", "call_id,by_role",
+                              "--db", str(sample_db)])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert out.output.split()[:3] == ["call_id", "user", "model"]
+    out = runner.invoke(app, ["plan", "postgresql://u@127.0.0.1:1/x", "--statement-timeout", "0"])
+    assert out.exit_code == 1 and "--statement-timeout 0 is under a millisecond" in out.output
+    out = runner.invoke(app, ["ingest", "opensearch", "http://127.0.0.1:1", "--index", "",
+                              "--db", str(sample_db)])  # fmt: skip
+    assert out.exit_code == 1, out.output
+    assert "--index '' names no index: it would search every index of the cluster" in out.output
 
 
 def test_format_names_and_version(sample_db):

@@ -35,6 +35,7 @@ import numpy as np
 import polars as pl
 
 from ..columns import BREAKEVEN, TASK_ARMS, TASK_COMPARE, TASKS
+from ..errors import ForensicsError
 
 RESAMPLES = 10_000
 SEED = 20261201
@@ -200,9 +201,19 @@ def breakeven_turns(cache_share: float, tool_share: float, reduction: float) -> 
     return cache_share / (reduction * tool_share)
 
 
+MIN_REDUCTION = 1e-6
+
+
 def breakeven(groups: list[dict[str, Any]], reduction: float) -> pl.DataFrame:
     """BREAKEVEN rows from each group's money: total, cache traffic, tool output, the
     mean cost of one more turn, and its sessions."""
+    if not MIN_REDUCTION <= reduction <= 1:  # (a smaller one's saving has more decimal
+        # places than a DECIMAL(38) holds: polars panicked building the frame)
+        raise ForensicsError(
+            f"--reduction {reduction:g} is not a cut between {MIN_REDUCTION:g} (a millionth) "
+            "and 1 (all of it)",
+            hint="e.g. --reduction 0.384",
+        )
     rows = []
     for g in groups:
         total, cache_usd, tool_usd = g["total_usd"], g["cache_usd"], g["tool_usd"]

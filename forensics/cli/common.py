@@ -12,6 +12,7 @@ import errno
 import functools
 import inspect
 import itertools
+import math
 import os
 import re
 import sys
@@ -115,6 +116,22 @@ StatementTimeoutOption = Annotated[
     float,
     typer.Option("--statement-timeout", help="Seconds any one statement may run on the server."),
 ]
+
+
+def timeout_ms(seconds: float) -> int:
+    """--statement-timeout in milliseconds, as PostgreSQL takes it: at least one (0 is no
+    limit there, and a value under a millisecond rounded to it), at most its largest."""
+    ms = round(seconds * 1000)
+    if ms < 1:
+        raise ForensicsError(
+            f"--statement-timeout {seconds:g} is under a millisecond: PostgreSQL would run "
+            "every statement without a limit",
+            hint="give seconds, e.g. --statement-timeout 60",
+        )
+    if ms > 2**31 - 1:
+        raise ForensicsError(f"--statement-timeout {seconds:g} is past PostgreSQL's largest "
+                             "(2,147,483 seconds)")  # fmt: skip
+    return ms
 # which stored session a session id means, when it exists in several apps or users
 PricesOption = Annotated[
     Path | None,
@@ -199,10 +216,12 @@ def boundary(command: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from ..settings import progress_to, workers_to  # (not api: quick.py)
 
-        state["columns"] = _column_list(kwargs.pop("columns", None)) if chooses else None
+        columns = kwargs.pop("columns", None)
         stages = StageProgress()
         state["stages"] = stages
         try:
+            state["columns"] = _column_list(columns) if chooses else None
+            _numbers_in_range(kwargs)
             with (
                 progress_to(stages if stages.enabled else None),
                 workers_to(state.get("workers")),
@@ -228,7 +247,7 @@ def boundary(command: F) -> F:
             _said_stopped(stages)
         except (typer.Exit, typer.Abort, SystemExit):
             raise
-        except Exception as e:
+        except (Exception, _panic()) as e:  # (a panic: polars' Rust code's assertion)
             stages.done()
             from ..quick import is_interrupt  # (not api: its imports, during a stop)
 
@@ -236,6 +255,10 @@ def boundary(command: F) -> F:
                 _said_stopped(stages)
             if state["debug"]:
                 raise
+            if isinstance(e, OSError) and e.errno in _PATH_ERRORS:  # a path the system refuses
+                echo(f"Error: cannot use {e.filename}: {e.strerror}", err=True)
+                echo("Hint: give a shorter path, or one this user may write", err=True)
+                raise typer.Exit(1) from None
             if _NO_SPACE in str(e):  # DuckDB's or the system's: the disk is full
                 echo(f"Error: the disk is full: {e}", err=True)
                 typer.echo("Hint: free some space (or give --db a store on another disk)"
@@ -275,7 +298,37 @@ def _column_list(text: str | None) -> list[str] | None:
     names = [name.strip() for name in text.split(",") if name.strip()]
     if not names:
         raise ForensicsError("--columns names no column", hint="e.g. --columns session_id,events")
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise ForensicsError(f"--columns names {twice!r} twice", hint="name each column once")
     return names
+
+
+_LARGEST = 2**63 - 1  # what DuckDB's BIGINT and polars' Int64 hold
+# a path the system refuses to use (too long, not this user's, a read-only disk): said
+_PATH_ERRORS = (errno.ENAMETOOLONG, errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def _panic() -> type[BaseException]:
+    """polars' PanicException (a BaseException: its Rust code's assertion), asked for
+    only when something was raised (polars is not imported by every command)."""
+    from polars.exceptions import PanicException
+
+    return PanicException
+
+
+def _numbers_in_range(options: dict[str, Any]) -> None:
+    """A number given to an option that no query can hold (past a 64-bit integer) or that
+    is no number (NaN, an infinity) is refused, naming the option."""
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int) and abs(value) > _LARGEST:
+            raise ForensicsError(f"{flag} {value:,} is past the largest number it takes "
+                                 f"({_LARGEST:,})")  # fmt: skip
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ForensicsError(f"{flag} {value} is not a number it takes")
 
 
 def _chosen(frame: pl.DataFrame) -> pl.DataFrame:
@@ -353,6 +406,9 @@ def emit(
             frame = polars.concat(list(frame))
         unnest = [c for c in (spec.unnest if spec else ()) if c in frame.columns]
         table = frame.unnest(*unnest) if unnest else frame
+        if chosen and unnest:  # a struct column chosen is shown as its fields, as unnested
+            fields = {c: [f.name for f in frame.schema[c].fields] for c in unnest}  # type: ignore[attr-defined]
+            chosen = [name for c in chosen for name in fields.get(c, [c])]
         write_table(
             table,
             _echo_bytes,

@@ -27,6 +27,7 @@ from .common import (
     ingest_app,
     selection,
     stored_name,
+    timeout_ms,
 )
 
 if TYPE_CHECKING:
@@ -226,7 +227,7 @@ def ingest_postgres(
         dsn,
         selection(app_name, user, session, since, until),
         incremental=not full,
-        statement_timeout_ms=int(statement_timeout * 1000),
+        statement_timeout_ms=timeout_ms(statement_timeout),
         progress=progress,
         adk_version=adk_version,
     )

@@ -179,6 +179,7 @@ def ingest_opensearch(
     from .. import api
 
     selection(since=since, until=until)  # the range checked before any request
+    api.check_index(index)  # and the index
     api_key = os.environ.get(api_key_env) if api_key_env else None
     if api_key_env and not api_key:
         raise ForensicsError(f"--api-key-env {api_key_env}: that variable is not set")

@@ -20,6 +20,7 @@ from .common import (
     echo,
     emit,
     selection,
+    timeout_ms,
 )
 
 
@@ -70,7 +71,7 @@ def plan(
         selection(app_name, user, session, since, until),
         analyze=analyze,
         extra_queries=query or [],
-        statement_timeout_ms=int(statement_timeout * 1000),
+        statement_timeout_ms=timeout_ms(statement_timeout),
     )
     emit(report.lookups, fmt, PLAN_LOOKUPS)
     notes = [

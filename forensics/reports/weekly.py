@@ -71,10 +71,36 @@ def week(label: str, tz: str = "UTC") -> Week:
         raise ForensicsError(
             f"--week {label!r} is not an ISO week", hint="e.g. 2026-W47 (Monday to Sunday)"
         ) from None
+    if not FIRST_YEAR - 1 <= int(year) <= LAST_YEAR:  # (9999-W52 ends in no date; 1969-W52:
+        # the week before 1970-W01, which a review compares with)
+        raise ForensicsError(
+            f"--week {label!r} is outside the years the store holds, {FIRST_YEAR} to {LAST_YEAR}",
+            hint="e.g. --week 2026-W47",
+        )
     start = datetime(monday.year, monday.month, monday.day, tzinfo=zone)
     end = start + timedelta(days=7)  # a wall-clock week: DST changes keep Monday 00:00
     end = datetime(end.year, end.month, end.day, tzinfo=zone)
-    return Week(f"{year}-W{int(number):02d}", tz, start.astimezone(UTC), end.astimezone(UTC))
+    found = Week(f"{year}-W{int(number):02d}", tz, start.astimezone(UTC), end.astimezone(UTC))
+    _within_reach(found)
+    return found
+
+
+FIRST_YEAR, LAST_YEAR = 1970, 2999  # the times the store holds (stage_events.sql's)
+LONGEST = timedelta(days=3653)  # a review covers at most ten years
+
+
+def _within_reach(period: Week) -> None:
+    """A review's period lies in the years the store holds, ten years at most (the week
+    before it and the zone's offsets over it are computed: a year-1 week overflowed)."""
+    if not (FIRST_YEAR - 1 <= period.start.year and period.end.year <= LAST_YEAR + 1):
+        raise ForensicsError(
+            f"the review's period ({period.start:%Y-%m-%d} to {period.end:%Y-%m-%d}) is outside "
+            f"the years the store holds, {FIRST_YEAR} to {LAST_YEAR}",
+            hint="e.g. --week 2026-W47, or --since and --until within those years",
+        )
+    if period.end - period.start > LONGEST:
+        raise ForensicsError("a review covers at most ten years",
+                             hint="give --since and --until closer together")  # fmt: skip
 
 
 def week_of(moment: datetime, tz: str = "UTC") -> Week:
@@ -203,6 +229,7 @@ def build_weekly(
             if since is None or until is None:
                 raise ForensicsError("a review needs both --since and --until, or --week")
             period = Week("custom", tz, since.astimezone(UTC), until.astimezone(UTC))
+            _within_reach(period)
         elif week_label is not None:
             period = week(week_label, tz)
         else:

@@ -46,9 +46,12 @@ class Guard:
         if self.placement not in PLACEMENTS:
             raise ForensicsError(f"--placement {self.placement!r} is not a placement",
                                  hint="boundary (the default) or transcript")  # fmt: skip
-        if not (math.isfinite(self.chars_per_token) and self.chars_per_token > 0):
+        # (under 0.01, a result's estimate overflows the queries' integers: no text holds
+        # a hundred tokens a character)
+        if not (math.isfinite(self.chars_per_token) and self.chars_per_token >= 0.01):
             raise ForensicsError(
-                f"--chars-per-token {self.chars_per_token} is not a positive number",
+                f"--chars-per-token {self.chars_per_token} is not a number of characters a "
+                "token, 0.01 or more",
                 hint="the founding guard used 3.0; `forensics calls` shows the fitted ratio",
             )
 

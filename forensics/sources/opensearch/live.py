@@ -383,6 +383,7 @@ class _Pages:
         progress: Callable[[int], None] | None,
         total: Callable[[int], None] | None,
     ) -> None:
+        check_index(index)
         self.cluster = cluster
         self.index = index
         self.query = query
@@ -714,6 +715,15 @@ def _sort_spec(fields: Sequence[str], *, shard_doc: bool, scroll: bool = False) 
     if not spec:
         spec.append({"_doc": "asc"})  # a scroll in index order
     return spec
+
+
+def check_index(index: str) -> None:
+    """An index to search names one: a search of none reads every index (`*` says so)."""
+    if not index.strip(", \t"):
+        raise SourceError(
+            f"--index {index!r} names no index: it would search every index of the cluster",
+            hint="name one or a pattern, e.g. --index 'otel-v1-apm-span-*'",
+        )
 
 
 def _is_pattern(index: str) -> bool:
