@@ -87,19 +87,6 @@ def _refused(folder: Path, tmp_path: Path, message: str) -> None:
     assert not (tmp_path / "facts").exists()
 
 
-def _refused_loading(folder: Path, tmp_path: Path, message: str) -> None:
-    """Both commands exit 1 with `message`, found as the rows are read (after the
-    analysis has made its output folder: see test_a_failed_analysis_leaves_no_folder)."""
-    db = tmp_path / "target.duckdb"
-    out = runner.invoke(app, ["ingest", "parquet", str(folder), "--db", str(db)])
-    assert out.exit_code == 1, out.output
-    assert "Error: " in out.output and message in out.output, out.output
-    assert not db.exists() or api.sessions(db).height == 0
-    out = _analyze(folder, tmp_path)
-    assert out.exit_code == 1, out.output
-    assert "Error: " in out.output and message in out.output, out.output
-
-
 # -- files that are no Parquet file of the table, in folders an export never makes (H11)
 
 
@@ -221,7 +208,7 @@ def test_a_missing_column_is_named(export, tmp_path):
     folder = _copy(export, tmp_path)
     table = pq.read_table(folder / EVENTS_PART)
     pq.write_table(table.drop(["epoch", "author"]), folder / EVENTS_PART)
-    _refused_loading(folder, tmp_path, f"{EVENTS_PART}: the events table's column epoch is missing")
+    _refused(folder, tmp_path, f"{EVENTS_PART}: the events table's column epoch is missing")
 
 
 @pytest.mark.parametrize(
@@ -233,14 +220,14 @@ def test_a_missing_column_is_named(export, tmp_path):
 def test_a_column_of_another_type_is_named(export, tmp_path, column, value, kind, found, wanted):
     folder = _copy(export, tmp_path)
     _retyped(folder, column, value, kind)
-    _refused_loading(folder, tmp_path,
+    _refused(folder, tmp_path,
                      f"{EVENTS_PART}: the events table's column {column} is {found}, not {wanted}")
 
 
 def test_null_ids_are_named(export, tmp_path):
     folder = _copy(export, tmp_path)
     _retyped(folder, "event_id", None, pa.string())
-    _refused_loading(folder, tmp_path, f"{EVENTS_PART}: the events table's rows cannot be stored "
+    _refused(folder, tmp_path, f"{EVENTS_PART}: the events table's rows cannot be stored "
                      "(Constraint Error: NOT NULL constraint failed: events.event_id)")  # fmt: skip
 
 
@@ -251,7 +238,7 @@ def test_a_damaged_data_page_is_named(export, tmp_path):
     data = bytearray((folder / EVENTS_PART).read_bytes())
     data[page + 8 : page + 208] = b"\x00" * 200  # the page's body, past its header's start
     (folder / EVENTS_PART).write_bytes(bytes(data))
-    _refused_loading(folder, tmp_path, f"{EVENTS_PART}: cannot read the events table's rows (")
+    _refused(folder, tmp_path, f"{EVENTS_PART}: cannot read the events table's rows (")
 
 
 def test_a_failed_analysis_leaves_no_folder(export, tmp_path):
