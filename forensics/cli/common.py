@@ -255,7 +255,7 @@ def boundary(command: F) -> F:
                 _said_stopped(stages)
             if state["debug"]:
                 raise
-            if isinstance(e, OSError) and e.errno in _PATH_ERRORS:  # a path the system refuses
+            if isinstance(e, OSError) and e.errno in _PATH_ERRORS and e.filename:  # a path refused
                 echo(f"Error: cannot use {e.filename}: {e.strerror}", err=True)
                 echo("Hint: give a shorter path, or one this user may write", err=True)
                 raise typer.Exit(1) from None
