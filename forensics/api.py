@@ -739,6 +739,8 @@ def whatif(
     guard = Guard(row_cap=row_cap, token_cap=token_cap, page_size=page_size,
                   chars_per_token=chars_per_token, tool=tool, placement=placement)  # fmt: skip
     with using(store) as s:
+        if tool is not None:  # a tool no result came from (a typo) would guard nothing
+            _check_tool(s, tool)
         found = Scope(s, selection).whatif(price_book(prices, s), guard, context_limit)
     if by == "result":
         return found.result_frame()
@@ -747,6 +749,18 @@ def whatif(
     if by == "session":
         return found.session_frame()
     return found.turn_frame()
+
+
+def _check_tool(store: Store, tool: str) -> None:
+    """ForensicsError when no stored tool result came from `tool`, naming those that did."""
+    names = [r[0] for r in store.run(
+        "SELECT DISTINCT tool_name FROM parts WHERE kind = 'function_response' "
+        "AND tool_name IS NOT NULL ORDER BY 1")]  # fmt: skip
+    if tool not in names:
+        more = f" and {len(names) - 10:,} more" if len(names) > 10 else ""
+        known = ", ".join(names[:10]) + more or "none stored"
+        raise ForensicsError(f"--tool {tool!r}: no tool result in the store came from it",
+                             hint=f"tools: {known}")  # fmt: skip
 
 
 def guards(

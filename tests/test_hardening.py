@@ -457,6 +457,8 @@ def sample_db(tmp_path_factory):
     (["ingest", "adk-postgres", "postgresql://u@127.0.0.1:1/x", "--statement-timeout", "0.0004"],
      "--statement-timeout 0.0004 is under a millisecond"),
     (["breakeven", "--reduction", "1e-39"], "--reduction 1e-39 is not a cut between 1e-06"),
+    (["whatif", "--token-cap", "100", "--tool", "get_order_histroy"],  # (a typo guarded nothing)
+     "--tool 'get_order_histroy': no tool result in the store came from it"),
     (["report", "weekly", "--week", "9999-W52", "--out", "/tmp/x.html"],
      "--week '9999-W52' is outside the years the store holds, 1970 to 2999"),
     (["report", "weekly", "--since", "0001-01-01", "--until", "9999-12-31", "--out", "/tmp/x.html"],
