@@ -33,17 +33,18 @@ def _documents(path: Path, skips: list[Skip]) -> list[tuple[str, Any]]:
     except json.JSONDecodeError as e:
         if e.msg == "Extra data":
             return _lines(path, text, skips)
-        if text.lstrip().startswith("["):
-            return [(str(path), _list_spans(path, text, skips))]
-        skips.append(Skip(f"{path}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}"))
-        return []
+        error: RecursionError | ValueError = e
     except (RecursionError, ValueError) as e:  # JSONDecodeError is a ValueError: above
-        if text.lstrip().startswith("["):
-            return [(str(path), _list_spans(path, text, skips))]
-        if _one_per_line(text):
-            return _lines(path, text, skips)
-        skips.append(Skip(str(path), _unreadable(e)))  # one document (pretty-printed too)
-        return []
+        error = e
+    if text.lstrip().startswith("["):
+        return [(str(path), _list_spans(path, text, skips))]
+    if isinstance(error, json.JSONDecodeError):
+        skips.append(Skip(f"{path}:{error.lineno}:{error.colno}", f"not valid JSON: {error.msg}"))
+    elif _one_per_line(text):
+        return _lines(path, text, skips)
+    else:
+        skips.append(Skip(str(path), _unreadable(error)))  # one document (pretty-printed too)
+    return []
 
 
 def _one_per_line(text: str) -> bool:

@@ -105,14 +105,18 @@ def outcome(
     )
 
 
+class _NotJson(SourceError):
+    """Text that is not JSON (of a file; or of a string in one, then no eval result)."""
+
+
 def _parsed(text: str, path: Path) -> Any:
     """`text` (a file's, or the legacy double-encoded one inside it) as JSON; SourceError
-    naming the file when it is not JSON, is nested too deeply or holds a number too long
-    for Python's json."""
+    naming the file when it is not JSON (_NotJson), is nested too deeply or holds a
+    number too long for Python's json."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise SourceError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+        raise _NotJson(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
     except RecursionError:
         raise SourceError(f"{path}: not read: JSON nested too deeply") from None
     except ValueError:
@@ -123,10 +127,8 @@ def _eval_results(document: Any, path: Path) -> dict[str, Any] | None:
     if isinstance(document, str):  # the legacy double-encoded file
         try:
             document = _parsed(document, path)
-        except SourceError as e:
-            if "not valid JSON" in str(e):  # a string that is no JSON: not an eval result
-                return None
-            raise
+        except _NotJson:  # a string that is no JSON: not an eval result
+            return None
     if isinstance(document, dict) and (
         "eval_case_results" in document or "evalCaseResults" in document
     ):

@@ -235,9 +235,9 @@ def _salvaged(path: Path, text: str, problem: Skip) -> Iterator[tuple[str, Any] 
         at = after_space(text, end)
         ended = text.startswith("]", at)
         if not ended and not text.startswith(",", at):
-            line = text.count("\n", 0, at) + 1
-            column = at - (text.rfind("\n", 0, at) + 1) + 1
-            broken = Skip(f"{path}:{line}:{column}", "not valid JSON: Expecting ',' delimiter")
+            missing = json.JSONDecodeError("Expecting ',' delimiter", text, at)  # (line, column)
+            broken = Skip(f"{path}:{missing.lineno}:{missing.colno}",
+                          f"not valid JSON: {missing.msg}")  # fmt: skip
             break
         at = after_space(text, at + 1)
     if broken is not None:
