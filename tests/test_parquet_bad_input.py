@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -297,3 +300,41 @@ def test_a_link_to_a_folder_is_not_followed(export, tmp_path):
     assert result.notes["not_read"] == [
         f"{folder / 'events' / 'app_name=store' / 'loop'}: a link to a folder, not followed"
     ]
+
+
+# -- times with a zone (Spark writes its timestamps as instants)
+
+
+def _zoned(folder: Path, table: str, columns: tuple[str, ...], zone: str) -> None:
+    """Every part of `table`: its `columns` the same instants, written with `zone`."""
+    for path in (folder / table).rglob("*.parquet"):
+        frame = pq.read_table(path)
+        for column in columns:
+            at = frame.schema.get_field_index(column)
+            kind = pa.timestamp("us", tz=zone)
+            frame = frame.set_column(at, pa.field(column, kind), frame.column(at).cast(kind))
+        pq.write_table(frame, path)
+
+
+def test_times_written_with_a_zone_are_stored_as_the_same_instants(export, tmp_path):
+    """Each instant is stored as the UTC time it is, on a machine whose zone is not UTC
+    (it was stored in the machine's zone: four hours early in New York)."""
+    folder = _copy(export, tmp_path)
+    _zoned(folder, "events", ("timestamp",), "UTC")
+    _zoned(folder, "sessions", ("create_time", "update_time"), "Asia/Kolkata")
+    db = tmp_path / "target.duckdb"
+    command = [sys.executable, "-c", "from forensics.cli import main; main()", "ingest", "parquet",
+               str(folder), "--db", str(db)]  # fmt: skip
+    env = {**os.environ, "TZ": "America/New_York"}  # DuckDB's zone is the process's
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+    def times(store: Path) -> list[tuple]:
+        with duckdb.connect(str(store), read_only=True) as con:
+            events = con.sql("SELECT event_id, timestamp FROM events ORDER BY ALL").fetchall()
+            sessions = con.sql(
+                "SELECT session_id, create_time, update_time FROM sessions ORDER BY ALL"
+            ).fetchall()
+        return events + sessions
+
+    assert times(db) == times(export.parent / "source.duckdb")

@@ -475,6 +475,12 @@ def _with_keys(batch: pa.RecordBatch, part: PartFile, stored: _Stored) -> pa.Tab
     """`batch` with its partition keys as columns of text, and a null `ingest_id` where
     the store keeps one (the import's SQL puts the ingest's own)."""
     table = pa.Table.from_batches([batch])
+    for at, found in enumerate(table.schema):
+        if pa.types.is_timestamp(found.type) and found.type.tz is not None:
+            # an instant (Spark writes its timestamps so): the store keeps UTC without a
+            # zone, and DuckDB puts a zoned time into it in the machine's own zone
+            naive = table.column(at).cast(pa.timestamp(found.type.unit))
+            table = table.set_column(at, found.name, naive)
     for key, value in part.partition.items():
         # (store.arrow's column: pa.array and pa.scalar import pandas where installed)
         table = table.append_column(key, arrow_column([value] * batch.num_rows, pa.string()))
