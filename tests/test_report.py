@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import fields
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -362,3 +364,24 @@ def test_a_shared_page_names_no_path_of_the_writer_s_machine(tmp_path, monkeypat
     for page in (incident, review):
         assert str(ROOT) not in page
         assert "prices.toml" in page and "adk-sqlite:adk_v1.db" in incident
+
+
+def test_times_are_utc_whatever_the_machine_s_zone(sample_db, monkeypatch):
+    """The store's times are UTC kept without a zone: the page shows them so on a
+    machine in New York too (it showed them four hours late, as if local)."""
+
+    def built(zone: str) -> dict:
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+        context = vars(build_incident(sample_db, "incident", prices=SAMPLE_PRICES))
+        method = {k: v for k, v in vars(context["method"]).items() if k != "generated_at"}
+        return {**context, "generated_at": None, "method": method}
+
+    try:
+        in_utc, in_new_york = built("UTC"), built("America/New_York")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert in_utc["period"].startswith("2026-10-22 09:00:01 UTC to 2026-10-22 09:01:22 UTC")
+    assert in_new_york == in_utc
+    assert incident.when(datetime(2026, 10, 22, 9, 0, 1, tzinfo=UTC)) == "2026-10-22 09:00:01 UTC"

@@ -76,8 +76,14 @@ def seconds(value: float | None) -> str:
     return "—" if value is None else f"{value:,.2f} s"
 
 
+def utc(value: datetime) -> datetime:
+    """A time as UTC: the store's are UTC kept without a zone (never the machine's zone,
+    which `astimezone` takes a time without one to be in)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 def when(value: datetime | None) -> str:
-    return "—" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "—" if value is None else utc(value).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 @dataclass(frozen=True)
@@ -447,7 +453,7 @@ def _turn_row(r: dict[str, Any], cost: dict[str, Any] | None = None,
         peak_kind = ESTIMATED  # a range one of whose ends is a call's estimate
     return TurnRow(
         turn=r["turn"],
-        started=r["started_at"].astimezone(UTC).strftime("%H:%M:%S"),
+        started=utc(r["started_at"]).strftime("%H:%M:%S"),
         calls=Cell(n(r["calls"])),
         tool_calls=Cell(n(r["tool_calls"])),
         wall=Cell(seconds(r["wall_s"])),
@@ -479,7 +485,7 @@ def _failure(turns: pl.DataFrame, calls: pl.DataFrame) -> Failure | None:
         context=api.context_error(row["error_code"], row["error_message"]),
         last_calls=[
             FailedCall(
-                label=c["timestamp"].astimezone(UTC).strftime("%H:%M:%S"),
+                label=utc(c["timestamp"]).strftime("%H:%M:%S"),
                 agent=c["agent"] or "",
                 measured=_cell(c["occupancy_measured"], MEASURED),
                 estimated=ranged(c, "occupancy_estimated", ESTIMATED),

@@ -27,7 +27,7 @@ from .. import __version__, api
 from ..errors import ForensicsError
 from ..provenance import ESTIMATED, INFERRED, LOGGED, MEASURED, PRICED
 from ..words import counted, union_of
-from .incident import Cell, n, portable, ranged, relative, usd
+from .incident import Cell, n, portable, ranged, relative, usd, utc
 
 DEFAULT_BUDGET = 16_000  # tokens a single tool result may hold before it is flagged
 MEMORY_LIMIT = "128MB"  # DuckDB's buffers while the review is built (doubled when met)
@@ -228,7 +228,7 @@ def build_weekly(
         if since is not None or until is not None:
             if since is None or until is None:
                 raise ForensicsError("a review needs both --since and --until, or --week")
-            period = Week("custom", tz, since.astimezone(UTC), until.astimezone(UTC))
+            period = Week("custom", tz, utc(since), utc(until))
             _within_reach(period)
         elif week_label is not None:
             period = week(week_label, tz)
