@@ -55,7 +55,7 @@ from .store.facts import failure, failures
 from .store.ledger import is_interrupt as is_interrupt  # the CLI's: Ctrl-C however it surfaced
 from .store.prices import forget as forget_kept_prices
 from .store.prices import keep as keep_kept_prices
-from .store.reads import resolve_session, result_preview, stored_key
+from .store.reads import check_session_named, resolve_session, result_preview, stored_key
 from .straight import cost_ccusage_transcripts as cost_ccusage_transcripts  # (no store)
 from .whatif.guard import Guard
 from .whatif.replay import Replay
@@ -655,6 +655,8 @@ def context_failures(store: StoreLike, selection: SelectionLike = None) -> pl.Da
 def _context_failures(store: Store, chosen: Selection) -> pl.DataFrame:
     from .columns import CALLS
 
+    if chosen.session is not None:  # a session no record names is a typo, not "no failures"
+        check_session_named(store, chosen.session, chosen.app, chosen.user)
     in_adk = chosen.session is None or bool(
         store.run("SELECT count(*) FROM sessions WHERE session_id = ?", [chosen.session])[0][0]
     )

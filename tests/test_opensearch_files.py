@@ -370,6 +370,13 @@ def test_the_samples_logged_failure_is_the_incidents_with_its_verdict(tmp_path: 
     alone = api.context_failures(logs_only).row(0, named=True)
     assert (alone["logged_tokens"], alone["verdict"], alone["responses_before"]) == (
         216230, "no session", None)
+    # a session known from its logs alone is asked for by its id; one nothing names is
+    # an error, as for `turns`, not "no context failures"
+    assert api.context_failures(logs_only, api.Selection(session="incident")).height == 1
+    out = CliRunner().invoke(app, ["failures", "incidnet", "--db", str(logs_only)])
+    assert out.exit_code == 1 and "no session 'incidnet' in the store" in out.output, out.output
+    with pytest.raises(ForensicsError, match="no session 'incidnet'"):
+        api.context_failures(db, api.Selection(session="incidnet"))
 
 
 def test_failures_by_agent_and_cluster() -> None:

@@ -101,21 +101,24 @@ def choose_release(by_basis: Mapping[str, Release], traced: Iterable[str]) -> Re
     return next((found[b] for b in BASIS_ORDER if b in found), None)
 
 
+def _no_session(store: Store, session_id: str) -> ForensicsError:
+    first = store.run("SELECT session_id FROM sessions ORDER BY session_id LIMIT 10")
+    known = [row[0] for row in first]
+    return ForensicsError(
+        f"no session {session_id!r} in the store",
+        hint=f"known sessions include: {', '.join(known)}"
+        if known
+        else "the store holds no sessions yet; run `forensics ingest ...`",
+    )
+
+
 def resolve_session(
     store: Store, session_id: str, app: str | None = None, user: str | None = None
 ) -> tuple[str, str, str]:
     """The one (app, user, session) key a session id names; an error lists the choices."""
     keys = store.query("store/session_keys", session=session_id, app=app, user=user)
     if not keys:
-        known = [
-            r[0] for r in store.run("SELECT session_id FROM sessions ORDER BY session_id LIMIT 10")
-        ]
-        raise ForensicsError(
-            f"no session {session_id!r} in the store",
-            hint=f"known sessions include: {', '.join(known)}"
-            if known
-            else "the store holds no sessions yet; run `forensics ingest ...`",
-        )
+        raise _no_session(store, session_id)
     if len(keys) > 1:
         choices = "; ".join(f"--app {a} --user {u}" for a, u, _ in keys)
         raise ForensicsError(
@@ -124,6 +127,16 @@ def resolve_session(
         )
     app_name, user_id, sid = keys[0]
     return app_name, user_id, sid
+
+
+def check_session_named(
+    store: Store, session_id: str, app: str | None = None, user: str | None = None
+) -> None:
+    """An error, as resolve_session's, unless a stored session (of `app` and `user`), a
+    logged record or a traced request names `session_id`: a session may be known from
+    its logs or traces alone."""
+    if not store.query("store/session_named", session=session_id, app=app, user=user)[0][0]:
+        raise _no_session(store, session_id)
 
 
 def result_preview(store: Store, key: tuple[str, str, str], function_call_id: str) -> str | None:
