@@ -85,6 +85,14 @@ def test_missing_store_and_unknown_session_are_clear_errors(store, tmp_path):
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
         "Error: no session 'zzz' in the store", "Hint: known sessions include: s0, s1"]
+    # a session an --app or --user leaves out is named as such, with whose it is
+    keys = _json(["sessions", "--db", str(store)])
+    s0 = next(row for row in keys if row["session_id"] == "s0")
+    result = runner.invoke(app, ["turns", "s0", "--app", "other", "--db", str(store)])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        "Error: session 's0' is not of --app other",
+        f"Hint: it is of --app {s0['app_name']} --user {s0['user_id']}"]
 
 
 def test_bad_dates_and_unknown_files(tmp_path):

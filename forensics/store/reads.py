@@ -117,6 +117,14 @@ def resolve_session(
 ) -> tuple[str, str, str]:
     """The one (app, user, session) key a session id names; an error lists the choices."""
     keys = store.query("store/session_keys", session=session_id, app=app, user=user)
+    if not keys and (app is not None or user is not None):
+        other = store.query("store/session_keys", session=session_id, app=None, user=None)
+        if other:  # the filter, not the id, is what left it out
+            asked = " ".join(f"--{flag} {value}" for flag, value in (("app", app), ("user", user))
+                             if value is not None)  # fmt: skip
+            found = "; ".join(f"--app {a} --user {u}" for a, u, _ in other)
+            raise ForensicsError(f"session {session_id!r} is not of {asked}",
+                                 hint=f"it is of {found}")  # fmt: skip
     if not keys:
         raise _no_session(store, session_id)
     if len(keys) > 1:
