@@ -55,7 +55,7 @@ from .store.facts import failure, failures
 from .store.ledger import is_interrupt as is_interrupt  # the CLI's: Ctrl-C however it surfaced
 from .store.prices import forget as forget_kept_prices
 from .store.prices import keep as keep_kept_prices
-from .store.reads import check_session_named, resolve_session, result_preview, stored_key
+from .store.reads import check_session_named, resolve_session, result_preview, stored_keys
 from .straight import cost_ccusage_transcripts as cost_ccusage_transcripts  # (no store)
 from .whatif.guard import Guard
 from .whatif.replay import Replay
@@ -390,7 +390,7 @@ def ingest_json(
             app=app,
             user=user,
             session=session,
-            resolve=lambda sid, ids: stored_key(lookup, sid, ids),
+            resolve=lambda sid, ids: stored_keys(lookup, sid, ids),
         )
         try:
             result = ingest(

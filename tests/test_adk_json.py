@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from forensics import api
@@ -74,6 +75,39 @@ def test_same_file_twice_is_stored_once(tmp_path):
     assert (again.rows_read, again.rows_loaded, again.rows_already_stored) == (8, 0, 8)
     assert _count(tmp_path / "f.duckdb", "SELECT count(*) FROM events") == 4
     assert _count(tmp_path / "f.duckdb", "SELECT count(*) FROM parts") == 4
+
+
+def test_a_file_naming_no_owner_is_keyed_to_the_one_session_holding_its_events(tmp_path):
+    """An event list or NDJSON names no app or user: the stored session that holds its
+    events is its key. Two stored sessions holding them: the file is skipped, said, and
+    not stored a third time (it was, as app and user `unknown`), with --session too."""
+    db = tmp_path / "f.duckdb"
+    events = [_event(i) for i in range(4)]
+    (tmp_path / "one.json").write_text(json.dumps(_session(events)))
+    (tmp_path / "s1.json").write_text(json.dumps(events))
+    (tmp_path / "s1.ndjson").write_text("\n".join(json.dumps(e) for e in events))
+    api.ingest_json(db, [tmp_path / "one.json"])
+    again = api.ingest_json(db, [tmp_path / "s1.json", tmp_path / "s1.ndjson"])
+    assert (again.rows_loaded, again.rows_already_stored) == (0, 8)
+    other = {**_session(events), "app_name": "other", "user_id": "u2"}
+    (tmp_path / "two.json").write_text(json.dumps(other))
+    api.ingest_json(db, [tmp_path / "two.json"])
+    skipped = []
+    for path, session in ((tmp_path / "s1.json", None), (tmp_path / "s1.ndjson", None),
+                          (tmp_path / "s1.json", "s1")):  # fmt: skip
+        result = api.ingest_json(db, [path], session=session)
+        assert (result.rows_loaded, result.rows_skipped) == (0, 1)
+        skipped.append(api.ingest_skips(db, result.ingest_id))
+    skips = pl.concat(skipped)
+    assert skips.height == 3 and set(skips["locator"]) == {str(tmp_path / "s1.json"),
+                                                           str(tmp_path / "s1.ndjson")}
+    assert skips["reason"].to_list()[0] == (
+        "its events are stored in 2 sessions (app other, user u2, session s1; app store, "
+        "user u1, session s1), and the file names no app or user: give --app and --user to "
+        "say whose they are")
+    assert _count(db, "SELECT count(*) FROM events") == 8  # two sessions' four, no third
+    chosen = api.ingest_json(db, [tmp_path / "s1.ndjson"], app="other", user="u2")
+    assert (chosen.rows_loaded, chosen.rows_already_stored) == (0, 4)
 
 
 def test_malformed_ndjson_line_is_skipped_and_the_rest_loaded(tmp_path):

@@ -265,16 +265,14 @@ def traced_windows(
     }
 
 
-def stored_key(store: Store, session_id: str, event_ids: list[str]) -> tuple[str, str, str] | None:
-    """The one stored session that holds these events, else the one stored session with
-    this id; None when there is none or more than one."""
+def stored_keys(
+    store: Store, session_id: str, event_ids: list[str]
+) -> tuple[list[tuple[str, str, str]], bool]:
+    """The stored sessions that hold any of these events (and True), else those with
+    this session id (and False)."""
     if event_ids:
         keys = store.query("store/keys_of_events", events=event_ids)
-        if len(keys) == 1:
-            app, user, sid = keys[0]
-            return (app, user, sid)
+        if keys:
+            return [(app, user, sid) for app, user, sid in keys], True
     keys = store.query("store/session_keys", session=session_id, app=None, user=None)
-    if len(keys) == 1:
-        app, user, sid = keys[0]
-        return (app, user, sid)
-    return None
+    return [(app, user, sid) for app, user, sid in keys], False

@@ -28,8 +28,21 @@ from ..base import BATCH_ROWS, EventBatcher, not_unicode
 _EVENT_KEYS = {"author", "content", "invocation_id", "invocationId", "actions", "timestamp"}
 
 
-# (session id, some event ids) -> the stored (app, user, session) they belong to, or None
-Resolver = Callable[[str, list[str]], "tuple[str, str, str] | None"]
+# (session id, some event ids) -> the stored (app, user, session) keys that hold the
+# events (and True), else those of that session id (and False)
+Resolver = Callable[[str, list[str]], "tuple[list[tuple[str, str, str]], bool]"]
+
+
+class _HeldTwice(Exception):
+    """A file naming no app or user whose events more than one stored session holds:
+    keyed to neither, they would be stored a third time."""
+
+    def __init__(self, keys: list[tuple[str, str, str]]):
+        shown = "; ".join(f"app {a}, user {u}, session {s}" for a, u, s in keys[:3])
+        more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
+        super().__init__(f"its events are stored in {len(keys)} sessions ({shown}{more}), "
+                         "and the file names no app or user: give --app and --user to say "
+                         "whose they are")  # fmt: skip
 SAMPLE_IDS = 50  # event ids looked up to key a file
 
 
@@ -253,10 +266,18 @@ class AdkJsonSource:
         out = EventBatcher(self.batch_size)
         for path in self.paths:
             out.new_file()
-            for _ in self._read_file(path, out):
+            for _ in self._keyed_file(path, out):
                 yield out.take(self._taken_sessions())
         if out.pending() or self._session_rows:
             yield out.take(self._taken_sessions())
+
+    def _keyed_file(self, path: Path, out: EventBatcher) -> Iterator[None]:
+        """_read_file, or the file skipped where it cannot say whose its events are."""
+        try:
+            yield from self._read_file(path, out)
+        except _HeldTwice as e:
+            out.rows_read += 1
+            out.skip(str(path), str(e))
 
     def _read_file(self, path: Path, out: EventBatcher) -> Iterator[None]:
         """Add the file's events to `out`; yields whenever `out` is full."""
@@ -537,7 +558,10 @@ class AdkJsonSource:
         if not (self.app or self.user):
             found = self._this_run(session, event_ids or [])
             if found is None and self.resolve is not None:
-                found = self.resolve(session, event_ids or [])
+                keys, holding = self.resolve(session, event_ids or [])
+                if holding and len(keys) > 1:
+                    raise _HeldTwice(keys)
+                found = keys[0] if len(keys) == 1 else None
             if found is not None:
                 self.keyed[str(path)] = "/".join(found)
                 self.notes["keyed_by_store"] = (
