@@ -802,6 +802,12 @@ def load_outcomes(
     row that differs from a stored execution's outcome replaces it (else it is a skip)."""
     from .ingest.outcomes import ingest_outcomes
 
+    path = None if isinstance(store, Store) else Path(store or default_db_path())
+    if path is not None and not path.exists():  # (an outcome names a stored session)
+        raise ForensicsError(
+            f"no store at {path}: outcomes are of the sessions a store holds",
+            hint="ingest the sessions first (`forensics ingest ...`), or give --db",
+        )
     with _loading(store) as target:
         return ingest_outcomes(target, [Path(p) for p in paths], arm=arm, threshold=threshold,
                                eval_only=eval_only, replace=replace)  # fmt: skip

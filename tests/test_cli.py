@@ -425,3 +425,16 @@ def test_the_command_s_threads_share_a_heap_a_core():
         return int(done.stdout)
 
     assert heaps("cli") == ARENAS < heaps("plain")
+
+
+def test_skips_of_a_run_whose_new_store_was_not_kept_are_not_sent_to_it(tmp_path):
+    """A run that made its store and loaded nothing removes it: the skips past the first
+    ten are counted, not left to `ingests --skips` of a store that is gone."""
+    bad = tmp_path / "bad.ndjson"
+    bad.write_text("\n".join("{not json" for _ in range(12)))
+    db = tmp_path / "new.duckdb"
+    result = runner.invoke(app, ["ingest", "adk-json", str(bad), "--db", str(db)])
+    assert result.exit_code == 1 and not db.exists()
+    assert "    ... and 2 more (the store made for them was not kept: nothing was loaded into it)" \
+        in result.stdout
+    assert "ingests --skips" not in result.output

@@ -178,6 +178,12 @@ def test_the_commands(sample_store: Path, tmp_path: Path) -> None:
     db = ["--db", str(sample_store)]
     loaded = runner.invoke(app, ["outcomes", "load", str(rows), *db])
     assert loaded.exit_code == 0 and "read 3 outcomes: loaded 3 new" in loaded.stdout
+    # outcomes are of a store's sessions: a missing store is said, none is made
+    nowhere = tmp_path / "missing.duckdb"
+    refused = runner.invoke(app, ["outcomes", "load", str(rows), "--db", str(nowhere)])
+    assert refused.exit_code == 1 and refused.stderr.splitlines()[0] == (
+        f"Error: no store at {nowhere}: outcomes are of the sessions a store holds")
+    assert not nowhere.exists()
     by_arm = runner.invoke(app, ["tasks", "--by", "arm", "--prices", str(PRICES), *db,
                                  "-f", "json"])  # fmt: skip
     arms_ = {r["arm"]: r for r in json.loads(by_arm.stdout)}

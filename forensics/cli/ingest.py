@@ -132,8 +132,11 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
         echo(f"  skipped {count:,}: {reason}")
     for skip in result.skips[:10]:
         echo(f"    {skip.locator}: {skip.reason}")
-    if result.rows_skipped > 10:
+    if result.rows_skipped > 10 and Path(target).exists():
         echo(f"    ... `forensics ingests --skips {result.ingest_id}` lists up to 500")
+    elif result.rows_skipped > 10:  # a store this run made and kept nothing in is removed
+        echo(f"    ... and {result.rows_skipped - 10:,} more (the store made for them was not "
+             "kept: nothing was loaded into it)")  # fmt: skip
     _fail_if_nothing_readable(result)
 
 
