@@ -17,7 +17,7 @@ from ..analysis.stored import Facts
 from ..ingest.parquet import ingest_parquet
 from ..selection import Selection
 from ..store import Store
-from ..store.parquet import read_manifest
+from ..store.parquet import read_export
 from .local import StageProgress, refresh
 from .output import SUMMARIES, output_folder, write_manifest
 
@@ -26,13 +26,14 @@ def analyze(
     input_dir: Path, output_dir: Path, progress: StageProgress | None = None
 ) -> dict[str, int]:
     """Build the facts of the export at `input_dir`; returns the rows written per table."""
-    manifest = read_manifest(input_dir)
+    export = read_export(input_dir)  # (its files' footers read once, for both)
+    manifest = export.manifest
     with output_folder(output_dir):
         started = time.perf_counter()
         rows = {}
         with tempfile.TemporaryDirectory(prefix="forensics-facts-") as tmp:
             with Store.open(Path(tmp) / "facts.duckdb") as store:
-                ingest_parquet(store, input_dir)
+                ingest_parquet(store, input_dir, export)
                 built = refresh(store, progress)
                 for table, schema in FACT_SCHEMAS.items():
                     target = output_dir / table

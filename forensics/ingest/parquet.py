@@ -7,13 +7,14 @@ from pathlib import Path
 
 from ..store import Store, ledger
 from ..store.ledger import IngestResult
-from ..store.parquet import load, read_export
+from ..store.parquet import Export, load, read_export
 
 
-def ingest_parquet(store: Store, folder: Path) -> IngestResult:
+def ingest_parquet(store: Store, folder: Path, export: Export | None = None) -> IngestResult:
     """Every row of the export the store lacks, in one transaction; the ledger records
-    the run (rows read: the export's events; loaded: those newly stored)."""
-    export = read_export(folder)  # refused before anything is written
+    the run (rows read: the export's events; loaded: those newly stored). `export`: the
+    folder's `read_export`, where the caller has it."""
+    export = export or read_export(folder)  # refused before anything is written
     manifest = export.manifest
     result = IngestResult(ledger.next_id(store), "parquet", str(folder), {})
     started, clock = ledger.now(), time.monotonic()
