@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from ..api import PriceBook
     from ..selection import Selection
+    from ..store import Store
 
 
 class By(StrEnum):
@@ -205,6 +206,7 @@ def cost(
             frame = api.cost_share(store, picked, prices=book)
         else:
             frame = api.cost(store, picked, by=chosen, prices=book)
+        unpriced = [] if share else _unpriced_models(frame, store, picked, book)
     note = _footnote(book.sources)
     if share:
         emit(frame, fmt, COST_SHARE, note)
@@ -215,7 +217,7 @@ def cost(
     specs = {"call": COST_CALLS, "tool": COST_TOOLS, "tool-call": COST_TOOL_CALLS}
     spec = specs.get(chosen) or cost_spec(chosen)
     emit(frame, fmt, spec, note)
-    _unpriced_hint(frame, db, picked, book)
+    _unpriced_hint(frame, unpriced, book)
     _stale_hint(db, prices, started)
 
 
@@ -384,20 +386,28 @@ def _ccusage_straight(
          f"{read_from}")  # fmt: skip
 
 
-def _unpriced_hint(
-    frame: pl.DataFrame, db: Path | None, picked: Selection, book: PriceBook
-) -> None:
-    """Calls whose model has no price: which models, and how to price them."""
+def _unpriced_models(
+    frame: pl.DataFrame, store: Store, picked: Selection, book: PriceBook
+) -> list[str | None]:
+    """The models of `frame`'s calls that have no price (none: every call is priced),
+    asked of the store the cost was read from."""
     import polars as pl
 
     from .. import api
 
     if "unknown_calls" not in frame.columns or not frame["unknown_calls"].sum():
+        return []
+    models = api.cost(store, picked, by="model", prices=book).filter(pl.col("unknown_calls") > 0)
+    return list(models["model"].to_list())
+
+
+def _unpriced_hint(frame: pl.DataFrame, models: list[str | None], book: PriceBook) -> None:
+    """Calls whose model has no price: which models, and how to price them."""
+    if not models:
         return
-    models = api.cost(db, picked, by="model", prices=book).filter(pl.col("unknown_calls") > 0)
-    names = ", ".join(m or "(none named)" for m in models["model"].to_list()[:5])
+    names = ", ".join(m or "(none named)" for m in models[:5])
     sample = " (the bundled sample's scripted models: sample_data/prices.toml)" if any(
-        str(m).startswith("scripted-") for m in models["model"].to_list()) else ""  # fmt: skip
+        str(m).startswith("scripted-") for m in models) else ""  # fmt: skip
     how = (
         f"give their rates with --prices FILE{sample}, or keep a file for this store with "
         "`forensics prices --keep FILE`"
