@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -120,3 +121,42 @@ def test_text_that_is_not_utf8_loses_its_row_alone(tmp_path):
     assert [s.reason for s in result.skips] == ["session_id is not UTF-8 text: byte 1 is 0xff"]
     with Store.open(tmp_path / "v0.duckdb", read_only=True) as store:
         assert store.run("SELECT author FROM events WHERE event_id = ?", [first]) == [("a\ufffdb",)]
+
+
+def test_a_file_is_one_source_however_it_is_named(tmp_path, monkeypatch):
+    """`.adk/session.db` from two projects' folders is two files: the second is read
+    whole, not from the first one's watermark (it lost its older 86 of 134 events, in
+    silence); one file named by two relative paths is one source."""
+    for folder, sample in (("a", "adk_v1.db"), ("b", "tasks.db")):
+        (tmp_path / folder / ".adk").mkdir(parents=True)
+        shutil.copy(SAMPLES / sample, tmp_path / folder / ".adk" / "session.db")
+    db = tmp_path / "all.duckdb"
+    whole = api.ingest_sqlite(tmp_path / "whole.duckdb", tmp_path / "b" / ".adk" / "session.db")
+    monkeypatch.chdir(tmp_path / "a")
+    api.ingest_sqlite(db, Path(".adk/session.db"))
+    monkeypatch.chdir(tmp_path / "b")
+    second = api.ingest_sqlite(db, Path(".adk/session.db"))
+    assert second.watermark_before is None and second.rows_loaded == whole.rows_loaded == 134
+    monkeypatch.chdir(tmp_path)
+    again = api.ingest_sqlite(db, Path("b/.adk/session.db"))
+    assert again.watermark_before is not None and again.rows_loaded == 0
+    assert again.location == "b/.adk/session.db"  # outputs name it as it was given
+
+
+def test_a_store_from_before_source_keys_resumes_each_source_it_can_key(tmp_path, monkeypatch):
+    """Schema 15 keys each ingest's watermark by its source: an earlier run's location
+    is its key, but for an SQLite file given by a relative path (whose folder the store
+    never knew), which is read whole once more."""
+    db = tmp_path / "old.duckdb"
+    (tmp_path / "rel").mkdir()
+    shutil.copy(SAMPLES / "adk_v1.db", tmp_path / "rel" / "s.db")
+    api.ingest_sqlite(db, SAMPLES / "adk_v1.db")  # given whole: its own key
+    monkeypatch.chdir(tmp_path / "rel")
+    api.ingest_sqlite(db, Path("s.db"))
+    with Store.open(db) as store:  # as schema 14 left it
+        store.run("ALTER TABLE ingests DROP COLUMN source_key")
+        store.run("UPDATE store_meta SET value = '14' WHERE key = 'schema_version'")
+    resumed = api.ingest_sqlite(db, SAMPLES / "adk_v1.db")
+    assert resumed.watermark_before is not None
+    whole = api.ingest_sqlite(db, Path("s.db"))
+    assert whole.watermark_before is None and whole.rows_read == 47

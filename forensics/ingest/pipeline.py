@@ -71,8 +71,9 @@ def ingest(
     """
     filters = filters or {}
     begun = time.time()
+    key = getattr(source, "key", None) or source.location  # (a file: its resolved path)
     newest_seen = (
-        held_watermark(ledger.watermark(store, source.kind, source.location, filters), begun)
+        held_watermark(ledger.watermark(store, source.kind, key, filters), begun)
         if incremental
         else None
     )
@@ -87,6 +88,7 @@ def ingest(
         filters,
         watermark_before=since,
         incremental=incremental,
+        source_key=key,
     )
     run = _Run(store, source, result, release, progress, begun)
     finished = False

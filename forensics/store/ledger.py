@@ -37,6 +37,7 @@ class IngestResult:
     notes: dict[str, object] = field(default_factory=dict)  # what the source found out
     rows_ignored: int = 0  # read and understood, but not about agents (a web server's span)
     rows_conflicting: int = 0  # of the skips: events stored already with other content
+    source_key: str | None = None  # what the watermark is kept by; None: the location
 
     @property
     def rows_skipped(self) -> int:
@@ -83,12 +84,13 @@ def filters_json(filters: dict[str, object]) -> str:
     return json.dumps(filters, sort_keys=True)
 
 
-def watermark(store: Store, kind: str, location: str, filters: dict[str, object]) -> float | None:
-    """Newest event timestamp a previous successful ingest of this source and filters saw."""
+def watermark(store: Store, kind: str, key: str, filters: dict[str, object]) -> float | None:
+    """Newest event timestamp a previous successful ingest of this source (its key, not
+    the location it was given as) and filters saw."""
     row = store.run(
-        "SELECT max(watermark) FROM ingests WHERE status = 'ok' AND kind = ? AND location = ? "
-        "AND filters = ?::JSON",
-        [kind, storable(location), filters_json(filters)],  # (as `write` stores it)
+        "SELECT max(watermark) FROM ingests WHERE status = 'ok' AND kind = ? "
+        "AND source_key = ? AND filters = ?::JSON",
+        [kind, storable(key), filters_json(filters)],  # (as `write` stores them)
     )
     return row[0][0] if row else None
 
@@ -114,7 +116,7 @@ def write(
         error = f"nothing loaded: each of the {result.rows_skipped:,} read was skipped"
     store.run(
         "INSERT INTO ingests VALUES "
-        "(?, ?, ?, ?::JSON, ?, ?, ?, ?, ?, ?, ?, ?::JSON, ?, ?, ?::JSON)",
+        "(?, ?, ?, ?::JSON, ?, ?, ?, ?, ?, ?, ?, ?::JSON, ?, ?, ?::JSON, ?)",
         [
             result.ingest_id,
             result.kind,
@@ -131,6 +133,7 @@ def write(
             result.watermark_before,
             result.watermark if status == "ok" else None,
             json.dumps(result.notes) if result.notes else None,
+            storable(result.source_key or result.location),
         ],
     )
     kept = result.skips[:MAX_SKIPS_KEPT]

@@ -14,7 +14,7 @@ from typing import Any
 from .. import sql
 from ..errors import StoreError
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 Run = Callable[..., list[tuple[Any, ...]]]
 
 
