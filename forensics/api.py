@@ -14,6 +14,7 @@ A selection may be given as a session id alone: `api.calls(store, "incident")`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
@@ -176,7 +177,9 @@ def _loading(store: StoreLike) -> Iterator[Store]:
     read, every row skipped) is removed, not left behind empty (where `sessions` would
     then print no rows instead of saying there is no store). An interrupted one is kept,
     with the ledger row that says so."""
-    path = None if isinstance(store, Store) else Path(store or default_db_path())
+    # (the file itself: a link to a store not made yet is kept, the store it made is not)
+    path = None if isinstance(store, Store) else Path(
+        os.path.realpath(Path(store or default_db_path()).expanduser()))
     try:
         created = path is not None and not path.exists()
     except OSError:  # a path the system refuses: Store.open says so, nothing is removed
@@ -243,13 +246,14 @@ def analyze_export(
 ) -> dict[str, int]:
     """Write the facts of a Parquet export as Parquet under `output_dir`, built by the
     local engine or by Spark (`master` as Spark takes it); returns rows per table."""
+    given, output = Path(input_dir).expanduser(), Path(output_dir).expanduser()
     if engine == "spark":
         from .engines import spark
 
-        return spark.analyze(Path(input_dir), Path(output_dir), master=master)
+        return spark.analyze(given, output, master=master)
     from .engines import parquet
 
-    return parquet.analyze(Path(input_dir), Path(output_dir), PROGRESS.get())
+    return parquet.analyze(given, output, PROGRESS.get())
 
 
 def analyzed_failures(output_dir: str | Path) -> list[tuple[tuple[str, str, str], str]]:
@@ -362,7 +366,7 @@ def export_parquet(
     from .store.parquet import export
 
     with using(store) as s:  # read-only: the export's key list is a temp table
-        return export(s, Path(folder), _selection(selection)).rows
+        return export(s, Path(folder).expanduser(), _selection(selection)).rows
 
 
 def ingest_json(
@@ -802,7 +806,7 @@ def load_outcomes(
     row that differs from a stored execution's outcome replaces it (else it is a skip)."""
     from .ingest.outcomes import ingest_outcomes
 
-    path = None if isinstance(store, Store) else Path(store or default_db_path())
+    path = None if isinstance(store, Store) else Path(store or default_db_path()).expanduser()
     if path is not None and not path.exists():  # (an outcome names a stored session)
         raise ForensicsError(
             f"no store at {path}: outcomes are of the sessions a store holds",

@@ -28,7 +28,7 @@ DEFAULT_DB = "forensics.duckdb"
 
 def default_db_path() -> Path:
     """The store a command reads when none is named: $FORENSICS_DB, else ./forensics.duckdb."""
-    return Path(os.environ.get("FORENSICS_DB") or DEFAULT_DB)
+    return Path(os.environ.get("FORENSICS_DB") or DEFAULT_DB).expanduser()
 
 
 @contextmanager
@@ -69,7 +69,8 @@ def workers(requested: int | None = None) -> int:
     if requested is None:
         return cores()
     if requested < 1:
-        raise ForensicsError(f"{requested} workers: the facts need 1 or more")
+        named = WORKERS_ENV if WORKERS.get() is None else "--workers"
+        raise ForensicsError(f"{named} {requested}: the facts need 1 or more processes")
     return requested
 
 

@@ -115,8 +115,30 @@ def _stopped_at_exit(code: int) -> Callable[[int, object], None]:
     return stopped
 
 
+def _streams_that_take_any_text() -> None:
+    """Output that cannot fail for the environment's sake, after the work is done: a
+    closed stdout or stderr (a cron job's, a daemon's) writes nowhere, as a pipe closed
+    early does; an encoding that lacks a character (PYTHONIOENCODING=latin-1) writes its
+    escape rather than ending an ingest that committed in an UnicodeEncodeError; and a
+    width under 40 columns (COLUMNS=0: help and usage errors printed nothing) is 40, as
+    the tables take it."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+        elif hasattr(stream, "reconfigure") and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) < MIN_COLUMNS:
+        os.environ["COLUMNS"] = str(MIN_COLUMNS)
+
+
+MIN_COLUMNS = 40  # (cli/common.py's tables: no narrower)
+
+
 def main() -> None:
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    _streams_that_take_any_text()
     _keep_freed_memory()
     signal.signal(signal.SIGTERM, _terminated)
     hold_stops()  # (before polars sets its SIGINT handler in front of Python's)

@@ -214,7 +214,7 @@ def boundary(command: F) -> F:
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from ..settings import progress_to, workers_to  # (not api: quick.py)
+        from ..settings import progress_to, workers, workers_to  # (not api: quick.py)
 
         columns = kwargs.pop("columns", None)
         stages = StageProgress()
@@ -222,10 +222,12 @@ def boundary(command: F) -> F:
         try:
             state["columns"] = _column_list(columns) if chooses else None
             _numbers_in_range(kwargs)
+            _home_expanded(kwargs)
             with (
                 progress_to(stages if stages.enabled else None),
                 workers_to(state.get("workers")),
             ):
+                workers()  # a count refused before the work, not after an ingest commits
                 return command(*args, **kwargs)
         except ForensicsError as e:
             stages.done()
@@ -249,15 +251,36 @@ def boundary(command: F) -> F:
             raise
         except (Exception, _panic()) as e:  # (a panic: polars' Rust code's assertion)
             stages.done()
-            from ..quick import is_interrupt  # (not api: its imports, during a stop)
+            try:
+                from ..quick import is_interrupt  # (not api: its imports, during a stop)
 
-            if is_interrupt(e):  # DuckDB's own, from inside a query
+                interrupted = is_interrupt(e)  # DuckDB's own, from inside a query
+            except Exception:  # (that import failed too: memory short, as `e` may say)
+                interrupted = False
+            if interrupted:
                 _said_stopped(stages)
             if state["debug"]:
                 raise
             if isinstance(e, OSError) and e.errno in _PATH_ERRORS and e.filename:  # a path refused
                 echo(f"Error: cannot use {e.filename}: {e.strerror}", err=True)
                 echo("Hint: give a shorter path, or one this user may write", err=True)
+                raise typer.Exit(1) from None
+            if _out_of_memory(e):
+                detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                echo(f"Error: out of memory ({detail})", err=True)
+                echo("Hint: a store's work is undone or kept as the ingest's ledger says "
+                     "(`forensics ingests`); give the command more memory (ulimit -v, a "
+                     "container's limit), or fewer processes (--workers 1)", err=True)  # fmt: skip
+                raise typer.Exit(1) from None
+            if _too_many_files(e):
+                echo(f"Error: too many open files ({e})", err=True)
+                echo("Hint: raise the limit (`ulimit -n 1024`) and run it again", err=True)
+                raise typer.Exit(1) from None
+            if isinstance(e, OSError) and e.errno == errno.ENOSPC and not e.filename:
+                # (Python's own write: the output, a pipe or file to a full disk; the
+                # store's writes are DuckDB's, whose errors are no OSError)
+                echo(f"Error: cannot write the output: {e.strerror}", err=True)
+                echo("Hint: free some space where the output goes and run it again", err=True)
                 raise typer.Exit(1) from None
             if _NO_SPACE in str(e):  # DuckDB's or the system's: the disk is full
                 echo(f"Error: the disk is full: {e}", err=True)
@@ -307,6 +330,35 @@ def _column_list(text: str | None) -> list[str] | None:
 _LARGEST = 2**63 - 1  # what DuckDB's BIGINT and polars' Int64 hold
 # a path the system refuses to use (too long, not this user's, a read-only disk): said
 _PATH_ERRORS = (errno.ENAMETOOLONG, errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def _out_of_memory(error: BaseException) -> bool:
+    """The system or DuckDB refused memory (an address-space limit, a container's):
+    Python's MemoryError, DuckDB's OutOfMemoryException or a block it could not
+    allocate, a thread the system would not start, a library the loader could not map."""
+    text = str(error)
+    return (isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryException"
+            or "Failed to allocate" in text or "can't start new thread" in text
+            or "failed to map segment" in text)  # fmt: skip
+
+
+def _too_many_files(error: BaseException) -> bool:
+    """The open-files limit met (`ulimit -n`): Python's, or polars' or DuckDB's text."""
+    if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
+        return True
+    return "Too many open files" in str(error)
+
+
+def _home_expanded(options: dict[str, Any]) -> None:
+    """A path given as `~/...` (from a variable or a config file, or `--db=~/x`, where no
+    shell expands it) is the user's home: DuckDB opens stores and writes exports there
+    itself, so Python's own reads and writes of the same path must too (an export was
+    split between `~/x` and a folder named `~`)."""
+    for name, value in options.items():
+        if isinstance(value, Path):
+            options[name] = value.expanduser()
+        elif isinstance(value, list) and value and all(isinstance(v, Path) for v in value):
+            options[name] = [v.expanduser() for v in value]
 
 
 def _panic() -> type[BaseException]:

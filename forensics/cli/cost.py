@@ -34,9 +34,8 @@ from .common import (
 if TYPE_CHECKING:
     import polars as pl
 
-    from ..api import PriceBook
+    from ..api import PriceBook, Store
     from ..selection import Selection
-    from ..store import Store
 
 
 class By(StrEnum):

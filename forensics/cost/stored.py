@@ -31,6 +31,7 @@ import os
 from pathlib import Path
 
 from .. import sql
+from ..errors import ForensicsError
 from ..store import Store
 from ..store.facts import FITS_KEY  # store_meta: the kept ratio fit
 from ..store.prices import kept as kept_prices
@@ -97,7 +98,10 @@ def book_of(store: Store | None) -> PriceBook:
     else of the one kept in `store` (`forensics prices --keep`)."""
     path = os.environ.get(PRICES_ENV) or None
     if path is not None:
-        return PriceBook(read_overrides(Path(path)))
+        try:
+            return PriceBook(read_overrides(Path(path).expanduser()))
+        except ForensicsError as e:  # (the path came from the environment: say so)
+            raise ForensicsError(f"{e} (named by {PRICES_ENV})", hint=e.hint) from None
     found = None if store is None else kept_prices(store)
     if store is None or found is None:
         return PriceBook()

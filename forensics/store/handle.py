@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -58,14 +59,29 @@ LOCK_WAIT_S = 5.0  # FORENSICS_LOCK_WAIT: how long to wait for a store another p
 _HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.*?) \(PID (?P<pid>\d+)\)")
 
 
+def _lock_wait() -> float:
+    """FORENSICS_LOCK_WAIT's seconds (0 or more; `inf`: for as long as it takes), or
+    LOCK_WAIT_S; a value that is none of these is an error naming it (it was taken as
+    5 s, or as -1 s waited)."""
+    text = os.environ.get("FORENSICS_LOCK_WAIT", "").strip()
+    if not text:
+        return LOCK_WAIT_S
+    try:
+        wait = float(text)
+    except ValueError:
+        wait = math.nan
+    if not wait >= 0:  # (NaN too)
+        raise StoreError(f"FORENSICS_LOCK_WAIT={text!r} is not a number of seconds",
+                         hint="set it to 0 or more (inf: wait as long as it takes), or "
+                         "unset it for 5 s")  # fmt: skip
+    return wait
+
+
 def _open_waiting(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Connect; while another process holds the store's lock (a running ingest), wait up
     to FORENSICS_LOCK_WAIT seconds, then say who holds it."""
-    try:
-        wait = float(os.environ.get("FORENSICS_LOCK_WAIT", LOCK_WAIT_S))
-    except ValueError:
-        wait = LOCK_WAIT_S
-    deadline = time.monotonic() + max(wait, 0.0)
+    wait = _lock_wait()
+    deadline = time.monotonic() + wait
     while True:
         try:
             return connect(str(path), read_only=read_only)
@@ -134,7 +150,11 @@ class Store:
     @classmethod
     def open(cls, path: str | Path | None = None, *, read_only: bool = False) -> Store:
         """Open the store; a read-only open of a missing file is a StoreError with a hint."""
-        path = Path(path) if path is not None else default_db_path()
+        # (`~`: DuckDB opens the user's home there, so every check here must look there)
+        path = Path(path).expanduser() if path is not None else default_db_path()
+        if str(path).startswith(":memory:"):
+            raise StoreError(f"{path} is no store: a store is a file that keeps what is loaded",
+                             hint="give --db (or FORENSICS_DB) a file path")  # fmt: skip
         require_utf8_name(path, "use {} as a store", "DuckDB opens a store",
                           "give --db (or FORENSICS_DB) a path named in UTF-8", StoreError)
         _check_file(path)
@@ -222,8 +242,8 @@ class Store:
         transaction refuses more work; an interrupt may land inside it)."""
         try:
             self.con.execute(statement).fetchall()
-        except (duckdb.Error, KeyboardInterrupt):
-            pass
+        except (duckdb.Error, KeyboardInterrupt, RuntimeError):  # (RuntimeError: DuckDB's
+            pass  # "Query interrupted", a Ctrl-C landing in the clean-up itself)
 
     def unregister(self, *names: str) -> None:
         """Drop registered views in clean-up, never raising over the real error."""
