@@ -44,7 +44,7 @@ from .ingest import Progress, ingest
 from .model import Release
 from .quick import look_in
 from .selection import Selection
-from .settings import PROGRESS
+from .settings import PROGRESS, home_expanded
 from .settings import progress_to as progress_to  # (the library's: set where it reports)
 from .settings import workers as _local_workers
 from .settings import workers_to as workers_to  # (and how many processes rebuild facts)
@@ -177,9 +177,11 @@ def _loading(store: StoreLike) -> Iterator[Store]:
     read, every row skipped) is removed, not left behind empty (where `sessions` would
     then print no rows instead of saying there is no store). An interrupted one is kept,
     with the ledger row that says so."""
-    # (the file itself: a link to a store not made yet is kept, the store it made is not)
-    path = None if isinstance(store, Store) else Path(
-        os.path.realpath(Path(store or default_db_path()).expanduser()))
+    _local_workers()  # a count of processes refused before the load, not after its commit
+    # (the file itself: a link to a store not made yet is kept, the store it made is not;
+    # DuckDB's log is beside the name it was given)
+    given = None if isinstance(store, Store) else home_expanded(store or default_db_path())
+    path = None if given is None else Path(os.path.realpath(given))
     try:
         created = path is not None and not path.exists()
     except OSError:  # a path the system refuses: Store.open says so, nothing is removed
@@ -196,8 +198,9 @@ def _loading(store: StoreLike) -> Iterator[Store]:
                 if created:
                     loaded = _loaded_any(target)
     finally:
-        if created and not loaded and path is not None:
-            for leftover in (path, path.with_name(path.name + ".wal")):
+        if created and not loaded and path is not None and given is not None:
+            for leftover in (path, path.with_name(path.name + ".wal"),
+                             given.with_name(given.name + ".wal")):  # fmt: skip
                 leftover.unlink(missing_ok=True)
 
 
@@ -246,7 +249,7 @@ def analyze_export(
 ) -> dict[str, int]:
     """Write the facts of a Parquet export as Parquet under `output_dir`, built by the
     local engine or by Spark (`master` as Spark takes it); returns rows per table."""
-    given, output = Path(input_dir).expanduser(), Path(output_dir).expanduser()
+    given, output = home_expanded(input_dir), home_expanded(output_dir)
     if engine == "spark":
         from .engines import spark
 
@@ -366,7 +369,7 @@ def export_parquet(
     from .store.parquet import export
 
     with using(store) as s:  # read-only: the export's key list is a temp table
-        return export(s, Path(folder).expanduser(), _selection(selection)).rows
+        return export(s, home_expanded(folder), _selection(selection)).rows
 
 
 def ingest_json(
@@ -806,7 +809,7 @@ def load_outcomes(
     row that differs from a stored execution's outcome replaces it (else it is a skip)."""
     from .ingest.outcomes import ingest_outcomes
 
-    path = None if isinstance(store, Store) else Path(store or default_db_path()).expanduser()
+    path = None if isinstance(store, Store) else home_expanded(store or default_db_path())
     if path is not None and not path.exists():  # (an outcome names a stored session)
         raise ForensicsError(
             f"no store at {path}: outcomes are of the sessions a store holds",
@@ -1329,8 +1332,8 @@ def price_book(prices: PricesLike = None, store: StoreLike = None) -> PriceBook:
     if isinstance(prices, PriceBook):
         return prices
     if prices is not None:
-        return PriceBook(read_overrides(Path(prices)))
-    if store is None or (not isinstance(store, Store) and not Path(store).exists()):
+        return PriceBook(read_overrides(home_expanded(prices)))
+    if store is None or (not isinstance(store, Store) and not home_expanded(store).exists()):
         return book_of(None)
     with using(store) as s:
         return book_of(s)
@@ -1339,7 +1342,7 @@ def price_book(prices: PricesLike = None, store: StoreLike = None) -> PriceBook:
 def keep_prices(store: StoreLike, path: str | Path) -> str:
     """Keep a prices file in the store (checked first): every later cost of the store
     uses it unless given another. Returns when it was kept."""
-    source = Path(path)
+    source = home_expanded(path)
     read_overrides(source)  # refused whole before anything is kept
     with using(store, read_only=False) as s:
         when = keep_kept_prices(s, source.read_text(encoding="utf-8"), source.name)

@@ -23,7 +23,7 @@ from .analysis import kept_growth as growth_kept
 from .analysis.rules import RULES_VERSION
 from .cost import stored as priced
 from .errors import ForensicsError, StoreError
-from .settings import workers
+from .settings import home_expanded, workers
 from .sources.files.claude_code_layout import DEFAULT_USER, KIND, Layout, layout_of, to_read
 from .store import IngestResult, Store, default_db_path, ledger
 from .store.facts import is_current, kept_fit, mark_current
@@ -61,7 +61,7 @@ def look_claude_code(
         return Look(None)
     if isinstance(store, Store):
         return look_in(store, paths, user=user)
-    path = Path(store) if store is not None else default_db_path()
+    path = home_expanded(store) if store is not None else default_db_path()
     if not path.is_file():  # (no store: the full ingest makes it, or says why not)
         return Look(None)
     with Store.open(path) as opened:

@@ -28,7 +28,24 @@ DEFAULT_DB = "forensics.duckdb"
 
 def default_db_path() -> Path:
     """The store a command reads when none is named: $FORENSICS_DB, else ./forensics.duckdb."""
-    return Path(os.environ.get("FORENSICS_DB") or DEFAULT_DB).expanduser()
+    return home_expanded(os.environ.get("FORENSICS_DB") or DEFAULT_DB)
+
+
+def home_expanded(path: str | Path) -> Path:
+    """A path as DuckDB opens it, for Python to use the same file: `~` and `~/...` in
+    the user's home (a shell leaves `--db=~/x`, a variable or a config file's `~` as it
+    is, and DuckDB expands it); any other name starting with `~` is a file of that name
+    here, made absolute (DuckDB would put `~x` in the home folder's parent, as `/rootx`;
+    Python's `~user` is not a shell's here); a home the system cannot say: as given."""
+    path = Path(path)
+    if not path.parts or not path.parts[0].startswith("~"):
+        return path
+    if path.parts[0] != "~":
+        return Path.cwd() / path
+    try:
+        return path.expanduser()
+    except RuntimeError:  # (no HOME, and no passwd entry for this user)
+        return path
 
 
 @contextmanager

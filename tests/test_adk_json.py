@@ -79,8 +79,9 @@ def test_same_file_twice_is_stored_once(tmp_path):
 
 def test_a_file_naming_no_owner_is_keyed_to_the_one_session_holding_its_events(tmp_path):
     """An event list or NDJSON names no app or user: the stored session that holds its
-    events is its key. Two stored sessions holding them: the file is skipped, said, and
-    not stored a third time (it was, as app and user `unknown`), with --session too."""
+    events is its key. Two stored sessions holding them: the list is skipped (NDJSON:
+    each such line), said, and not stored a third time (it was, as app and user
+    `unknown`), with --session too."""
     db = tmp_path / "f.duckdb"
     events = [_event(i) for i in range(4)]
     (tmp_path / "one.json").write_text(json.dumps(_session(events)))
@@ -93,14 +94,16 @@ def test_a_file_naming_no_owner_is_keyed_to_the_one_session_holding_its_events(t
     (tmp_path / "two.json").write_text(json.dumps(other))
     api.ingest_json(db, [tmp_path / "two.json"])
     skipped = []
-    for path, session in ((tmp_path / "s1.json", None), (tmp_path / "s1.ndjson", None),
-                          (tmp_path / "s1.json", "s1")):  # fmt: skip
+    for path, session, lines in ((tmp_path / "s1.json", None, 1),
+                                 (tmp_path / "s1.ndjson", None, 4),
+                                 (tmp_path / "s1.json", "s1", 1)):  # fmt: skip
         result = api.ingest_json(db, [path], session=session)
-        assert (result.rows_loaded, result.rows_skipped) == (0, 1)
+        assert (result.rows_loaded, result.rows_skipped) == (0, lines)
         skipped.append(api.ingest_skips(db, result.ingest_id))
     skips = pl.concat(skipped)
-    assert skips.height == 3 and set(skips["locator"]) == {str(tmp_path / "s1.json"),
-                                                           str(tmp_path / "s1.ndjson")}
+    assert skips["locator"].to_list() == [
+        str(tmp_path / "s1.json"), *(f"{tmp_path / 's1.ndjson'}:{n}" for n in range(1, 5)),
+        str(tmp_path / "s1.json")]
     assert skips["reason"].to_list()[0] == (
         "its events are stored in 2 sessions (app other, user u2, session s1; app store, "
         "user u1, session s1), and the file names no app or user: give --app and --user to "
@@ -108,6 +111,17 @@ def test_a_file_naming_no_owner_is_keyed_to_the_one_session_holding_its_events(t
     assert _count(db, "SELECT count(*) FROM events") == 8  # two sessions' four, no third
     chosen = api.ingest_json(db, [tmp_path / "s1.ndjson"], app="other", user="u2")
     assert (chosen.rows_loaded, chosen.rows_already_stored) == (0, 4)
+    # a whole Session on a line of such a file names its own: read, before or after
+    for at, name in ((0, "sx"), (4, "sy")):
+        fresh = {"id": f"fresh-{name}", "app_name": "x", "user_id": "y",
+                 "events": [{**_event(i), "id": f"{name}-{i}"} for i in range(3)]}
+        lines = [json.dumps(e) for e in events]
+        lines.insert(at, json.dumps(fresh))
+        (tmp_path / f"{name}.ndjson").write_text("\n".join(lines))
+        mixed = api.ingest_json(db, [tmp_path / f"{name}.ndjson"])
+        assert (mixed.rows_read, mixed.rows_loaded, mixed.rows_skipped) == (7, 3, 4)
+        assert [skip.locator for skip in mixed.skips] == [
+            f"{tmp_path / f'{name}.ndjson'}:{n}" for n in range(1, 6) if n != at + 1]
 
 
 def test_malformed_ndjson_line_is_skipped_and_the_rest_loaded(tmp_path):

@@ -93,6 +93,9 @@ def test_missing_store_and_unknown_session_are_clear_errors(store, tmp_path):
     assert result.stderr.splitlines() == [
         "Error: session 's0' is not of --app other",
         f"Hint: it is of --app {s0['app_name']} --user {s0['user_id']}"]
+    failures = runner.invoke(app, ["failures", "s0", "--app", "other", "--db", str(store)])
+    assert failures.exit_code == 1
+    assert failures.stderr.splitlines() == result.stderr.splitlines()
 
 
 def test_bad_dates_and_unknown_files(tmp_path):

@@ -65,6 +65,18 @@ def test_a_tilde_is_the_home_folder_for_the_store_and_the_export(tmp_path: Path)
     assert back.returncode == 0 and "loaded 47 new" in back.stdout, back.stderr
     from_env = forensics("sessions", env={**env, "FORENSICS_DB": "~/back.duckdb"}, cwd=tmp_path)
     assert from_env.returncode == 0, from_env.stderr
+    # `~name` is no home (a shell leaves it so): a file of that name, here (DuckDB put
+    # a store `~x.duckdb` in the home folder's parent, as `/rootx.duckdb`)
+    (tmp_path / "~x.events.json").write_text(
+        '[{"id": "e1", "author": "user", "timestamp": 1761123600.0}]')
+    named = forensics("ingest", "adk-json", "~x.events.json", "--app", "a", "--user", "u",
+                      "--db", "~x.duckdb", env=env, cwd=tmp_path)  # fmt: skip
+    assert named.returncode == 0 and "loaded 1 new" in named.stdout, named.stderr
+    assert (tmp_path / "~x.duckdb").exists() and not (home.parent / "homex.duckdb").exists()
+    (home / "p.toml").write_text("")
+    priced = forensics("cost", "--db", "~/s.duckdb", env={**env, "FORENSICS_PRICES": "~/p.toml"},
+                       cwd=tmp_path)  # fmt: skip
+    assert priced.returncode == 0, priced.stderr
 
 
 def test_a_store_that_keeps_nothing_is_refused(tmp_path: Path) -> None:
@@ -146,7 +158,9 @@ def test_a_narrow_terminal_still_gets_help_and_usage_errors() -> None:
 def test_low_limits_are_said_as_such(store: Path, tmp_path: Path) -> None:
     """An address space too small for the libraries printed a traceback (the error's own
     handler imported DuckDB, and failed too); too few open files ended in "unexpected"."""
-    small = forensics("sessions", "--db", str(store), limits={resource.RLIMIT_AS: 400 << 20})
+    one = {"POLARS_MAX_THREADS": "1", "FORENSICS_WORKERS": "1"}  # (threads reserve space)
+    small = forensics("sessions", "--db", str(store), env=one,
+                      limits={resource.RLIMIT_AS: 400 << 20})  # fmt: skip
     assert small.returncode == 1 and "Traceback" not in small.stderr
     assert small.stderr.startswith("Error: out of memory"), small.stderr
     few = forensics("ingest", "claude-code", str(ROOT / "sample_data" / "claude_code"),
@@ -165,3 +179,10 @@ def test_a_stop_in_the_clean_up_does_not_replace_the_error_it_cleans_up_after() 
             raise RuntimeError("Query interrupted")
 
     Store(Interrupted(), Path("x.duckdb"), False).quietly("ROLLBACK")  # type: ignore[arg-type]
+
+    class Broken:
+        def execute(self, statement: str) -> object:
+            raise RuntimeError("something else")
+
+    with pytest.raises(RuntimeError, match="something else"):  # not hidden: no stop
+        Store(Broken(), Path("x.duckdb"), False).quietly("ROLLBACK")  # type: ignore[arg-type]

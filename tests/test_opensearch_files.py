@@ -374,7 +374,9 @@ def test_the_samples_logged_failure_is_the_incidents_with_its_verdict(tmp_path: 
     # an error, as for `turns`, not "no context failures"
     assert api.context_failures(logs_only, api.Selection(session="incident")).height == 1
     out = CliRunner().invoke(app, ["failures", "incidnet", "--db", str(logs_only)])
-    assert out.exit_code == 1 and "no session 'incidnet' in the store" in out.output, out.output
+    assert out.exit_code == 1 and out.stderr.splitlines() == [
+        "Error: no session 'incidnet' in the store",
+        "Hint: known sessions include: compaction, incident, parallel"], out.output  # (logs)
     with pytest.raises(ForensicsError, match="no session 'incidnet'"):
         api.context_failures(db, api.Selection(session="incidnet"))
 

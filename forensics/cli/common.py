@@ -214,7 +214,7 @@ def boundary(command: F) -> F:
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from ..settings import progress_to, workers, workers_to  # (not api: quick.py)
+        from ..settings import progress_to, workers_to  # (not api: quick.py)
 
         columns = kwargs.pop("columns", None)
         stages = StageProgress()
@@ -227,7 +227,6 @@ def boundary(command: F) -> F:
                 progress_to(stages if stages.enabled else None),
                 workers_to(state.get("workers")),
             ):
-                workers()  # a count refused before the work, not after an ingest commits
                 return command(*args, **kwargs)
         except ForensicsError as e:
             stages.done()
@@ -280,7 +279,9 @@ def boundary(command: F) -> F:
                 # (Python's own write: the output, a pipe or file to a full disk; the
                 # store's writes are DuckDB's, whose errors are no OSError)
                 echo(f"Error: cannot write the output: {e.strerror}", err=True)
-                echo("Hint: free some space where the output goes and run it again", err=True)
+                echo("Hint: free some space where the output goes and run it again (what "
+                     "the command did before it printed, an ingest's load or a report's "
+                     "file, is kept)", err=True)  # fmt: skip
                 raise typer.Exit(1) from None
             if _NO_SPACE in str(e):  # DuckDB's or the system's: the disk is full
                 echo(f"Error: the disk is full: {e}", err=True)
@@ -333,20 +334,27 @@ _PATH_ERRORS = (errno.ENAMETOOLONG, errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def _out_of_memory(error: BaseException) -> bool:
-    """The system or DuckDB refused memory (an address-space limit, a container's):
-    Python's MemoryError, DuckDB's OutOfMemoryException or a block it could not
-    allocate, a thread the system would not start, a library the loader could not map."""
-    text = str(error)
-    return (isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryException"
-            or "Failed to allocate" in text or "can't start new thread" in text
-            or "failed to map segment" in text)  # fmt: skip
+    """The system or DuckDB refused memory (an address-space limit, a container's), by
+    the error's kind first (a message that quotes data must not pass for one): Python's
+    MemoryError, DuckDB's OutOfMemoryException or its failure to allocate a block, a
+    library the loader could not map, a thread the system would not start (memory, or
+    a limit on processes)."""
+    text, kind = str(error), type(error)
+    duckdb_error = kind.__module__.split(".")[0] in ("duckdb", "_duckdb")
+    return (isinstance(error, MemoryError) or kind.__name__ == "OutOfMemoryException"
+            or (duckdb_error and "ailed to allocate" in text)
+            or (isinstance(error, ImportError) and "failed to map segment" in text)
+            or (isinstance(error, RuntimeError) and text == "can't start new thread"))  # fmt: skip
 
 
 def _too_many_files(error: BaseException) -> bool:
-    """The open-files limit met (`ulimit -n`): Python's, or polars' or DuckDB's text."""
+    """The open-files limit met (`ulimit -n`): Python's error, or polars' panic or
+    DuckDB's error saying so (their own kinds: a message quoting data is neither)."""
     if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
         return True
-    return "Too many open files" in str(error)
+    kind = type(error)
+    said = kind.__module__.split(".")[0] in ("duckdb", "_duckdb") or isinstance(error, _panic())
+    return said and "Too many open files" in str(error)
 
 
 def _home_expanded(options: dict[str, Any]) -> None:
@@ -354,11 +362,13 @@ def _home_expanded(options: dict[str, Any]) -> None:
     shell expands it) is the user's home: DuckDB opens stores and writes exports there
     itself, so Python's own reads and writes of the same path must too (an export was
     split between `~/x` and a folder named `~`)."""
+    from ..settings import home_expanded
+
     for name, value in options.items():
         if isinstance(value, Path):
-            options[name] = value.expanduser()
+            options[name] = home_expanded(value)
         elif isinstance(value, list) and value and all(isinstance(v, Path) for v in value):
-            options[name] = [v.expanduser() for v in value]
+            options[name] = [home_expanded(v) for v in value]
 
 
 def _panic() -> type[BaseException]:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from .. import sql
 from ..errors import ForensicsError
+from ..settings import home_expanded
 from ..store import Store
 from ..store.facts import FITS_KEY  # store_meta: the kept ratio fit
 from ..store.prices import kept as kept_prices
@@ -99,7 +100,7 @@ def book_of(store: Store | None) -> PriceBook:
     path = os.environ.get(PRICES_ENV) or None
     if path is not None:
         try:
-            return PriceBook(read_overrides(Path(path).expanduser()))
+            return PriceBook(read_overrides(home_expanded(path)))
         except ForensicsError as e:  # (the path came from the environment: say so)
             raise ForensicsError(f"{e} (named by {PRICES_ENV})", hint=e.hint) from None
     found = None if store is None else kept_prices(store)

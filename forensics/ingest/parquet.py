@@ -14,7 +14,8 @@ def ingest_parquet(store: Store, folder: Path, export: Export | None = None) -> 
     """Every row of the export the store lacks, in one transaction; the ledger records
     the run (rows read: the export's events; loaded: those newly stored). `export`: the
     folder's `read_export`, where the caller has it."""
-    export = export or read_export(folder)  # refused before anything is written
+    if export is None:
+        export = read_export(folder)  # refused before anything is written
     manifest = export.manifest
     result = IngestResult(ledger.next_id(store), "parquet", str(folder), {})
     started, clock = ledger.now(), time.monotonic()

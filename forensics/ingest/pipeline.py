@@ -71,7 +71,7 @@ def ingest(
     """
     filters = filters or {}
     begun = time.time()
-    key = getattr(source, "key", None) or source.location  # (a file: its resolved path)
+    key = getattr(source, "watermark_key", None) or source.location  # (a file: resolved)
     newest_seen = (
         held_watermark(ledger.watermark(store, source.kind, key, filters), begun)
         if incremental

@@ -19,6 +19,7 @@ from ..errors import StoreError
 from ..sanitize import require_utf8_name
 from ..settings import DEFAULT_DB as DEFAULT_DB  # (the store's name for them)
 from ..settings import default_db_path as default_db_path
+from ..settings import home_expanded
 from . import migrations
 
 if TYPE_CHECKING:  # (imported where used: an ingest that finds nothing new needs neither)
@@ -44,12 +45,17 @@ def connect(
     return con
 
 
-def raise_if_interrupted(error: BaseException) -> None:
-    """Ctrl-C inside DuckDB surfaces as its InterruptException, or, in a scan of Arrow
-    data, as a bare RuntimeError('Query interrupted'): either is a KeyboardInterrupt."""
-    if isinstance(error, duckdb.InterruptException) or (
+def _interrupted(error: BaseException) -> bool:
+    """Ctrl-C inside DuckDB: its InterruptException, or, in a scan of Arrow data or a
+    clean-up, a bare RuntimeError('Query interrupted')."""
+    return isinstance(error, duckdb.InterruptException) or (
         isinstance(error, RuntimeError) and "Query interrupted" in str(error)
-    ):
+    )
+
+
+def raise_if_interrupted(error: BaseException) -> None:
+    """Ctrl-C inside DuckDB (`_interrupted`) is a KeyboardInterrupt."""
+    if _interrupted(error):
         raise KeyboardInterrupt from None
 
 
@@ -151,7 +157,7 @@ class Store:
     def open(cls, path: str | Path | None = None, *, read_only: bool = False) -> Store:
         """Open the store; a read-only open of a missing file is a StoreError with a hint."""
         # (`~`: DuckDB opens the user's home there, so every check here must look there)
-        path = Path(path).expanduser() if path is not None else default_db_path()
+        path = home_expanded(path) if path is not None else default_db_path()
         if str(path).startswith(":memory:"):
             raise StoreError(f"{path} is no store: a store is a file that keeps what is loaded",
                              hint="give --db (or FORENSICS_DB) a file path")  # fmt: skip
@@ -242,8 +248,11 @@ class Store:
         transaction refuses more work; an interrupt may land inside it)."""
         try:
             self.con.execute(statement).fetchall()
-        except (duckdb.Error, KeyboardInterrupt, RuntimeError):  # (RuntimeError: DuckDB's
-            pass  # "Query interrupted", a Ctrl-C landing in the clean-up itself)
+        except (duckdb.Error, KeyboardInterrupt):
+            pass
+        except RuntimeError as e:  # DuckDB's "Query interrupted": a Ctrl-C in the clean-up
+            if not _interrupted(e):
+                raise
 
     def unregister(self, *names: str) -> None:
         """Drop registered views in clean-up, never raising over the real error."""
@@ -252,6 +261,9 @@ class Store:
                 self.con.unregister(name)
             except (duckdb.Error, KeyboardInterrupt):
                 pass
+            except RuntimeError as e:
+                if not _interrupted(e):
+                    raise
 
     def raise_memory_limit(self, most_mib: int = MAX_MEMORY_MIB) -> bool:
         """Double DuckDB's buffer limit (inside a `memory_limit` block: set back at its

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -101,9 +102,11 @@ def choose_release(by_basis: Mapping[str, Release], traced: Iterable[str]) -> Re
     return next((found[b] for b in BASIS_ORDER if b in found), None)
 
 
-def _no_session(store: Store, session_id: str) -> ForensicsError:
-    first = store.run("SELECT session_id FROM sessions ORDER BY session_id LIMIT 10")
-    known = [row[0] for row in first]
+def _no_session(store: Store, session_id: str, logged: bool = False) -> ForensicsError:
+    """The error of a session id nothing names, with the first ten ids the store knows
+    (and, `logged`, those its logged records and traced requests name)."""
+    query = "store/named_sessions" if logged else "store/session_ids"
+    known = [row[0] for row in store.query(query)]
     return ForensicsError(
         f"no session {session_id!r} in the store",
         hint=f"known sessions include: {', '.join(known)}"
@@ -112,23 +115,30 @@ def _no_session(store: Store, session_id: str) -> ForensicsError:
     )
 
 
+def _not_of(store: Store, session_id: str, app: str | None, user: str | None) -> None:
+    """The error of a session id whose stored sessions `--app`/`--user` leave out (the
+    filter, not the id, is what is wrong), naming whose they are; nothing otherwise."""
+    if app is None and user is None:
+        return
+    other = store.query("store/session_keys", session=session_id, app=None, user=None)
+    if other:
+        asked = " ".join(f"--{flag} {shlex.quote(value)}"
+                         for flag, value in (("app", app), ("user", user))
+                         if value is not None)  # fmt: skip
+        found = "; ".join(f"--app {shlex.quote(a)} --user {shlex.quote(u)}" for a, u, _ in other)
+        raise ForensicsError(f"session {session_id!r} is not of {asked}", hint=f"it is of {found}")
+
+
 def resolve_session(
     store: Store, session_id: str, app: str | None = None, user: str | None = None
 ) -> tuple[str, str, str]:
     """The one (app, user, session) key a session id names; an error lists the choices."""
     keys = store.query("store/session_keys", session=session_id, app=app, user=user)
-    if not keys and (app is not None or user is not None):
-        other = store.query("store/session_keys", session=session_id, app=None, user=None)
-        if other:  # the filter, not the id, is what left it out
-            asked = " ".join(f"--{flag} {value}" for flag, value in (("app", app), ("user", user))
-                             if value is not None)  # fmt: skip
-            found = "; ".join(f"--app {a} --user {u}" for a, u, _ in other)
-            raise ForensicsError(f"session {session_id!r} is not of {asked}",
-                                 hint=f"it is of {found}")  # fmt: skip
     if not keys:
+        _not_of(store, session_id, app, user)
         raise _no_session(store, session_id)
     if len(keys) > 1:
-        choices = "; ".join(f"--app {a} --user {u}" for a, u, _ in keys)
+        choices = "; ".join(f"--app {shlex.quote(a)} --user {shlex.quote(u)}" for a, u, _ in keys)
         raise ForensicsError(
             f"session id {session_id!r} exists in {len(keys)} apps/users",
             hint=f"add one of: {choices}",
@@ -144,7 +154,8 @@ def check_session_named(
     logged record or a traced request names `session_id`: a session may be known from
     its logs or traces alone."""
     if not store.query("store/session_named", session=session_id, app=app, user=user)[0][0]:
-        raise _no_session(store, session_id)
+        _not_of(store, session_id, app, user)
+        raise _no_session(store, session_id, logged=True)
 
 
 def result_preview(store: Store, key: tuple[str, str, str], function_call_id: str) -> str | None:

@@ -31,6 +31,7 @@ _EVENT_KEYS = {"author", "content", "invocation_id", "invocationId", "actions", 
 # (session id, some event ids) -> the stored (app, user, session) keys that hold the
 # events (and True), else those of that session id (and False)
 Resolver = Callable[[str, list[str]], "tuple[list[tuple[str, str, str]], bool]"]
+SAMPLE_IDS = 50  # event ids looked up to key a file
 
 
 class _HeldTwice(Exception):
@@ -43,7 +44,6 @@ class _HeldTwice(Exception):
         super().__init__(f"its events are stored in {len(keys)} sessions ({shown}{more}), "
                          "and the file names no app or user: give --app and --user to say "
                          "whose they are")  # fmt: skip
-SAMPLE_IDS = 50  # event ids looked up to key a file
 
 
 def _shown(paths: list[str]) -> str:
@@ -429,6 +429,7 @@ class AdkJsonSource:
         """Add the events of NDJSON text whose first line is line `first_line` of the file.
         A line that is a whole Session (`jq -c . *.json`) is read as its own file would be."""
         key: tuple[str, str, str] | None = None
+        held: str | None = None  # why the file's own events are skipped (_HeldTwice)
         for lineno, line in _lines(text):
             lineno += first_line - 1
             if not line.strip():
@@ -454,8 +455,15 @@ class AdkJsonSource:
             if _is_session(event):
                 yield from self._document(path, event, out, encode, f"{path}:{lineno}")
                 continue
+            if key is None and held is None:
+                try:
+                    key = self._defaults(path, _first_ids(text))
+                except _HeldTwice as e:  # each of its lines one skip; a Session line is read
+                    held = str(e)
             if key is None:
-                key = self._defaults(path, _first_ids(text))
+                out.rows_read += 1
+                out.skip(f"{path}:{lineno}", held or "")
+                continue
             self._add(out, event, *key, f"{path}:{lineno}", encode)
             if out.full():
                 yield

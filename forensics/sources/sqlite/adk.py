@@ -130,7 +130,7 @@ class AdkSqliteSource:
         self.location = str(self.path)  # as given: what outputs name
         # what its watermark is kept by: `.adk/session.db` from two projects' folders is
         # two files, one file given by two paths one
-        self.key = os.path.realpath(self.path)
+        self.watermark_key = os.path.realpath(self.path)
         self.selection = selection or Selection()
         self.source_tz = source_tz
         self.clock = parse_clock(source_tz) if source_tz else WriterClock()
