@@ -339,10 +339,9 @@ def _out_of_memory(error: BaseException) -> bool:
     MemoryError, DuckDB's OutOfMemoryException or its failure to allocate a block, a
     library the loader could not map, a thread the system would not start (memory, or
     a limit on processes)."""
-    text, kind = str(error), type(error)
-    duckdb_error = kind.__module__.split(".")[0] in ("duckdb", "_duckdb")
-    return (isinstance(error, MemoryError) or kind.__name__ == "OutOfMemoryException"
-            or (duckdb_error and "ailed to allocate" in text)
+    text = str(error)
+    return (isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryException"
+            or (_from_duckdb(error) and "ailed to allocate" in text)
             or (isinstance(error, ImportError) and "failed to map segment" in text)
             or (isinstance(error, RuntimeError) and text == "can't start new thread"))  # fmt: skip
 
@@ -352,9 +351,13 @@ def _too_many_files(error: BaseException) -> bool:
     DuckDB's error saying so (their own kinds: a message quoting data is neither)."""
     if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
         return True
-    kind = type(error)
-    said = kind.__module__.split(".")[0] in ("duckdb", "_duckdb") or isinstance(error, _panic())
+    said = _from_duckdb(error) or isinstance(error, _panic())
     return said and "Too many open files" in str(error)
+
+
+def _from_duckdb(error: BaseException) -> bool:
+    """An error of DuckDB's own kinds (asked by module: duckdb need not be imported)."""
+    return type(error).__module__.split(".")[0] in ("duckdb", "_duckdb")
 
 
 def _home_expanded(options: dict[str, Any]) -> None:
