@@ -312,3 +312,22 @@ def test_a_table_wider_than_the_terminal_leaves_columns_out_and_says_which():
     writers.write_table(frame, whole.append, totals=["count"], footnote="the footnote")
     assert b"".join(whole).decode() == to_table(frame, None, ["count"], "the footnote")
     assert writers.fitting([10, 5, 60], 17) == 2 and writers.fitting([90], 40) == 1
+
+
+def test_a_table_aligns_wide_characters_by_the_columns_they_take():
+    """CJK and most emoji take two terminal columns and a combining mark none: a table
+    pads and cuts cells by the columns they take (output.display_width), so each row's
+    right-aligned last column ends where the header's does, in both writers."""
+    from forensics.cli.output import MAX_CELL, display_width
+
+    names = ["read_file", "検索ツール", "emoji😀x", "cafe\u0301", "長" * 40, "ｱｲｳ" * 30, "a" * 70]
+    frame = pl.DataFrame({"tool": names, "who": ["é", "東京", "x", "", "z", "w", "v"],
+                          "n": range(len(names))})  # fmt: skip
+    table = to_table(frame, totals=["n"])
+    assert _written(writers.write_table, frame, None, ["n"]) == table
+    lines = [line for line in table.splitlines() if not line.startswith("---")]
+    assert len({display_width(line) for line in lines}) == 1, table
+    cells = [line.split("  ")[0].rstrip() for line in lines[1:-1]]
+    assert "長" * 14 + "…" + "長" * 15 in cells  # 28 + 1 + 30 columns
+    assert all(display_width(cell) <= MAX_CELL for cell in cells)
+    assert display_width("cafe\u0301") == 4 and display_width("😀") == 2

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import re
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -25,13 +27,47 @@ WHOLE = frozenset({"locator", "reason", "suggested_index", "definition", "advice
 
 
 def shorten(text: str, limit: int = MAX_CELL) -> str:
-    """`text` cut in the middle to `limit` characters: both ends stay readable (a path's
-    file and its row, an id's head and tail)."""
-    if len(text) <= limit:
+    """`text` cut in the middle to `limit` terminal columns (display_width): both ends
+    stay readable (a path's file and its row, an id's head and tail)."""
+    if text.isascii():
+        if len(text) <= limit:
+            return text
+        head = (limit - 1) // 2
+        return text[:head] + "…" + text[-(limit - 1 - head) :]
+    if display_width(text) <= limit:
         return text
-    head = (limit - 1) // 2
-    tail = limit - 1 - head
-    return text[:head] + "…" + text[-tail:]
+    head = _taking(text, (limit - 1) // 2)
+    tail = len(text) - _taking(reversed(text), limit - 1 - (limit - 1) // 2)
+    while tail < len(text) and not _char_width(text[tail]):  # no mark without its letter
+        tail += 1
+    return text[:head] + "…" + text[tail:]
+
+
+def _taking(chars: Iterable[str], columns: int) -> int:
+    """How many of `chars`, from the first, fit in `columns` terminal columns."""
+    used = taken = 0
+    for char in chars:
+        used += _char_width(char)
+        if used > columns:
+            break
+        taken += 1
+    return taken
+
+
+def display_width(text: str) -> int:
+    """The terminal columns `text` takes, as a table aligns it: an East Asian wide or
+    fullwidth character (漢, ｱ, most emoji) two, a combining mark none, any other one.
+    (A cell's control and format characters are escapes by then: `visible`.)"""
+    if text.isascii():
+        return len(text)
+    return sum(map(_char_width, text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _char_width(char: str) -> int:
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
 @dataclass(frozen=True)
@@ -174,9 +210,13 @@ def totals_row(df: pl.DataFrame, columns: Sequence[str], totals: Sequence[str]) 
 
 
 def table_line(cells: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
-    """One line of a table: numbers to the right, the rest to the left."""
-    padded = zip(cells, widths, right, strict=True)
-    return "  ".join(cell.rjust(w) if r else cell.ljust(w) for cell, w, r in padded).rstrip()
+    """One line of a table, in terminal columns (display_width): numbers to the right,
+    the rest to the left."""
+    padded = (
+        (" " * (w - display_width(cell)) + cell) if r else (cell + " " * (w - display_width(cell)))
+        for cell, w, r in zip(cells, widths, right, strict=True)
+    )
+    return "  ".join(padded).rstrip()
 
 
 def to_table(
@@ -198,7 +238,7 @@ def to_table(
     body = [[table_cell(row[c], whole=c in WHOLE, fine=c in fine) for c in columns] for row in rows]
     if totals and rows:
         body.append(totals_row(df, columns, totals))
-    widths = [max([len(c)] + [len(r[i]) for r in body]) for i, c in enumerate(columns)]
+    widths = [max([len(c)] + [display_width(r[i]) for r in body]) for i, c in enumerate(columns)]
 
     def line(cells: list[str]) -> str:
         return table_line(cells, widths, [c in numeric for c in columns])

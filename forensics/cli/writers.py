@@ -36,8 +36,10 @@ from .output import (
     MAX_CELL,
     WHOLE,
     csv_cell,
+    display_width,
     fine_times,
     plain_value,
+    shorten,
     table_cell,
     table_line,
     to_csv,
@@ -567,6 +569,7 @@ WHITESPACE = (
 )
 _SPACES = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in WHITESPACE) + "]+"
 _PLAIN_CELL = r"[^ -~]|  |^ | $"  # text a cell shows as it is (but for its length)
+_NOT_ASCII = r"[^\x00-\x7f]"  # text whose terminal columns may not be its characters
 
 
 @functools.cache
@@ -582,14 +585,40 @@ def _table_text(text: pl.Expr, whole: bool) -> Formatted:
         out = text
         if found[0]:
             out = _cell_escapes().apply(out.str.replace_all(_SPACES, " ").str.strip_chars(" "))
-        if not whole:
+        if not whole and found[1]:  # cut to MAX_CELL terminal columns, a value at a time
+            out = out.map_batches(_shortened, return_dtype=pl.String)
+        elif not whole:
             head = (MAX_CELL - 1) // 2
             cut = pl.concat_str(out.str.slice(0, head), pl.lit("…"),
                                 out.str.slice(-(MAX_CELL - 1 - head)))  # fmt: skip
             out = pl.when(out.str.len_chars() > MAX_CELL).then(cut).otherwise(out)
         return out.fill_null("")
 
-    return Formatted([_some(text, _PLAIN_CELL)], shown)
+    return Formatted([_some(text, _PLAIN_CELL), _some(text, _NOT_ASCII)], shown)
+
+
+def _shortened(values: pl.Series) -> pl.Series:
+    return pl.Series([None if v is None else shorten(v) for v in values.to_list()],
+                     dtype=pl.String)  # fmt: skip
+
+
+def _beyond_characters(body: pl.DataFrame) -> dict[str, pl.Expr]:
+    """For each column holding text other than ASCII: each cell's terminal columns
+    beyond its characters (output.display_width), asked of its distinct such values."""
+    if not body.height:
+        return {}
+    flags = body.select(pl.all().str.contains(_NOT_ASCII).any()).row(0)
+    beyond = {}
+    for name, flagged in zip(body.columns, flags, strict=True):
+        if not flagged:
+            continue
+        cells = body[name]
+        values = cells.filter(cells.str.contains(_NOT_ASCII)).unique().to_list()
+        more = [display_width(v) - len(v) for v in values]
+        if any(more):
+            beyond[name] = pl.col(name).replace_strict(values, more, default=0,
+                                                       return_dtype=pl.Int64)  # fmt: skip
+    return beyond
 
 
 def _table_format(dtype: Any, *, whole: bool, fine: bool) -> Format | None:
@@ -677,7 +706,10 @@ def write_table(
     ]
     body = pl.DataFrame([*frame.select(texts).get_columns(), *cells.values()]).select(columns)
     total = totals_row(frame, columns, totals) if totals and frame.height else None
-    lengths = body.select(pl.all().str.len_chars().max()).row(0) if frame.height else ()
+    beyond = _beyond_characters(body)
+    lengths = body.select(
+        (pl.col(c).str.len_chars() + beyond.get(c, 0)).max() for c in body.columns
+    ).row(0) if frame.height else ()  # fmt: skip
     widths = [
         max(len(c), lengths[i] or 0 if lengths else 0, len(total[i]) if total else 0)
         for i, c in enumerate(columns)
@@ -696,7 +728,9 @@ def write_table(
     write((table_line(columns, widths, right) + "\n" + dashes + "\n").encode())
     line = pl.concat_str(
         [
-            pl.col(c).str.pad_start(w) if r else pl.col(c).str.pad_end(w)
+            pl.col(c).str.pad_start(w - beyond[c]) if r and c in beyond
+            else pl.col(c).str.pad_end(w - beyond[c]) if c in beyond
+            else pl.col(c).str.pad_start(w) if r else pl.col(c).str.pad_end(w)
             for c, w, r in zip(columns, widths, right, strict=True)
         ],
         separator="  ",
