@@ -28,7 +28,11 @@ DEFAULT_DB = "forensics.duckdb"
 
 def default_db_path() -> Path:
     """The store a command reads when none is named: $FORENSICS_DB, else ./forensics.duckdb."""
-    return home_expanded(os.environ.get("FORENSICS_DB") or DEFAULT_DB)
+    given = os.environ.get("FORENSICS_DB") or DEFAULT_DB
+    if given.endswith(("/", os.sep)):  # (DuckDB would make a store file of the folder's name)
+        raise ForensicsError(f"FORENSICS_DB={given!r} ends in '/', a folder: the store is a file",
+                             hint="set FORENSICS_DB to the store's file name")  # fmt: skip
+    return home_expanded(given)
 
 
 def home_expanded(path: str | Path) -> Path:

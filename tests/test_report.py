@@ -385,3 +385,101 @@ def test_times_are_utc_whatever_the_machine_s_zone(sample_db, monkeypatch):
     assert in_utc["period"].startswith("2026-10-22 09:00:01 UTC to 2026-10-22 09:01:22 UTC")
     assert in_new_york == in_utc
     assert incident.when(datetime(2026, 10, 22, 9, 0, 1, tzinfo=UTC)) == "2026-10-22 09:00:01 UTC"
+
+
+def test_a_report_replaces_a_page_and_nothing_else(sample_db, tmp_path):
+    """--out pointed at the store, a price file or any file that is not an HTML page is
+    refused before the report is built, the file untouched (it replaced a store and
+    exited 0); an earlier report is replaced."""
+    store = tmp_path / "s.duckdb"
+    store.write_bytes(sample_db.read_bytes())
+    prices = tmp_path / "prices.toml"
+    prices.write_bytes(SAMPLE_PRICES.read_bytes())
+    for target, args in ((store, []), (prices, ["--prices", str(prices)])):
+        before = target.read_bytes()
+        for command in (["report", "incident", "incident"], ["report", "weekly"]):
+            result = runner.invoke(app, [*command, "--db", str(store), "--out", str(target),
+                                         *args])  # fmt: skip
+            assert result.exit_code == 1, result.output
+            assert f"{target} exists and is not an HTML page" in result.output
+            assert target.read_bytes() == before
+    page = tmp_path / "old.html"
+    page.write_text("\ufeff\n<!DOCTYPE html><p>last week</p>")
+    result = runner.invoke(app, ["report", "incident", "incident", "--db", str(store), "--out",
+                                 str(page)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "last week" not in page.read_text() and page.stat().st_size > 20_000
+
+
+def test_an_out_ending_in_a_slash_is_a_folder(sample_db, tmp_path, monkeypatch):
+    """`--out reports/` is a folder (made when missing, its parent there) for the report's
+    own name, never a file named `reports`; a session id is no path in that name; a
+    store named with a slash is refused as a usage error, not made a file."""
+    monkeypatch.chdir(tmp_path)
+    db = str(sample_db)
+    result = runner.invoke(app, ["report", "incident", "incident", "--db", db, "--out", "new/"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "new" / "incident-incident.html").stat().st_size > 20_000
+    result = runner.invoke(app, ["report", "weekly", "--db", db, "--out", "weeks/"])
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in (tmp_path / "weeks").iterdir()] == ["review-week.html"]
+    for out, said in (("a/b/", "the folder a does not exist"),
+                      ("new/incident-incident.html/", "it is a file, not a folder"),
+                      ("", "--out names no file")):  # fmt: skip
+        result = runner.invoke(app, ["report", "incident", "incident", "--db", db, "--out", out])
+        assert result.exit_code == 1 and said in result.output, (out, result.output)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "weeks"]
+    for args in (["sessions", "--db", "store/"], ["ingest", "adk-sqlite", db, "--db", "store/"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and "'store/' ends in '/'" in result.output, result.output
+    result = runner.invoke(app, ["sessions"], env={"FORENSICS_DB": "store/"})
+    assert result.exit_code == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "weeks"]
+    from forensics.reports.destination import file_name_part
+
+    assert file_name_part("team/a") == "team_a" and file_name_part("../../x") == ".._.._x"
+    assert file_name_part("\x1b[31m") == "_31m" and file_name_part("") == "_"
+
+
+def test_a_report_that_cannot_be_written_leaves_the_last_one_whole(sample_db, tmp_path):
+    """A write that fails part way (here the system's file-size limit, as a full disk
+    does) leaves the earlier report as it was and no part of the new one beside it."""
+    import resource
+    import subprocess
+    import sys
+
+    page = tmp_path / "r.html"
+    page.write_text("<!DOCTYPE html><p>the report before</p>")
+    code = "from forensics.cli import main; main()"
+    out = subprocess.run(
+        [sys.executable, "-c", code, "report", "incident", "incident", "--db", str(sample_db),
+         "--out", str(page)],
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000)),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    assert f"cannot write {page}: File too large (it was left as it was)" in out.stderr
+    assert page.read_text() == "<!DOCTYPE html><p>the report before</p>"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.html"]
+
+
+def test_demo_checks_where_its_reports_go_before_it_loads(tmp_path, monkeypatch):
+    """demo's three reports go where --out says (a folder: all three in it), each checked
+    before the sample is loaded: a missing folder or a file that is not a page leaves no
+    store behind."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "review.html").write_text("my notes")
+    for out, said in (
+        ("nope/x.html", "the folder nope does not exist"),
+        ("mine/i.html", "mine/review.html exists and is not an HTML page"),
+    ):
+        result = runner.invoke(app, ["demo", "--db", "d.duckdb", "--out", out])
+        assert result.exit_code == 1 and said in result.output, result.output
+        assert not (tmp_path / "d.duckdb").exists()
+    assert (tmp_path / "mine" / "review.html").read_text() == "my notes"
+    (tmp_path / "all").mkdir()
+    result = runner.invoke(app, ["demo", "--db", "d.duckdb", "--out", "all"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "all").iterdir()) == [
+        "claude-code-incident.html", "incident.html", "review.html"]

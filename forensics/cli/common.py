@@ -70,10 +70,22 @@ class Format(StrEnum):
 
 # --- options, defined once ----------------------------------------------------
 
+def store_file(given: str) -> Path:
+    """--db (or FORENSICS_DB) as typed: a store is a file, and a name ending in `/` names a
+    folder, which DuckDB would make a store file of that name (`--db newdb/` wrote one)."""
+    if given.endswith(("/", os.sep)):
+        raise typer.BadParameter(
+            f"{given!r} ends in '/', a folder: the store is a file "
+            f"(e.g. {given.rstrip('/' + os.sep) or '.'}/forensics.duckdb)"
+        )
+    return Path(given)
+
+
 DbOption = Annotated[
     Path | None,
     typer.Option(
         "--db",
+        parser=store_file,
         envvar="FORENSICS_DB",
         show_default="./forensics.duckdb",
         help="The DuckDB store file.",

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from ..errors import ForensicsError
+from ..reports.destination import file_name_part, report_destination
 from .common import (
     AppPick,
     DbOption,
@@ -24,6 +25,7 @@ from .common import (
     emit,
     report_app,
     selection,
+    store_file,
     stored_name,
 )
 
@@ -44,13 +46,6 @@ def _write_incident(
     from ..reports.incident import build_incident
     from ..reports.render import write_incident
 
-    if out.is_dir():
-        out = out / f"incident-{session_id}.html"
-    if not out.parent.is_dir():  # said before the report is built, not after
-        raise ForensicsError(
-            f"cannot write {out}: the folder {out.parent} does not exist",
-            hint="create it first, or give --out an existing folder or file path",
-        )
     with api.open_store(db) as store:
         context = build_incident(
             store,
@@ -61,17 +56,6 @@ def _write_incident(
             whatif_cap=whatif_cap,
         )
     return write_incident(context, out)
-
-
-def _out_path(out: Path, default_name: str) -> Path:
-    if out.is_dir():
-        out = out / default_name
-    if not out.parent.is_dir():  # said before the report is built, not after
-        raise ForensicsError(
-            f"cannot write {out}: the folder {out.parent} does not exist",
-            hint="create it first, or give --out an existing folder or file path",
-        )
-    return out
 
 
 @report_app.command("weekly")
@@ -96,8 +80,10 @@ def report_weekly(
         int, typer.Option("--budget", min=1, help="Tokens per tool result before it is flagged.")
     ] = 16_000,
     out: Annotated[
-        Path, typer.Option("--out", help="The HTML file (or a folder for review-WEEK.html).")
-    ] = Path("review.html"),
+        str,
+        typer.Option("--out", help="The HTML file, or a folder for review-WEEK.html (an "
+                     "existing one, or a name ending in / to make)."),  # fmt: skip
+    ] = "review.html",
     baseline: Annotated[
         str | None, typer.Option("--baseline", help="With --arm: compare two arms' tasks.")
     ] = None,
@@ -126,7 +112,7 @@ def report_weekly(
     chosen = selection(since=since, until=until)
     start = datetime.fromtimestamp(chosen.since, UTC) if chosen.since is not None else None
     end = datetime.fromtimestamp(chosen.until, UTC) if chosen.until is not None else None
-    target = _out_path(out, f"review-{week or 'week'}.html")
+    target = report_destination(out, f"review-{file_name_part(week or 'week')}.html")
     with api.open_store(db) as store:
         context = build_weekly(store, week_label=week, tz=tz, since=start, until=end,
                                app=app_name, budget=budget, prices=prices,
@@ -138,7 +124,15 @@ def report_weekly(
 @boundary
 def report_incident(
     session_id: SessionArg,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the HTML file.")],
+    out: Annotated[
+        str,
+        typer.Option(
+            "--out",
+            "-o",
+            help="The HTML file, or a folder for incident-SESSION.html (an existing one, "
+            "or a name ending in / to make).",
+        ),
+    ],
     turn: Annotated[
         int | None, typer.Option("--turn", help="Chart only this turn (default: every turn).")
     ] = None,
@@ -177,7 +171,7 @@ def report_incident(
     path = _write_incident(
         db,
         session_id,
-        out,
+        report_destination(out, f"incident-{file_name_part(session_id)}.html"),
         turn=turn,
         show_content=show_content,
         app_name=app_name,
@@ -193,11 +187,16 @@ def report_incident(
 def demo(
     db: Annotated[
         Path | None,
-        typer.Option("--db", help="Keep the demo store here (default: a temporary folder)."),
+        typer.Option("--db", parser=store_file,
+                     help="Keep the demo store here (default: a temporary folder)."),  # fmt: skip
     ] = None,
     out: Annotated[
-        Path | None,
-        typer.Option("--out", help="Write the report here (default: next to the store)."),
+        str | None,
+        typer.Option(
+            "--out",
+            help="Write the incident report here, the other two reports beside it; or a "
+            "folder for all three (default: next to the store).",
+        ),
     ] = None,
 ) -> None:
     """The main job on the bundled sample data: load it, write the sample incident's report.
@@ -234,7 +233,19 @@ def demo(
                 "data into a store in use",
                 hint="give `demo --db` a new file, or leave --db out for a temporary store",
             )
+    # where the three reports go (--out's folder, else the store's), checked before
+    # anything is loaded; a temporary store's folder is new
+    report_out: Path | None = None
+    if out is not None:
+        report_out = report_destination(out, "incident.html")
+    elif db is not None:
+        report_out = report_destination(str(db.parent / "incident.html"), "incident.html")
+    if report_out is not None:
+        for name in ("review.html", "claude-code-incident.html"):
+            report_destination(str(report_out.parent / name), name)
     target = db or Path(tempfile.mkdtemp(prefix="forensics-demo-")) / "demo.duckdb"
+    report_out = report_out or target.parent / "incident.html"
+    beside = report_out.parent
     result = api.ingest_sqlite(target, samples / "adk_v1.db")
     echo(f"Loaded {result.rows_loaded:,} events from {samples / 'adk_v1.db'} into {target}\n")
     emit(api.sessions(target), Format.table, SESSIONS)
@@ -255,9 +266,7 @@ def demo(
     whatif = api.whatif(target, "incident", token_cap=16_000, prices=prices)
     emit(whatif, Format.table, WHATIF_TURNS,
          f"guard: {whatif['guard'][0]}; {WHATIF_TURNS.footnote}")  # fmt: skip
-    report = _write_incident(
-        target, "incident", out or target.parent / "incident.html", prices=prices
-    )
+    report = _write_incident(target, "incident", report_out, prices=prices)
     from ..reports.render import write_weekly
     from ..reports.weekly import build_weekly
 
@@ -271,7 +280,7 @@ def demo(
     emit(api.tasks(target, by="arm", prices=prices), Format.table, TASK_ARMS)
     review = write_weekly(
         build_weekly(target, prices=prices, arms=("conservative", "aggressive")),
-        (out.parent if out else target.parent) / "review.html",
+        beside / "review.html",
     )
     # a coding agent's transcripts: Claude Code's, the same questions asked of them
     claude = api.ingest_claude_code(target, [samples / "claude_code"])
@@ -292,8 +301,7 @@ def demo(
     claude_report = None
     if failed.height:
         session = failed["session_id"][0]
-        claude_report = _write_incident(target, session, (out.parent if out else target.parent)
-                                        / "claude-code-incident.html")  # fmt: skip
+        claude_report = _write_incident(target, session, beside / "claude-code-incident.html")
     echo(f"\nIncident report: {report}")
     echo(f"Weekly review: {review}")
     if claude_report is not None:

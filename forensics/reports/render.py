@@ -15,10 +15,10 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
-from ..errors import ForensicsError
 from ..resources import resource_dir
 from ..sanitize import visible
 from .charts import chart_svg, daily_cost_svg
+from .destination import write_page
 from .incident import IncidentContext
 from .weekly import WeeklyContext
 
@@ -100,16 +100,8 @@ def render_incident(context: IncidentContext) -> str:
     return template.render(ctx=context, svg=lambda chart: Markup(chart.svg))  # noqa: S704
 
 
-def _write(page: str, out: Path) -> Path:
-    try:
-        out.write_text(page, encoding="utf-8")
-    except OSError as e:
-        raise ForensicsError(f"cannot write {out}: {e.strerror or e}") from e
-    return out
-
-
 def write_incident(context: IncidentContext, out: Path) -> Path:
-    return _write(render_incident(context), out)
+    return write_page(render_incident(context), out)
 
 
 def render_weekly(context: WeeklyContext) -> str:
@@ -120,4 +112,4 @@ def render_weekly(context: WeeklyContext) -> str:
 
 
 def write_weekly(context: WeeklyContext, out: Path) -> Path:
-    return _write(render_weekly(context), out)
+    return write_page(render_weekly(context), out)
