@@ -250,6 +250,7 @@ def analyze_export(
     """Write the facts of a Parquet export as Parquet under `output_dir`, built by the
     local engine or by Spark (`master` as Spark takes it); returns rows per table."""
     given, output = home_expanded(input_dir), home_expanded(output_dir)
+    _apart(given, output)
     if engine == "spark":
         from .engines import spark
 
@@ -257,6 +258,23 @@ def analyze_export(
     from .engines import parquet
 
     return parquet.analyze(given, output, PROGRESS.get())
+
+
+def _apart(export: Path, output: Path) -> None:
+    """The facts' folder is not inside the export (its files would be read as the
+    export's next time: `ingest parquet` refused it after) nor the export inside it."""
+    inside, outer = export.resolve(), output.resolve()
+    if inside in outer.parents:
+        raise ForensicsError(
+            f"--output {output} is inside the export {export}: the facts would become "
+            "files of the export",
+            hint="give a folder outside it",
+        )
+    if outer in inside.parents:
+        raise ForensicsError(
+            f"the export {export} is inside --output {output}",
+            hint="give --output a folder beside the export, not above it",
+        )
 
 
 def analyzed_failures(output_dir: str | Path) -> list[tuple[tuple[str, str, str], str]]:

@@ -479,7 +479,7 @@ def test_an_export_carries_the_facts_and_an_import_builds_its_own(
         (["--master", "local[4]"], "--master is Spark's"),
         (["--engine", "spark"], "--engine spark reads a Parquet export"),
         (["--input", "x", "--output", "y", "--rebuild-all"], "--rebuild-all is for the store"),
-        (["--input", "{tmp}", "--output", "{tmp}/out"], "not a forensics Parquet export"),
+        (["--input", "{tmp}", "--output", "{tmp}-out"], "not a forensics Parquet export"),
         (["--db", "{tmp}/none.duckdb"], "no store at"),
     ],
 )

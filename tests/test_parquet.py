@@ -186,3 +186,63 @@ def test_a_trace_names_the_release_only_of_the_session_it_traced(source):
     assert releases[("shop", "u-2", "parallel")].basis == "traced"
     sample = releases[("store", "u-1002", "parallel")]
     assert sample is None or sample.basis != "traced"
+
+
+def test_an_export_or_facts_that_fail_part_way_leave_nothing(source, tmp_path):
+    """A write that fails part way (the system's file-size limit here, as a full disk
+    does) removes what it wrote: the folder it made, or the files in the empty folder it
+    was given; it left part files and no manifest, which the next export refused."""
+    import resource
+    import subprocess
+    import sys
+
+    api.export_parquet(source, tmp_path / "whole")
+    given = tmp_path / "given"
+    given.mkdir()
+    code = "from forensics.cli import main; main()"
+    for args, made in (
+        (["export", "parquet", str(tmp_path / "new"), "--db", str(source)], "new"),
+        (["export", "parquet", str(given), "--db", str(source)], None),
+        (["analyze", "--input", str(tmp_path / "whole"), "--output", str(tmp_path / "facts")],
+         "facts"),
+    ):  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (3_000, 3_000)),
+        )  # fmt: skip
+        assert out.returncode == 1 and "File too large" in out.stderr, (args, out.stderr)
+        assert "unexpected" not in out.stderr and "Traceback" not in out.stderr
+        if made:
+            assert not (tmp_path / made).exists(), args
+    assert list(given.iterdir()) == []
+    assert api.export_parquet(source, given)["sessions"] > 0  # the same folder, again
+
+
+def test_a_folder_to_write_that_cannot_be_is_said_by_name(source, tmp_path):
+    """An export or facts folder under a file, a link to nowhere, a file, or inside the
+    export it reads: exit 1 naming the path (they said "unexpected NotADirectoryError",
+    exit 2; facts inside the export were written, and broke it)."""
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere" / "dir")
+    export = tmp_path / "ex"
+    api.export_parquet(source, export)
+    cases = [
+        (["export", "parquet", str(afile / "sub")], "a folder above it is a file"),
+        (["export", "parquet", str(tmp_path / "dangling")], "it is a link to"),
+        (["export", "parquet", str(afile)], f"{afile} is a file, not a folder"),
+        (["analyze", "--input", str(export), "--output", str(afile / "sub")],
+         "a folder above it is a file"),
+        (["analyze", "--input", str(export), "--output", str(export / "sessions" / "x")],
+         "is inside the export"),
+        (["analyze", "--input", str(export / "sessions"), "--output", str(export)],
+         "is inside --output"),
+        (["analyze", "--input", str(tmp_path / "nope"), "--output", str(tmp_path / "o")],
+         f"{tmp_path / 'nope'} does not exist"),
+    ]  # fmt: skip
+    for args, said in cases:
+        out = runner.invoke(app, [*args, "--db", str(source)] if args[0] == "export" else args)
+        assert out.exit_code == 1 and said in " ".join(out.output.split()), (args, out.output)
+    assert afile.read_text() == "mine" and not (tmp_path / "o").exists()
+    assert not (export / "sessions" / "x").exists()
+    assert api.ingest_parquet(tmp_path / "back.duckdb", export).rows_loaded > 0

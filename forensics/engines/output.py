@@ -12,7 +12,6 @@ sessions could not be rebuilt (their fact_sessions rows hold the error; `failure
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -24,7 +23,7 @@ import pyarrow.dataset as ds
 from ..analysis.facts import FACT_SCHEMAS, RULES_VERSION
 from ..analysis.ratio import Ratio
 from ..columns import GROWTH, TURNS
-from ..errors import ForensicsError
+from ..folders import written_whole
 from ..provenance import Spec
 from ..sanitize import require_utf8_name
 
@@ -36,35 +35,14 @@ SUMMARIES: dict[str, Spec] = {"turns": TURNS, "growth": GROWTH}
 
 @contextmanager
 def output_folder(folder: Path) -> Iterator[None]:
-    """`check_output`, for the block that writes the facts: when it fails (a bad export,
-    a stop), what it wrote is removed again (and the folder, when this run made it), so
-    a failed analysis leaves nothing that looks like facts behind."""
-    made = not folder.exists()
-    check_output(folder)  # (new, or empty: what is in it after is this run's)
-    try:
-        yield
-    except BaseException:
-        if made:
-            shutil.rmtree(folder, ignore_errors=True)
-        else:  # emptied again, so that the same command can run into it once more
-            for written in folder.iterdir():
-                if written.is_dir() and not written.is_symlink():
-                    shutil.rmtree(written, ignore_errors=True)
-                else:
-                    written.unlink(missing_ok=True)
-        raise
-
-
-def check_output(folder: Path) -> None:
-    """`folder` is new (it is created) or empty: facts never mix with other files."""
+    """The block that writes the facts into `folder`, new (it is made) or empty: facts
+    never mix with other files. When it fails (a bad export, a full disk, a stop), what
+    it wrote is removed again (and the folder, when this run made it), so a failed
+    analysis leaves nothing that looks like facts behind."""
     require_utf8_name(folder, "write the facts to {}", "DuckDB or Spark writes a file",
                       "give a folder whose path is named in UTF-8")
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise ForensicsError(
-            f"{folder} is not an empty folder: the facts are never written over other files",
-            hint="give a new folder (it is created), or empty this one",
-        )
-    folder.mkdir(parents=True, exist_ok=True)
+    with written_whole(folder, "the facts are never written over other files"):
+        yield
 
 
 def write_manifest(

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 
 from .. import sql
 from ..errors import ForensicsError
+from ..folders import written_whole
 from ..sanitize import require_utf8_name, storable
 from ..selection import Selection
 from .arrow import column as arrow_column
@@ -78,11 +79,6 @@ def export(store: Store, folder: Path, selection: Selection | None = None) -> Ex
     selection = selection or Selection()
     require_utf8_name(folder, "write an export to {}", "Arrow writes a file",
                       "give a folder whose path is named in UTF-8")
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise ForensicsError(
-            f"{folder} is not an empty folder: an export never mixes with other files",
-            hint="give a new folder (it is created), or empty this one",
-        )
     chosen = {
         "app": selection.app,
         "user": selection.user,
@@ -99,7 +95,18 @@ def export(store: Store, folder: Path, selection: Selection | None = None) -> Ex
                 f"of a Parquet export (over {NAME_MAX} bytes once URI-encoded)",
                 hint="export the other apps with --app NAME",
             )
-    folder.mkdir(parents=True, exist_ok=True)
+    with written_whole(folder, "an export never mixes with other files"):
+        try:
+            return _written(store, folder, chosen, selection)
+        except OSError as e:  # (Arrow's own say no file: this names the export)
+            raise ForensicsError(f"cannot write the export to {folder}: {e.strerror or e}",
+                                 hint="nothing of it is left there") from e  # fmt: skip
+
+
+def _written(
+    store: Store, folder: Path, chosen: dict[str, Any], selection: Selection
+) -> Export:
+    """Each table's Parquet files of the sessions in `export_keys`, then the manifest."""
     result = Export(folder)
     for name, partitions in {**TABLES, **FACTS}.items():
         query = sql.load(f"store/export/{name}")
@@ -186,6 +193,11 @@ def _manifest(folder: Path) -> dict[str, Any]:
     """manifest.json of the export at `folder`, of a format, version, store schema and
     table list this forensics reads."""
     path = folder / "manifest.json"
+    if not folder.exists():
+        raise ForensicsError(
+            f"{storable(str(folder))} does not exist",
+            hint="give the folder `forensics export parquet DIR` wrote",
+        )
     if not folder.is_dir():
         raise ForensicsError(f"{storable(str(folder))} is not a folder (an export is a folder)")
     require_utf8_name(folder, "read an export from {}", "Arrow reads a file",

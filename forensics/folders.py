@@ -1,0 +1,58 @@
+"""A folder a command fills (a Parquet export, the facts of one): new or empty before,
+and on any failure (a full disk, a bad row, a stop) emptied again, or removed when the
+command made it, so that nothing half-written is left to be read as whole.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import ForensicsError
+
+__all__ = ["written_whole"]
+
+
+@contextmanager
+def written_whole(folder: Path, never: str) -> Iterator[None]:
+    """The block writes into `folder`, new (made here) or empty; `never` says what the
+    folder is never mixed with, for the refusal. When the block raises, what it wrote is
+    removed (the folder too when this made it), and the error goes on."""
+    if folder.exists() and not folder.is_dir():
+        raise ForensicsError(f"{folder} is a file, not a folder: {never}",
+                             hint="give a new folder (it is created), or an empty one")  # fmt: skip
+    if folder.is_dir() and any(folder.iterdir()):
+        raise ForensicsError(
+            f"{folder} is not an empty folder: {never}",
+            hint="give a new folder (it is created), or empty this one",
+        )
+    made = not folder.exists()
+    _made(folder)
+    try:
+        yield
+    except BaseException:
+        if made:
+            shutil.rmtree(folder, ignore_errors=True)
+        else:  # emptied again, so that the same command can run into it once more
+            for written in folder.iterdir():
+                if written.is_dir() and not written.is_symlink():
+                    shutil.rmtree(written, ignore_errors=True)
+                else:
+                    written.unlink(missing_ok=True)
+        raise
+
+
+def _made(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        if folder.is_symlink():
+            why = f"it is a link to {os.readlink(folder)}, which is no folder"
+        elif isinstance(e, NotADirectoryError | FileExistsError):
+            why = "a folder above it is a file"
+        else:
+            why = e.strerror or str(e)
+        raise ForensicsError(f"cannot make the folder {folder}: {why}") from e
