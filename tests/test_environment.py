@@ -147,6 +147,25 @@ def test_an_output_that_cannot_take_the_text_or_is_gone(store: Path, tmp_path: P
     assert fills.stderr.splitlines()[0] == "Error: cannot write the output: No space left on device"
 
 
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["report", "--help"],
+                                  ["sessions", "--help"]])  # fmt: skip
+def test_help_and_version_into_a_closed_or_full_output(args: list[str]) -> None:
+    """Written while the arguments are parsed (before a command's boundary): a reader
+    that left is no error, as for a command's output (it was exit 1), and a full disk is
+    one line (it was a traceback)."""
+    read, write = os.pipe()
+    os.close(read)  # (the reader gone before a byte: EPIPE at the first write)
+    try:
+        left = forensics(*args, stdout=write)
+    finally:
+        os.close(write)
+    assert left.returncode == 0 and not left.stderr, left.stderr
+    with open("/dev/full", "w") as full:
+        fills = forensics(*args, stdout=full)
+    assert fills.returncode == 1
+    assert fills.stderr == "Error: cannot write the output: No space left on device\n"
+
+
 def test_a_narrow_terminal_still_gets_help_and_usage_errors() -> None:
     """COLUMNS=0 printed a blank line for --help, and nothing for a usage error."""
     helped = forensics("sessions", "--help", env={"COLUMNS": "0"})

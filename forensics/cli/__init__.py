@@ -136,6 +136,14 @@ def _streams_that_take_any_text() -> None:
 MIN_COLUMNS = 40  # (cli/common.py's tables: no narrower)
 
 
+def _reader_left(exit: SystemExit) -> bool:
+    """Whether an exit 1 is click's or rich's for a reader that left (EPIPE): click wraps
+    stdout so that the exit's flush stays quiet, rich exits while the error is handled."""
+    return type(sys.stdout).__name__ == "PacifyFlushWrapper" or isinstance(
+        exit.__context__, BrokenPipeError
+    )
+
+
 def main() -> None:
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
     _streams_that_take_any_text()
@@ -148,7 +156,15 @@ def main() -> None:
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if code == 1 and _reader_left(e):
+            code = 0  # (--help or --version into `head`: as a command's output is)
+            raise SystemExit(0) from None
         raise
+    except OSError as e:  # --help or --version, written while the arguments are parsed,
+        # before any command's boundary: a full disk says so, without a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.stderr.write(f"Error: cannot write the output: {e.strerror or e}\n")
+        raise SystemExit(1) from None
     finally:
         signal.signal(signal.SIGTERM, _stopped_at_exit(code))
         signal.signal(signal.SIGINT, _stopped_at_exit(code))
