@@ -483,3 +483,20 @@ def test_demo_checks_where_its_reports_go_before_it_loads(tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in (tmp_path / "all").iterdir()) == [
         "claude-code-incident.html", "incident.html", "review.html"]
+
+
+def test_a_report_to_standard_output_and_a_path_said_as_text(sample_db, tmp_path, monkeypatch):
+    """`--out -` writes the page to standard output (it made a file named `-`); a path
+    with a newline in it is said with the newline escaped, on one line."""
+    monkeypatch.chdir(tmp_path)
+    for command in (["report", "incident", "incident"], ["report", "weekly"]):
+        result = runner.invoke(app, [*command, "--db", str(sample_db), "--out", "-"])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.startswith("<!DOCTYPE html>") and result.stdout.rstrip().endswith("</html>")
+    result = runner.invoke(app, ["sessions", "--db", "-"])
+    assert result.exit_code == 2 and "'-' is no store" in result.output
+    assert list(tmp_path.iterdir()) == []
+    result = runner.invoke(app, ["report", "incident", "incident", "--db", str(sample_db),
+                                 "--out", "two\nlines.html"])  # fmt: skip
+    assert result.exit_code == 0 and result.stdout == "two\\x0alines.html\n", result.stdout
+    assert (tmp_path / "two\nlines.html").stat().st_size > 20_000

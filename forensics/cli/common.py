@@ -73,6 +73,8 @@ class Format(StrEnum):
 def store_file(given: str) -> Path:
     """--db (or FORENSICS_DB) as typed: a store is a file, and a name ending in `/` names a
     folder, which DuckDB would make a store file of that name (`--db newdb/` wrote one)."""
+    if given == "-":
+        raise typer.BadParameter("'-' is no store: a store is a file, not standard input or output")
     if given.endswith(("/", os.sep)):
         raise typer.BadParameter(
             f"{given!r} ends in '/', a folder: the store is a file "

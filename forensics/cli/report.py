@@ -12,6 +12,7 @@ import typer
 
 from ..errors import ForensicsError
 from ..reports.destination import file_name_part, report_destination
+from ..sanitize import visible
 from .common import (
     AppPick,
     DbOption,
@@ -33,7 +34,7 @@ from .common import (
 def _write_incident(
     db: Path | None,
     session_id: str,
-    out: Path,
+    out: Path | None,
     *,
     turn: int | None = None,
     show_content: bool = False,
@@ -41,7 +42,7 @@ def _write_incident(
     user: str | None = None,
     prices: Path | None = None,
     whatif_cap: int | None = 16_000,
-) -> Path:
+) -> Path | None:
     from .. import api
     from ..reports.incident import build_incident
     from ..reports.render import write_incident
@@ -81,8 +82,11 @@ def report_weekly(
     ] = 16_000,
     out: Annotated[
         str,
-        typer.Option("--out", help="The HTML file, or a folder for review-WEEK.html (an "
-                     "existing one, or a name ending in / to make)."),  # fmt: skip
+        typer.Option(
+            "--out",
+            help="The HTML file (- for standard output), or a folder for review-WEEK.html "
+            "(an existing one, or a name ending in / to make).",
+        ),
     ] = "review.html",
     baseline: Annotated[
         str | None, typer.Option("--baseline", help="With --arm: compare two arms' tasks.")
@@ -112,12 +116,12 @@ def report_weekly(
     chosen = selection(since=since, until=until)
     start = datetime.fromtimestamp(chosen.since, UTC) if chosen.since is not None else None
     end = datetime.fromtimestamp(chosen.until, UTC) if chosen.until is not None else None
-    target = report_destination(out, f"review-{file_name_part(week or 'week')}.html")
+    target = _destination(out, f"review-{file_name_part(week or 'week')}.html")
     with api.open_store(db) as store:
         context = build_weekly(store, week_label=week, tz=tz, since=start, until=end,
                                app=app_name, budget=budget, prices=prices,
                                arms=(baseline, arm) if baseline and arm else None)  # fmt: skip
-    echo(str(write_weekly(context, target)))
+    _said(write_weekly(context, target))
 
 
 @report_app.command("incident")
@@ -129,8 +133,8 @@ def report_incident(
         typer.Option(
             "--out",
             "-o",
-            help="The HTML file, or a folder for incident-SESSION.html (an existing one, "
-            "or a name ending in / to make).",
+            help="The HTML file (- for standard output), or a folder for "
+            "incident-SESSION.html (an existing one, or a name ending in / to make).",
         ),
     ],
     turn: Annotated[
@@ -171,7 +175,7 @@ def report_incident(
     path = _write_incident(
         db,
         session_id,
-        report_destination(out, f"incident-{file_name_part(session_id)}.html"),
+        _destination(out, f"incident-{file_name_part(session_id)}.html"),
         turn=turn,
         show_content=show_content,
         app_name=app_name,
@@ -179,7 +183,18 @@ def report_incident(
         prices=prices,
         whatif_cap=whatif_cap or None,
     )
-    echo(str(path))
+    _said(path)
+
+
+def _destination(out: str, default_name: str) -> Path | None:
+    """--out's file (report_destination), or None for `-`: standard output."""
+    return None if out == "-" else report_destination(out, default_name)
+
+
+def _said(path: Path | None) -> None:
+    """The report's path, the command's one line (none when the page went to stdout)."""
+    if path is not None:
+        echo(visible(str(path)))
 
 
 @app.command()
@@ -302,10 +317,10 @@ def demo(
     if failed.height:
         session = failed["session_id"][0]
         claude_report = _write_incident(target, session, beside / "claude-code-incident.html")
-    echo(f"\nIncident report: {report}")
-    echo(f"Weekly review: {review}")
+    echo(f"\nIncident report: {visible(str(report))}")
+    echo(f"Weekly review: {visible(str(review))}")
     if claude_report is not None:
-        echo(f"Claude Code incident report: {claude_report}")
+        echo(f"Claude Code incident report: {visible(str(claude_report))}")
     echo(f"Next: {shlex.join([*_typed_forensics(), 'turns', 'incident', '--db', str(target)])}")
 
 

@@ -1,17 +1,18 @@
 """Where an HTML report goes, and writing it there whole or not at all.
 
-`--out` names a file or a folder: a folder (one that exists, or a name ending in `/`,
-made when the report is written) gets the report's own name in it. A report replaces
-only a file that is an HTML page (a report written before), never a store, a price
-file or anything else it might be pointed at by mistake; and it is written to a file
-beside the target and renamed over it, so a full disk or a stop leaves the earlier
-report as it was and no part of a page.
+`--out` names a file (`-`: standard output) or a folder: a folder (one that exists, or
+a name ending in `/`, made when the report is written) gets the report's own name in
+it. A report replaces only a file that is an HTML page (a report written before), never
+a store, a price file or anything else it might be pointed at by mistake; and it is
+written to a file beside the target and renamed over it, so a full disk or a stop
+leaves the earlier report as it was and no part of a page.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 
@@ -74,9 +75,14 @@ def _an_html_page(path: Path) -> bool:
     return head.lstrip(b"\xef\xbb\xbf \t\r\n").lower().startswith(_HTML_STARTS)
 
 
-def write_page(page: str, out: Path) -> Path:
+def write_page(page: str, out: Path | None) -> Path | None:
     """`page` written to `out` (through a link, to its file) whole: to a file beside it,
-    then renamed over it; on any failure that file is removed and `out` is as it was."""
+    then renamed over it; on any failure that file is removed and `out` is as it was.
+    None (`--out -`): to standard output."""
+    if out is None:
+        sys.stdout.write(page)
+        sys.stdout.flush()
+        return None
     target = out.resolve() if out.is_symlink() else out
     through = f" (a link to {target})" if target != out else ""
     try:

@@ -100,7 +100,7 @@ def render_incident(context: IncidentContext) -> str:
     return template.render(ctx=context, svg=lambda chart: Markup(chart.svg))  # noqa: S704
 
 
-def write_incident(context: IncidentContext, out: Path) -> Path:
+def write_incident(context: IncidentContext, out: Path | None) -> Path | None:
     return write_page(render_incident(context), out)
 
 
@@ -111,5 +111,5 @@ def render_weekly(context: WeeklyContext) -> str:
     return template.render(ctx=context, svg=lambda chart: Markup(chart.svg))  # noqa: S704
 
 
-def write_weekly(context: WeeklyContext, out: Path) -> Path:
+def write_weekly(context: WeeklyContext, out: Path | None) -> Path | None:
     return write_page(render_weekly(context), out)
