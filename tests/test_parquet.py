@@ -211,6 +211,9 @@ def test_an_export_or_facts_that_fail_part_way_leave_nothing(source, tmp_path):
             preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (3_000, 3_000)),
         )  # fmt: skip
         assert out.returncode == 1 and "File too large" in out.stderr, (args, out.stderr)
+        if args[0] == "analyze":  # (its working store meets the limit first: TMPDIR's)
+            assert "the analysis's working store (in " in out.stderr
+            assert "Hint: set TMPDIR to a folder with room" in out.stderr
         assert "unexpected" not in out.stderr and "Traceback" not in out.stderr
         if made:
             assert not (tmp_path / made).exists(), args

@@ -492,7 +492,8 @@ def test_a_report_to_standard_output_and_a_path_said_as_text(sample_db, tmp_path
     for command in (["report", "incident", "incident"], ["report", "weekly"]):
         result = runner.invoke(app, [*command, "--db", str(sample_db), "--out", "-"])
         assert result.exit_code == 0, result.output
-        assert result.stdout.startswith("<!DOCTYPE html>") and result.stdout.rstrip().endswith("</html>")
+        page = result.stdout
+        assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     result = runner.invoke(app, ["sessions", "--db", "-"])
     assert result.exit_code == 2 and "'-' is no store" in result.output
     assert list(tmp_path.iterdir()) == []
