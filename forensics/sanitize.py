@@ -97,6 +97,12 @@ def _changed(escape: Callable[[str], str]) -> dict[str, str]:
     return {c: e for c in candidates if (e := escape(c)) != c}
 
 
+def one_line(text: str) -> str:
+    """A message of several lines (a driver's, a server's: `DETAIL:`, `LINE 1:`) as one,
+    as every error is printed: its lines, stripped, joined by "; "."""
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
 def visible_escapes(*, keep_newlines: bool = False, keep_tabs: bool = False) -> dict[str, str]:
     """What `visible` writes for each character it escapes, for writers that replace them
     all at once (a column at a time) instead of a string at a time."""

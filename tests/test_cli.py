@@ -134,15 +134,15 @@ def test_a_failed_first_ingest_leaves_no_store_behind(tmp_path, store):
         "failed", "nothing loaded: each of the 1 read was skipped")
 
 
-def test_a_connection_error_is_printed_with_its_own_layout(tmp_path):
-    """psycopg's message holds a newline and a tab: printed as they are, not as the
-    escape `\\x09` (control characters from data are still shown escaped)."""
+def test_a_connection_error_is_printed_on_one_line(tmp_path):
+    """psycopg's message holds a newline and a tab: its lines are joined, not printed as
+    the escapes `\\x0a\\x09` (an error is one line: a newline in it is data's)."""
     result = runner.invoke(app, ["ingest", "adk-postgres",
                                  "postgresql://u:secret@127.0.0.1:1/db",  # nothing listens
                                  "--db", str(tmp_path / "c.duckdb")])  # fmt: skip
     assert result.exit_code == 1
     assert "\\x09" not in result.stderr and "secret" not in result.stderr
-    assert "\n\tIs the server running" in result.stderr
+    assert "Connection refused; Is the server running" in result.stderr.splitlines()[0]
     assert not (tmp_path / "c.duckdb").exists()
 
 
@@ -441,3 +441,42 @@ def test_skips_of_a_run_whose_new_store_was_not_kept_are_not_sent_to_it(tmp_path
     assert "    ... and 2 more (the store made for them was not kept: nothing was loaded into it)" \
         in result.stdout
     assert "ingests --skips" not in result.output
+
+
+def test_a_newline_from_data_or_a_path_never_prints_a_line_of_its_own(tmp_path, monkeypatch):
+    """A file's name, a path given, a Claude Code line's type, a model's name and a session
+    id holding a newline (or a tab) are shown escaped in every message, hint, skip and
+    footnote: each printed a line of its own (here, a fake `Error:` line)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FORENSICS_DB", str(tmp_path / "s.duckdb"))
+    fake = "\nError: FAKE\t"
+    (tmp_path / f"x{fake}.json").write_text("{bad")
+    (tmp_path / "good.json").write_text(json.dumps({
+        "id": "s1", "app_name": "a", "user_id": "u", "events": [{
+            "id": "e1", "author": "user", "timestamp": 1761123600,
+            "content": {"role": "user", "parts": [{"text": "hi"}]}}]}))  # fmt: skip
+    project = tmp_path / "cc" / "projects" / "p"
+    project.mkdir(parents=True)
+    lines = [
+        {"type": "user", "uuid": "u1", "sessionId": "s2", "timestamp": "2026-11-16T10:00:01Z",
+         "cwd": "/p", "message": {"role": "user", "content": "hi"}},
+        {"type": "assistant", "uuid": "u2", "parentUuid": "u1", "sessionId": "s2",
+         "timestamp": "2026-11-16T10:00:02Z", "requestId": "r1",
+         "message": {"id": "m1", "role": "assistant", "type": "message", "model": f"m{fake}",
+                     "content": [{"type": "text", "text": "ok"}],
+                     "usage": {"input_tokens": 5, "output_tokens": 2}}},
+        {"type": f"x{fake}", "uuid": "u3", "sessionId": "s2", "timestamp": "2026-11-16T10:00:03Z"},
+    ]  # fmt: skip
+    (project / f"s2{fake}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    said = []
+    for args in (["ingest", "adk-json", "good.json", f"x{fake}.json"],
+                 ["ingest", "adk-sqlite", f"nope{fake}"],
+                 ["ingest", "claude-code", "cc"], ["cost"], ["calls", "--all"],
+                 ["turns", "nosuch"], ["ingests", "--skips", "1"]):  # fmt: skip
+        result = runner.invoke(app, args)
+        said.append(result.output)
+        forged = [line for line in result.output.splitlines() if line.startswith("Error: FAKE")]
+        assert not forged, result.output
+    text = "\n".join(said)
+    assert "\nError: FAKE" not in text and "\tTAB" not in text
+    assert text.count("\\x0aError: FAKE\\x09") >= 6, text

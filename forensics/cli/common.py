@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..api import IngestResult
     from ..provenance import Spec
     from ..selection import Selection
+    from .output import Footnote
 
 app = typer.Typer(
     help="Offline forensics for tool-calling LLM agents: load ADK sessions and traces, "
@@ -200,8 +201,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def echo(message: str, *, err: bool = False, nl: bool = True) -> None:
     """A line for people: text from data in it has its control and bidi characters shown
-    (sanitize.visible), so nothing a session stored can drive the terminal."""
-    typer.echo(visible(message, keep_newlines=True, keep_tabs=True), err=err, nl=nl)
+    (sanitize.visible), newlines and tabs too, so nothing a session stored or a file's
+    name holds can drive the terminal or print a line of its own (`Error: ...`). Only the
+    newlines before and after the line are the message's own (a blank line around it);
+    lines are echoed one at a time."""
+    line = message.strip("\n")
+    if not line:
+        typer.echo(message, err=err, nl=nl)
+        return
+    before = message[: message.index(line)]
+    after = message[len(before) + len(line) :]
+    typer.echo(before + visible(line) + after, err=err, nl=nl)
 
 
 _NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device"
@@ -246,9 +256,11 @@ def boundary(command: F) -> F:
             stages.done()
             if state["debug"]:
                 raise
-            echo(f"Error: {e}", err=True)
+            # one line each: a newline or tab in them is a path's or a stored name's,
+            # never the message's own (a file name could print a line of its own)
+            echo(f"Error: {visible(str(e))}", err=True)
             if e.hint:
-                echo(f"Hint: {e.hint}", err=True)
+                echo(f"Hint: {visible(e.hint)}", err=True)
             raise typer.Exit(1) from None
         except BrokenPipeError:  # `forensics events x | head`: the reader left, not an error
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -275,18 +287,18 @@ def boundary(command: F) -> F:
             if state["debug"]:
                 raise
             if isinstance(e, OSError) and e.errno in _PATH_ERRORS and e.filename:  # a path refused
-                echo(f"Error: cannot use {e.filename}: {e.strerror}", err=True)
-                echo("Hint: give a shorter path, or one this user may write", err=True)
+                echo(f"Error: cannot use {visible(str(e.filename))}: {e.strerror}", err=True)
+                echo(f"Hint: {_PATH_ERRORS[e.errno]}", err=True)
                 raise typer.Exit(1) from None
             if _out_of_memory(e):
-                detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                detail = f"{type(e).__name__}: {visible(str(e))}" if str(e) else type(e).__name__
                 echo(f"Error: out of memory ({detail})", err=True)
                 echo("Hint: a store's work is undone or kept as the ingest's ledger says "
                      "(`forensics ingests`); give the command more memory (ulimit -v, a "
                      "container's limit), or fewer processes (--workers 1)", err=True)  # fmt: skip
                 raise typer.Exit(1) from None
             if _too_many_files(e):
-                echo(f"Error: too many open files ({e})", err=True)
+                echo(f"Error: too many open files ({visible(str(e))})", err=True)
                 echo("Hint: raise the limit (`ulimit -n 1024`) and run it again", err=True)
                 raise typer.Exit(1) from None
             if isinstance(e, OSError) and e.errno == errno.ENOSPC and not e.filename:
@@ -298,12 +310,12 @@ def boundary(command: F) -> F:
                      "file, is kept)", err=True)  # fmt: skip
                 raise typer.Exit(1) from None
             if _NO_SPACE in str(e):  # DuckDB's or the system's: the disk is full
-                echo(f"Error: the disk is full: {e}", err=True)
+                echo(f"Error: the disk is full: {visible(str(e))}", err=True)
                 typer.echo("Hint: free some space (or give --db a store on another disk)"
                            " and run it again: what was committed before is kept",
                            err=True)  # fmt: skip
                 raise typer.Exit(1) from None
-            echo(f"Error: unexpected {type(e).__name__}: {e}", err=True)
+            echo(f"Error: unexpected {type(e).__name__}: {visible(str(e))}", err=True)
             typer.echo("Hint: run again with --debug for the traceback, and report it", err=True)
             raise typer.Exit(2) from None
         finally:
@@ -344,7 +356,12 @@ def _column_list(text: str | None) -> list[str] | None:
 
 _LARGEST = 2**63 - 1  # what DuckDB's BIGINT and polars' Int64 hold
 # a path the system refuses to use (too long, not this user's, a read-only disk): said
-_PATH_ERRORS = (errno.ENAMETOOLONG, errno.EACCES, errno.EPERM, errno.EROFS)
+_PATH_ERRORS = {  # a path the system refused, and what to give instead
+    errno.ENAMETOOLONG: "give a shorter path",
+    errno.EACCES: "give a path this user may write (or read)",
+    errno.EPERM: "give a path this user may write (or read)",
+    errno.EROFS: "give a path on a disk that is not read-only",
+}
 
 
 def _out_of_memory(error: BaseException) -> bool:
@@ -454,7 +471,7 @@ def emit(
     frame: pl.DataFrame | Iterator[pl.DataFrame],
     fmt: Format,
     spec: Spec | None = None,
-    footnote: str | None = None,
+    footnote: Footnote = None,
 ) -> None:
     """The frame on stdout: an aligned table with totals, JSON with provenance, or CSV,
     formatted a column at a time and written in chunks (cli/writers.py), of a frame or of

@@ -209,6 +209,17 @@ def totals_row(df: pl.DataFrame, columns: Sequence[str], totals: Sequence[str]) 
     return total_row
 
 
+Footnote = str | tuple[str, ...] | None  # a table's note: a line, or lines
+
+
+def footnote_lines(footnote: Footnote) -> list[str]:
+    """A footnote's lines as a table ends with them: each one line whatever it holds (it
+    may name what data named: a model in a ratio's note, a price file), so a newline in
+    data is shown, not printed."""
+    lines = (footnote,) if isinstance(footnote, str) else footnote or ()
+    return [visible(line) for line in lines if line]
+
+
 def table_line(cells: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
     """One line of a table, in terminal columns (display_width): numbers to the right,
     the rest to the left."""
@@ -223,7 +234,7 @@ def to_table(
     df: pl.DataFrame,
     columns: Sequence[str] | None = None,
     totals: Sequence[str] = (),
-    footnote: str | None = None,
+    footnote: Footnote = None,
     json_columns: Sequence[str] = (),
 ) -> str:
     """An aligned text table; `totals` columns are summed in code into a last row."""
@@ -250,6 +261,5 @@ def to_table(
         out.append(line(cells))
     if not rows:
         out.append("(no rows)")
-    if footnote:  # it may name what data named (a model in a ratio's note)
-        out.append(visible(footnote, keep_newlines=True))
+    out += footnote_lines(footnote)
     return "\n".join(out) + "\n"

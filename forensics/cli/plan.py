@@ -83,6 +83,8 @@ def plan(
     if fmt is Format.table:
         echo("")
         emit(report.indexes, fmt, PLAN_INDEXES)
-        echo("\n".join(notes))
+        for note in notes:
+            echo(note)
     else:  # stdout stays the lookups alone
-        echo("\n".join(notes), err=True)
+        for note in notes:
+            echo(note, err=True)

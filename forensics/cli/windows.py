@@ -280,6 +280,6 @@ def fidelity(
     )
     if frame.is_empty():
         summary = "no traced call in the selection: load traces with `forensics ingest adk-trace`"
-    emit(frame, fmt, FIDELITY, footnote=f"{summary}\n{FIDELITY.footnote}")
+    emit(frame, fmt, FIDELITY, footnote=(summary, FIDELITY.footnote or ""))
     if fmt is not Format.table:
         echo(summary, err=True)

@@ -31,13 +31,15 @@ from typing import Any, NamedTuple
 import polars as pl
 import pyarrow as pa
 
-from ..sanitize import json_escapes, json_safe, visible, visible_escapes
+from ..sanitize import json_escapes, json_safe, visible_escapes
 from .output import (
     MAX_CELL,
     WHOLE,
+    Footnote,
     csv_cell,
     display_width,
     fine_times,
+    footnote_lines,
     plain_value,
     shorten,
     table_cell,
@@ -664,7 +666,7 @@ def write_table(
     write: Write,
     columns: Sequence[str] | None = None,
     totals: Sequence[str] = (),
-    footnote: str | None = None,
+    footnote: Footnote = None,
     json_columns: Sequence[str] = (),
     width: int | None = None,
 ) -> None:
@@ -714,13 +716,12 @@ def write_table(
         max(len(c), lengths[i] or 0 if lengths else 0, len(total[i]) if total else 0)
         for i, c in enumerate(columns)
     ]
+    left_out = None
     if width is not None:
         kept = fitting(widths, width)
         if kept < len(columns):
-            left_out = ", ".join(columns[kept:])
-            footnote = "\n".join(filter(None, [footnote, (
-                f"left out to fit {width} columns: {left_out} (-f csv, -f json or a wider "
-                "terminal shows them)")]))  # fmt: skip
+            left_out = (f"left out to fit {width} columns: {', '.join(columns[kept:])} (-f csv, "
+                        "-f json or a wider terminal shows them)")  # fmt: skip
             columns, widths, right = columns[:kept], widths[:kept], right[:kept]
             body = body.select(columns)
             total = total[:kept] if total is not None else None
@@ -743,7 +744,8 @@ def write_table(
         tail += [dashes, table_line(total, widths, right)]
     if not frame.height:
         tail.append("(no rows)")
-    if footnote:  # it may name what data named (a model in a ratio's note)
-        tail.append(visible(footnote, keep_newlines=True))
+    tail += footnote_lines(footnote)
+    if left_out:
+        tail.append(left_out)
     if tail:
         write(("\n".join(tail) + "\n").encode())

@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from ..sanitize import one_line
 from ..sources.postgres.connection import one
 from .catalog import Catalog
 from .explain import explain, walk
@@ -199,7 +200,7 @@ def hypothetical(
     except psycopg.errors.QueryCanceled:
         raise
     except psycopg.Error as e:
-        return f"HypoPG could not try it: {str(e).strip()}"
+        return f"HypoPG could not try it: {one_line(str(e))}"
     finally:
         if created is not None:
             with con.transaction():

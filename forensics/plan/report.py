@@ -13,6 +13,7 @@ import polars as pl
 import psycopg
 
 from ..columns import PLAN_INDEXES, PLAN_LOOKUPS
+from ..sanitize import one_line
 from ..selection import Selection
 from ..sources.postgres.adk import AdkPostgresSource
 from ..sources.postgres.connection import one
@@ -139,7 +140,7 @@ def _plan_row(
         if lookup.path is None:
             raise
         raise QueryFileError(
-            f"query file {lookup.path}: PostgreSQL cannot plan it: {str(e).strip()}"
+            f"query file {lookup.path}: PostgreSQL cannot plan it: {one_line(str(e))}"
         ) from e
     plan = result["Plan"]
     scans = scan_nodes(plan, catalog)

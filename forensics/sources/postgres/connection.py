@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 
 from ...errors import SourceError, TransientSourceError
+from ...sanitize import one_line
 from ...secrets import Secret, scrub, unusable
 
 
@@ -38,7 +39,9 @@ class ReadOnlyServer:
         return f"ReadOnlyServer({self.location!r})"
 
     def scrub(self, error: BaseException) -> str:
-        return scrub(str(error).strip(), self._dsn)
+        """psycopg's message, its password out, on one line (libpq's "Is the server
+        running...?", a server's DETAIL: sanitize.one_line)."""
+        return scrub(one_line(str(error)), self._dsn)
 
     def connect(self) -> psycopg.Connection:
         """A read-only connection whose every statement is bounded by the timeout."""
