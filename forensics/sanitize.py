@@ -23,24 +23,31 @@ from .errors import ForensicsError
 
 # embedding, override and isolate controls, and the marks (UAX #9)
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-# every other invisible format character too: zero-width spaces and joiners, word
-# joiners, U+FEFF, and the tag characters U+E0000-E007F that hide text from a reader
-# ("ASCII smuggling" of instructions): a forensics tool shows what was there
+# every other format character too (Unicode's category Cf: tests/test_hardening.py holds
+# the list whole for this Python): zero-width spaces and joiners, word joiners, U+FEFF,
+# and the tag characters U+E0000-E007F that hide text from a reader ("ASCII smuggling"
+# of instructions): a forensics tool shows what was there
 _FORMAT = "".join(
     chr(c)
     for c in (
-        *range(0x00AD, 0x00AE),
-        *range(0x0600, 0x0606),
-        *range(0x180E, 0x180F),
-        *range(0x200B, 0x2010),
-        *range(0x2060, 0x2070),
-        *range(0xFEFF, 0xFF00),
-        *range(0xFFF9, 0xFFFC),
-        *range(0xE0000, 0xE0080),
+        0x00AD, *range(0x0600, 0x0606), 0x06DD, 0x070F, 0x0890, 0x0891, 0x08E2, 0x180E,
+        *range(0x200B, 0x2010), *range(0x2060, 0x2070), 0xFEFF, *range(0xFFF9, 0xFFFC),
+        0x110BD, 0x110CD, *range(0x13430, 0x13440), *range(0x1BCA0, 0x1BCA4),
+        *range(0x1D173, 0x1D17B), *range(0xE0000, 0xE0080),
     )
     if unicodedata.category(chr(c)) == "Cf"
-)
-_HIDDEN = "\u2028\u2029" + BIDI_CONTROLS + _FORMAT
+)  # fmt: skip
+# and the characters that show nothing and are no format character: the combining
+# grapheme joiner, Hangul's fillers, Mongolian's and Khmer's invisible signs, and the
+# variation selectors past the sixteenth (U+E0100-E01EF: they carry bytes hidden behind
+# an emoji; VS1-16 are left, as emoji's own presentation selectors)
+_INVISIBLE = "".join(
+    chr(c)
+    for c in (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, *range(0x180B, 0x1810), 0x3164, 0xFFA0,
+              *range(0xE0100, 0xE01F0))
+    if c != 0x180E  # (a format character, above)
+)  # fmt: skip
+_HIDDEN = "\u2028\u2029" + BIDI_CONTROLS + _FORMAT + _INVISIBLE
 # and lone surrogates (a range of the patterns, never in a column: Arrow holds none): a
 # byte of a name given that no encoding decodes, which no terminal can be sent as text
 _SURROGATES = "\ud800-\udfff"
@@ -69,7 +76,7 @@ def visible(text: str, *, keep_newlines: bool = False, keep_tabs: bool = False) 
 # what json.dumps(ensure_ascii=False) leaves raw (it escapes C0 itself; the rest of
 # the document's raw newlines are its own layout)
 _UNSAFE_IN_JSON = re.compile(
-    "[\x7f-\x9f\u2028\u2029" + BIDI_CONTROLS + _FORMAT + _SURROGATES + "]"
+    "[\x7f-\x9f\u2028\u2029" + BIDI_CONTROLS + _FORMAT + _INVISIBLE + _SURROGATES + "]"
 )
 
 

@@ -762,6 +762,26 @@ def test_invisible_format_characters_are_shown_and_csv_is_safe_in_a_spreadsheet(
     assert csv_text.splitlines()[1:] == ["'=HYPERLINK(1)", "-5", "'-x", 'a\tb\\x0dc', "'+1"]
 
 
+def test_every_format_character_and_the_invisible_ones_are_shown():
+    """Every character of Unicode's category Cf (as this Python knows it) is shown as an
+    escape in a table, CSV and JSON, as are the invisible ones of other categories: a
+    tool named "Bash" and six variation selectors past the sixteenth (bytes hidden behind
+    it) showed as "Bash"; U+1D173, U+13430 or a Hangul filler passed raw."""
+    import json
+    import unicodedata
+
+    from forensics.sanitize import json_safe, visible
+
+    format_characters = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"]
+    for char in [*format_characters, "\u034f", "\u115f", "\u3164", "\uffa0", "\u180b",
+                 "\u17b4", "\U000e0100", "\U000e01ef"]:  # fmt: skip
+        assert visible(f"a{char}b").startswith("a\\"), hex(ord(char))
+        assert char not in json_safe(json.dumps(f"a{char}b", ensure_ascii=False)), hex(ord(char))
+    smuggled = "Bash" + "".join(chr(0xE0100 + b) for b in b"rm -rf")
+    assert visible(smuggled) == "Bash" + "".join(f"\\U{0xE0100 + b:08x}" for b in b"rm -rf")
+    assert visible("\u2764\ufe0f") == "\u2764\ufe0f"  # an emoji's own presentation: kept
+
+
 def test_fine_times_all_carry_milliseconds():
     from datetime import datetime
 
