@@ -469,6 +469,13 @@ def test_a_prices_file_kept_in_the_store_prices_its_costs(sample, tmp_path):
     forgot = runner.invoke(app, ["prices", "--forget", "--db", str(db)])
     assert forgot.exit_code == 0 and "dropped" in forgot.output
     assert api.cost(db)["cost_usd_low"].to_list() == [None, None, None]
+    # a program asking for JSON or CSV gets a record, not a sentence
+    kept = runner.invoke(app, ["prices", "--keep", str(PRICES), "--db", str(db), "-f", "json"])
+    (record,) = json.loads(kept.stdout)
+    assert record["prices_file"] == "prices.toml" and record["kept"] is True
+    forgot = runner.invoke(app, ["prices", "--forget", "--db", str(db), "-f", "csv"])
+    assert forgot.stdout.splitlines() == ["store,prices_file,kept,dropped",
+                                          f"{db},,false,true"]  # fmt: skip
 
 
 # ---------------------------------------------------------------------------

@@ -476,10 +476,20 @@ def prices(
             raise ForensicsError(f"no store at {store}", hint="load something first, or --db")
         if keep is not None:
             when = api.keep_prices(store, keep)
-            echo(f"kept {keep.name} in {store} ({when}): its costs use it from now on")
+            done = {"store": str(store), "prices_file": keep.name, "kept": True,
+                    "kept_at": when}  # fmt: skip
+            said = f"kept {keep.name} in {store} ({when}): its costs use it from now on"
         else:
             had = api.forget_prices(store)
-            echo(f"{store} kept a prices file: dropped" if had else f"{store} kept no prices file")
+            done = {"store": str(store), "prices_file": None, "kept": False,
+                    "dropped": had}  # fmt: skip
+            said = f"{store} kept a prices file: dropped" if had else f"{store} kept no prices file"
+        if fmt is Format.table:
+            echo(said)
+        else:  # a program asked: what was done, as a record (a sentence was no JSON)
+            import polars as pl
+
+            emit(pl.DataFrame([done]), fmt)
         return
 
     day = None
