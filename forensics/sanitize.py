@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import shlex
 import unicodedata
 from collections.abc import Callable
 
@@ -102,6 +103,28 @@ def _changed(escape: Callable[[str], str]) -> dict[str, str]:
     # JSON's own two (`"`, `\`)
     candidates = [chr(c) for c in range(0xA0)] + sorted(set(_HIDDEN))
     return {c: e for c in candidates if (e := escape(c)) != c}
+
+
+def shell_word(text: str) -> str:
+    """`text` as one word of a command a user can copy into a shell: quoted as shlex
+    quotes it, or, when it holds a character `visible` shows as an escape (a control,
+    newline, bidi or invisible one), in the $'...' form of bash and zsh with each such
+    character escaped: printable, and read back by the shell as the text itself (a lone
+    surrogate, a file name's byte no encoding decodes, as that byte)."""
+    if visible(text) == text:
+        return shlex.quote(text)
+    out = []
+    for char in text:
+        code = ord(char)
+        if char in "\\'":
+            out.append("\\" + char)
+        elif visible(char) == char:
+            out.append(char)
+        elif code < 0x80 or 0xDC80 <= code <= 0xDCFF:  # (a byte: \xHH is the byte itself)
+            out.append(f"\\x{code & 0xFF:02x}")
+        else:
+            out.append(f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return "$'" + "".join(out) + "'"
 
 
 def one_line(text: str) -> str:

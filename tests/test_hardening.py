@@ -971,3 +971,25 @@ def test_files_whose_names_no_encoding_decodes_load_or_are_refused_by_name(tmp_p
     moved = shutil.move(export, f"{odd}/export")
     said = runner.invoke(app, ["ingest", "parquet", str(moved), "--db", str(tmp_path / "p")])
     assert said.exit_code == 1 and "cannot read an export from" in said.stderr, said.output
+
+
+def test_a_command_shown_with_a_hostile_id_runs_as_shown(tmp_path):
+    """A word of a command the output suggests (a session id, an app, a path) holding a
+    control, newline, bidi or invisible character is printable and, typed into bash,
+    is the text itself: `$'...'` with the character escaped (the weekly review quoted
+    the escape as text, so the command named another session)."""
+    import shutil
+    import subprocess
+
+    from forensics.sanitize import shell_word, visible
+
+    if shutil.which("bash") is None:
+        pytest.skip("no bash here")
+    texts = ["plain", "-x\x1b[1m y", "a'b\\c", "line\nbreak\ttab", "shop\u202e009", "é中😀",
+             "\udcff\udc80x", "\x85c1", "Bash\U000e0172", "$HOME `x`", ""]
+    for text in texts:
+        word = shell_word(text)
+        assert visible(word) == word and "\n" not in word, word
+        typed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True,
+                               check=True).stdout  # fmt: skip
+        assert typed == text.encode("utf-8", "surrogateescape"), (text, word)

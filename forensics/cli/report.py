@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ import typer
 
 from ..errors import ForensicsError
 from ..reports.destination import file_name_part, report_destination
-from ..sanitize import visible
+from ..sanitize import shell_word, visible
 from .common import (
     AppPick,
     DbOption,
@@ -321,7 +320,8 @@ def demo(
     echo(f"Weekly review: {visible(str(review))}")
     if claude_report is not None:
         echo(f"Claude Code incident report: {visible(str(claude_report))}")
-    echo(f"Next: {shlex.join([*_typed_forensics(), 'turns', 'incident', '--db', str(target)])}")
+    words = [*_typed_forensics(), "turns", "incident", "--db", str(target)]
+    echo(f"Next: {' '.join(map(shell_word, words))}")
 
 
 def _typed_forensics() -> list[str]:

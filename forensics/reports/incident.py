@@ -19,6 +19,7 @@ import polars as pl
 from .. import __version__, api
 from ..errors import ForensicsError
 from ..provenance import ESTIMATED, INFERRED, LOGGED, MEASURED, PRICED
+from ..sanitize import shell_word
 from ..words import counted, union_of
 
 WHATIF_CAP = 16_000  # the founding guard's budget
@@ -636,9 +637,13 @@ def _charts(
         return charts, None
     charts.append(_one_call_turns(calls, compaction, single, broke))
     charts.sort(key=lambda c: c.turn)
+    # (an id that starts with '-' would read as an option: after '--', at the end)
+    word = shell_word(session_id)
+    command = (f"forensics report incident {word} --turn N" if not session_id.startswith("-")
+               else f"forensics report incident --turn N -- {word}")  # fmt: skip
     note = (
         f"The {len(single):,} turns with one model call are charted together, a bar each; "
-        f"`forensics report incident {session_id} --turn N` charts any turn alone."
+        f"`{command}` charts any turn alone."
     )
     return charts, note
 

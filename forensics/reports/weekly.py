@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -26,6 +25,7 @@ import polars as pl
 from .. import __version__, api
 from ..errors import ForensicsError
 from ..provenance import ESTIMATED, INFERRED, LOGGED, MEASURED, PRICED
+from ..sanitize import shell_word
 from ..words import counted, union_of
 from .incident import Cell, n, portable, ranged, relative, usd, utc
 
@@ -265,7 +265,7 @@ def _incident_command(store: api.Store, row: dict[str, Any], book: api.PriceBook
         words += ["--prices", _typed(overrides.path)]
     # an id that starts with '-' would read as an option: after '--', at the end
     named = [session, *words] if not session.startswith("-") else [*words, "--", session]
-    return shlex.join(["forensics", "report", "incident", *named])
+    return " ".join(map(shell_word, ["forensics", "report", "incident", *named]))
 
 
 def _typed(path: Path) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -19,6 +18,7 @@ from ..model import (
     pair_unidentified_calls,
     parse_version,
 )
+from ..sanitize import shell_word
 from ..selection import Selection
 from .handle import Store
 
@@ -122,10 +122,10 @@ def _not_of(store: Store, session_id: str, app: str | None, user: str | None) ->
         return
     other = store.query("store/session_keys", session=session_id, app=None, user=None)
     if other:
-        asked = " ".join(f"--{flag} {shlex.quote(value)}"
+        asked = " ".join(f"--{flag} {shell_word(value)}"
                          for flag, value in (("app", app), ("user", user))
                          if value is not None)  # fmt: skip
-        found = "; ".join(f"--app {shlex.quote(a)} --user {shlex.quote(u)}" for a, u, _ in other)
+        found = "; ".join(f"--app {shell_word(a)} --user {shell_word(u)}" for a, u, _ in other)
         raise ForensicsError(f"session {session_id!r} is not of {asked}", hint=f"it is of {found}")
 
 
@@ -138,7 +138,7 @@ def resolve_session(
         _not_of(store, session_id, app, user)
         raise _no_session(store, session_id)
     if len(keys) > 1:
-        choices = "; ".join(f"--app {shlex.quote(a)} --user {shlex.quote(u)}" for a, u, _ in keys)
+        choices = "; ".join(f"--app {shell_word(a)} --user {shell_word(u)}" for a, u, _ in keys)
         raise ForensicsError(
             f"session id {session_id!r} exists in {len(keys)} apps/users",
             hint=f"add one of: {choices}",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shlex
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ import pyarrow as pa
 from ...errors import TOO_DEEP, MissingRelationError, SourceError, TransientSourceError
 from ...families.adk import v0
 from ...model import RAW_SESSION_SCHEMA, Batch
+from ...sanitize import shell_word
 from ...selection import Selection
 from ...store.arrow import rows_table  # (pyarrow's builders import pandas)
 from ..base import BATCH_ROWS, ActionFields, EventBatcher, layout_problem
@@ -85,7 +85,7 @@ def _database_error(path: Path, e: sqlite3.DatabaseError, what: str) -> SourceEr
     if code == sqlite3.SQLITE_CORRUPT:
         return SourceError(
             f"{path}: {e}",
-            hint=f"the file is damaged: `sqlite3 {shlex.quote(str(path))} .recover | sqlite3 "
+            hint=f"the file is damaged: `sqlite3 {shell_word(str(path))} .recover | sqlite3 "
             "recovered.db` "
             "salvages what it can into a new file, which this command reads",
         )
