@@ -331,3 +331,18 @@ def test_a_table_aligns_wide_characters_by_the_columns_they_take():
     assert "長" * 14 + "…" + "長" * 15 in cells  # 28 + 1 + 30 columns
     assert all(display_width(cell) <= MAX_CELL for cell in cells)
     assert display_width("cafe\u0301") == 4 and display_width("😀") == 2
+
+
+def test_what_the_writers_take_for_one_column_a_character_is():
+    """cli/writers.py looks for the characters of other widths only where its pattern
+    says they may be: every character it leaves out (and shown as itself) is one column,
+    and the pattern finds the wide ones and the marks."""
+    from forensics.cli.output import display_width
+    from forensics.sanitize import visible
+
+    chars = [c for c in map(chr, [*range(0x20, 0x300), 0x2026]) if visible(c) == c]
+    found = pl.Series(chars).str.contains(writers._NOT_ONE_COLUMN)
+    assert not found.any() and all(display_width(c) == 1 for c in chars)
+    others = ["\u0301", "\u20d0", "中", "😀", "\uff21", "\u231a"]
+    assert pl.Series(others).str.contains(writers._NOT_ONE_COLUMN).all()
+    assert all(display_width(c) != 1 for c in others)

@@ -56,7 +56,7 @@ def _taking(chars: Iterable[str], columns: int) -> int:
 
 def display_width(text: str) -> int:
     """The terminal columns `text` takes, as a table aligns it: an East Asian wide or
-    fullwidth character (漢, ｱ, most emoji) two, a combining mark none, any other one.
+    fullwidth character (漢, Ａ, most emoji) two, a combining mark none, any other one.
     (A cell's control and format characters are escapes by then: `visible`.)"""
     if text.isascii():
         return len(text)

@@ -571,7 +571,11 @@ WHITESPACE = (
 )
 _SPACES = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in WHITESPACE) + "]+"
 _PLAIN_CELL = r"[^ -~]|  |^ | $"  # text a cell shows as it is (but for its length)
-_NOT_ASCII = r"[^\x00-\x7f]"  # text whose terminal columns may not be its characters
+# text whose terminal columns may not be its characters: a superset of the characters
+# output.display_width counts as other than one column (combining marks from U+0300 on,
+# wide ones from U+1100 on; tests/test_writers.py holds the rest to one column), but for
+# the "…" a cut cell holds
+_NOT_ONE_COLUMN = r"[\x{300}-\x{2025}\x{2027}-\x{10ffff}]"
 
 
 @functools.cache
@@ -581,45 +585,58 @@ def _cell_escapes() -> _Escapes:
 
 def _table_text(text: pl.Expr, whole: bool) -> Formatted:
     """output.table_cell's rule for text: whitespace collapsed, control and bidi
-    characters shown, cut in the middle to MAX_CELL characters unless `whole`."""
+    characters shown, cut in the middle to MAX_CELL terminal columns unless `whole`."""
 
     def shown(found: list[bool]) -> pl.Expr:
         out = text
         if found[0]:
             out = _cell_escapes().apply(out.str.replace_all(_SPACES, " ").str.strip_chars(" "))
-        if not whole and found[1]:  # cut to MAX_CELL terminal columns, a value at a time
+        if not whole and found[1]:
             out = out.map_batches(_shortened, return_dtype=pl.String)
         elif not whole:
-            head = (MAX_CELL - 1) // 2
-            cut = pl.concat_str(out.str.slice(0, head), pl.lit("…"),
-                                out.str.slice(-(MAX_CELL - 1 - head)))  # fmt: skip
-            out = pl.when(out.str.len_chars() > MAX_CELL).then(cut).otherwise(out)
+            out = _cut_by_characters(out)
         return out.fill_null("")
 
-    return Formatted([_some(text, _PLAIN_CELL), _some(text, _NOT_ASCII)], shown)
+    return Formatted([_some(text, _PLAIN_CELL), _some(text, _NOT_ONE_COLUMN)], shown)
+
+
+def _cut_by_characters(text: pl.Expr) -> pl.Expr:
+    """output.shorten of text that takes a column a character: cut to MAX_CELL of them."""
+    head = (MAX_CELL - 1) // 2
+    cut = pl.concat_str(text.str.slice(0, head), pl.lit("…"),
+                        text.str.slice(-(MAX_CELL - 1 - head)))  # fmt: skip
+    return pl.when(text.str.len_chars() > MAX_CELL).then(cut).otherwise(text)
 
 
 def _shortened(values: pl.Series) -> pl.Series:
-    return pl.Series([None if v is None else shorten(v) for v in values.to_list()],
-                     dtype=pl.String)  # fmt: skip
+    """output.shorten of each value: by Python for the distinct ones that may take other
+    than a column a character and are long enough to need a cut (over MAX_CELL // 2
+    characters: none takes more than two columns), by characters for the rest."""
+    frame = values.to_frame("v")
+    text = pl.col("v")
+    may = text.str.contains(_NOT_ONE_COLUMN) & (text.str.len_chars() > MAX_CELL // 2)
+    picked = frame.filter(may)["v"].unique().to_list()
+    cut = [shorten(v) for v in picked]
+    shown = text.replace_strict(picked, cut, default=text, return_dtype=pl.String)
+    return frame.select(pl.when(may).then(shown).otherwise(_cut_by_characters(text))).to_series()
 
 
-def _beyond_characters(body: pl.DataFrame) -> dict[str, pl.Expr]:
-    """For each column holding text other than ASCII: each cell's terminal columns
-    beyond its characters (output.display_width), asked of its distinct such values."""
+def _beyond_characters(body: pl.DataFrame) -> dict[str, pl.Series]:
+    """For each column holding text that may take other than a column a character: each
+    cell's terminal columns beyond its characters (output.display_width), asked of its
+    distinct such values once (not in each chunk of lines)."""
     if not body.height:
         return {}
-    flags = body.select(pl.all().str.contains(_NOT_ASCII).any()).row(0)
+    flags = body.select(pl.all().str.contains(_NOT_ONE_COLUMN).any()).row(0)
     beyond = {}
     for name, flagged in zip(body.columns, flags, strict=True):
         if not flagged:
             continue
         cells = body[name]
-        values = cells.filter(cells.str.contains(_NOT_ASCII)).unique().to_list()
+        values = cells.filter(cells.str.contains(_NOT_ONE_COLUMN)).unique().to_list()
         more = [display_width(v) - len(v) for v in values]
         if any(more):
-            beyond[name] = pl.col(name).replace_strict(values, more, default=0,
-                                                       return_dtype=pl.Int64)  # fmt: skip
+            beyond[name] = cells.replace_strict(values, more, default=0, return_dtype=pl.Int64)
     return beyond
 
 
@@ -710,7 +727,8 @@ def write_table(
     total = totals_row(frame, columns, totals) if totals and frame.height else None
     beyond = _beyond_characters(body)
     lengths = body.select(
-        (pl.col(c).str.len_chars() + beyond.get(c, 0)).max() for c in body.columns
+        (pl.col(c).str.len_chars() + (pl.lit(beyond[c]) if c in beyond else 0)).max()
+        for c in body.columns
     ).row(0) if frame.height else ()  # fmt: skip
     widths = [
         max(len(c), lengths[i] or 0 if lengths else 0, len(total[i]) if total else 0)
@@ -727,10 +745,15 @@ def write_table(
             total = total[:kept] if total is not None else None
     dashes = table_line(["-" * w for w in widths], widths, right)
     write((table_line(columns, widths, right) + "\n" + dashes + "\n").encode())
+    if beyond:  # padded to their columns once, each by its own count of characters
+        body = body.with_columns(
+            pl.col(c).str.pad_start(w - pl.lit(beyond[c])) if r
+            else pl.col(c).str.pad_end(w - pl.lit(beyond[c]))
+            for c, w, r in zip(columns, widths, right, strict=True) if c in beyond
+        )  # fmt: skip
     line = pl.concat_str(
         [
-            pl.col(c).str.pad_start(w - beyond[c]) if r and c in beyond
-            else pl.col(c).str.pad_end(w - beyond[c]) if c in beyond
+            pl.col(c) if c in beyond
             else pl.col(c).str.pad_start(w) if r else pl.col(c).str.pad_end(w)
             for c, w, r in zip(columns, widths, right, strict=True)
         ],
