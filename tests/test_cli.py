@@ -478,5 +478,5 @@ def test_a_newline_from_data_or_a_path_never_prints_a_line_of_its_own(tmp_path, 
         forged = [line for line in result.output.splitlines() if line.startswith("Error: FAKE")]
         assert not forged, result.output
     text = "\n".join(said)
-    assert "\nError: FAKE" not in text and "\tTAB" not in text
+    assert "\nError: FAKE" not in text and "FAKE\t" not in text
     assert text.count("\\x0aError: FAKE\\x09") >= 6, text

@@ -166,6 +166,20 @@ def test_help_and_version_into_a_closed_or_full_output(args: list[str]) -> None:
     assert fills.stderr == "Error: cannot write the output: No space left on device\n"
 
 
+def test_an_error_whose_reader_left_is_still_an_error(store: Path) -> None:
+    """An error or a usage error written to a stderr whose reader left exits non-zero:
+    only help and the version read in part are not errors."""
+    for args in (["turns", "nosuch", "--db", str(store)], ["sessions", "--bogus"]):
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            failed = subprocess.run([sys.executable, "-c", MAIN, *args], stdout=subprocess.DEVNULL,
+                                    stderr=write, timeout=300)  # fmt: skip
+        finally:
+            os.close(write)
+        assert failed.returncode != 0, args
+
+
 def test_a_narrow_terminal_still_gets_help_and_usage_errors() -> None:
     """COLUMNS=0 printed a blank line for --help, and nothing for a usage error."""
     helped = forensics("sessions", "--help", env={"COLUMNS": "0"})

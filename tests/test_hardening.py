@@ -764,7 +764,8 @@ def test_invisible_format_characters_are_shown_and_csv_is_safe_in_a_spreadsheet(
 
 def test_every_format_character_and_the_invisible_ones_are_shown():
     """Every character of Unicode's category Cf (as this Python knows it) is shown as an
-    escape in a table, CSV and JSON, as are the invisible ones of other categories: a
+    escape by `visible` (tables, CSV, messages, HTML) and in JSON, as are the invisible
+    ones of other categories and code points not yet assigned in their ranges: a
     tool named "Bash" and six variation selectors past the sixteenth (bytes hidden behind
     it) showed as "Bash"; U+1D173, U+13430 or a Hangul filler passed raw."""
     import json
@@ -773,8 +774,9 @@ def test_every_format_character_and_the_invisible_ones_are_shown():
     from forensics.sanitize import json_safe, visible
 
     format_characters = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"]
-    for char in [*format_characters, "\u034f", "\u115f", "\u3164", "\uffa0", "\u180b",
-                 "\u17b4", "\U000e0100", "\U000e01ef"]:  # fmt: skip
+    others = ["\u034f", "\u115f", "\u3164", "\uffa0", "\u180b", "\u17b4", "\U000e0100",
+              "\U000e01ef", "\u2065", "\ufff0", "\U000e0002"]  # fmt: skip
+    for char in [*format_characters, *others]:
         assert visible(f"a{char}b").startswith("a\\"), hex(ord(char))
         assert char not in json_safe(json.dumps(f"a{char}b", ensure_ascii=False)), hex(ord(char))
     smuggled = "Bash" + "".join(chr(0xE0100 + b) for b in b"rm -rf")

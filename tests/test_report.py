@@ -425,7 +425,7 @@ def test_an_out_ending_in_a_slash_is_a_folder(sample_db, tmp_path, monkeypatch):
     assert [p.name for p in (tmp_path / "weeks").iterdir()] == ["review-week.html"]
     for out, said in (("a/b/", "the folder a does not exist"),
                       ("new/incident-incident.html/", "it is a file, not a folder"),
-                      ("", "--out names no file")):  # fmt: skip
+                      ("", "--out '' names no file")):  # fmt: skip
         result = runner.invoke(app, ["report", "incident", "incident", "--db", db, "--out", out])
         assert result.exit_code == 1 and said in result.output, (out, result.output)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "weeks"]
@@ -483,6 +483,9 @@ def test_demo_checks_where_its_reports_go_before_it_loads(tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in (tmp_path / "all").iterdir()) == [
         "claude-code-incident.html", "incident.html", "review.html"]
+    result = runner.invoke(app, ["demo", "--db", "e.duckdb", "--out", "new/"])  # made
+    assert result.exit_code == 0, result.output
+    assert len(list((tmp_path / "new").iterdir())) == 3
 
 
 def test_a_report_to_standard_output_and_a_path_said_as_text(sample_db, tmp_path, monkeypatch):
@@ -501,3 +504,39 @@ def test_a_report_to_standard_output_and_a_path_said_as_text(sample_db, tmp_path
                                  "--out", "two\nlines.html"])  # fmt: skip
     assert result.exit_code == 0 and result.stdout == "two\\x0alines.html\n", result.stdout
     assert (tmp_path / "two\nlines.html").stat().st_size > 20_000
+
+
+def test_a_report_goes_to_a_pipe_an_empty_file_and_not_through_a_link_to_nowhere(
+    sample_db, tmp_path, monkeypatch
+):
+    """What is no regular file (a FIFO, /dev/stdout) is written to as it is (the check
+    opened the FIFO to read it, and hung); an empty file is replaced (mktemp's); a link
+    to nowhere is said, and no folder made at its end; `--out -` is UTF-8 whatever
+    standard output's encoding (the page says it is)."""
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    monkeypatch.chdir(tmp_path)
+    db = str(sample_db)
+    os.mkfifo("pipe")
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(open("pipe", "rb").read()))  # noqa: SIM115
+    reader.start()
+    result = runner.invoke(app, ["report", "incident", "incident", "--db", db, "--out", "pipe"])
+    reader.join(timeout=60)
+    assert result.exit_code == 0 and got and got[0].startswith(b"<!DOCTYPE html>")
+    (tmp_path / "empty.html").write_text("")
+    result = runner.invoke(app, ["report", "weekly", "--db", db, "--out", "empty.html"])
+    assert result.exit_code == 0 and (tmp_path / "empty.html").stat().st_size > 20_000
+    (tmp_path / "dangling.html").symlink_to(tmp_path / "nowhere" / "x.html")
+    result = runner.invoke(app, ["report", "weekly", "--db", db, "--out", "dangling.html"])
+    assert result.exit_code == 1 and "(a link to " in result.output
+    assert not (tmp_path / "nowhere").exists()
+    code = "from forensics.cli import main; main()"
+    pages = [subprocess.run([sys.executable, "-c", code, "report", "incident", "incident",
+                             "--db", db, "--out", "-"], capture_output=True, timeout=120,
+                            env={**os.environ, "PYTHONIOENCODING": encoding}).stdout
+             for encoding in ("latin-1", "utf-8")]  # fmt: skip
+    assert pages[0].decode("utf-8").count("·") == pages[1].decode("utf-8").count("·") > 0

@@ -136,11 +136,19 @@ def _streams_that_take_any_text() -> None:
 MIN_COLUMNS = 40  # (cli/common.py's tables: no narrower)
 
 
-def _reader_left(exit: SystemExit) -> bool:
-    """Whether an exit 1 is click's or rich's for a reader that left (EPIPE): click wraps
-    stdout so that the exit's flush stays quiet, rich exits while the error is handled."""
-    return type(sys.stdout).__name__ == "PacifyFlushWrapper" or isinstance(
-        exit.__context__, BrokenPipeError
+def _help_read_in_part(exit: SystemExit) -> bool:
+    """Whether an exit 1 is click's or rich's for help or the version that went into a
+    reader that left (`forensics --help | head`): click wraps stdout to keep the exit's
+    flush quiet, rich exits while the broken pipe is handled. Only for what the
+    arguments asked (help, the version, a group without its command): an error whose
+    reader left is still an error."""
+    if not (type(sys.stdout).__name__ == "PacifyFlushWrapper"
+            or isinstance(exit.__context__, BrokenPipeError)):  # fmt: skip
+        return False
+    args = sys.argv[1:]
+    groups = {g.name for g in app.registered_groups}
+    return not args or "--help" in args or "--version" in args or (
+        len(args) == 1 and args[0] in groups
     )
 
 
@@ -156,7 +164,7 @@ def main() -> None:
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        if code == 1 and _reader_left(e):
+        if code == 1 and _help_read_in_part(e):
             code = 0  # (--help or --version into `head`: as a command's output is)
             raise SystemExit(0) from None
         raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -255,8 +256,8 @@ def demo(
     elif db is not None:
         report_out = report_destination(str(db.parent / "incident.html"), "incident.html")
     if report_out is not None:
-        for name in ("review.html", "claude-code-incident.html"):
-            report_destination(str(report_out.parent / name), name)
+        for name in ("review.html", "claude-code-incident.html"):  # (its folder may be new)
+            report_destination(f"{report_out.parent}{os.sep}", name)
     target = db or Path(tempfile.mkdtemp(prefix="forensics-demo-")) / "demo.duckdb"
     report_out = report_out or target.parent / "incident.html"
     beside = report_out.parent

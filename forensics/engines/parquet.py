@@ -31,6 +31,14 @@ def _no_room(error: BaseException) -> str | None:
     return next((words for words in _NO_ROOM if words in text), None)
 
 
+def _not_written(output_dir: Path, why: str) -> ForensicsError:
+    return ForensicsError(
+        f"cannot write the facts to {output_dir}: {why}",
+        hint="free some space there, or give --output a folder on another disk (nothing "
+        "of this run is left there)",
+    )
+
+
 def analyze(
     input_dir: Path, output_dir: Path, progress: StageProgress | None = None
 ) -> dict[str, int]:
@@ -69,11 +77,7 @@ def analyze(
                 if (full := _no_room(e)) is None:
                     raise
                 if writing:
-                    raise ForensicsError(
-                        f"cannot write the facts to {output_dir}: {full}",
-                        hint="free some space there, or give --output a folder on another "
-                        "disk (nothing of this run is left there)",
-                    ) from e
+                    raise _not_written(output_dir, full) from e
                 raise ForensicsError(
                     f"the analysis's working store (in {tmp}) cannot grow: {full}",
                     hint="set TMPDIR to a folder with room for a store of the export, and "
@@ -81,5 +85,9 @@ def analyze(
                 ) from e
         seconds = time.perf_counter() - started
         failed = len(built.failed)
-        write_manifest(output_dir, "local", None, manifest, rows, seconds, facts.ratios, failed)
+        try:
+            write_manifest(output_dir, "local", None, manifest, rows, seconds, facts.ratios,
+                           failed)  # fmt: skip
+        except OSError as e:
+            raise _not_written(output_dir, e.strerror or str(e)) from e
         return rows

@@ -2,18 +2,20 @@
 
 `--out` names a file (`-`: standard output) or a folder: a folder (one that exists, or
 a name ending in `/`, made when the report is written) gets the report's own name in
-it. A report replaces only a file that is an HTML page (a report written before), never
-a store, a price file or anything else it might be pointed at by mistake; and it is
-written to a file beside the target and renamed over it, so a full disk or a stop
-leaves the earlier report as it was and no part of a page.
+it. A report replaces only a file that is empty or an HTML page (a report written
+before) and that this user may write, never a store, a price file or anything else it
+might be pointed at by mistake; it is written to a file beside the target and renamed
+over it, so a full disk or a stop leaves the earlier report as it was and no part of a
+page. What is no regular file (a pipe, a device, /dev/stdout) is written to as it is.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
+import stat
 import sys
-import tempfile
 from pathlib import Path
 
 from ..errors import ForensicsError
@@ -23,22 +25,24 @@ __all__ = ["file_name_part", "report_destination", "write_page"]
 
 _HTML_STARTS = (b"<!doctype html", b"<html")
 _NOT_IN_A_NAME = re.compile(r"[^\w.\-]+")  # path separators, spaces, controls, quotes
-MAX_NAME_PART = 100  # characters of a session id kept in a report's default name
+MAX_NAME_PART = 120  # bytes of a session id kept in a report's default name (UTF-8)
+_PART = ".report-{}.part"  # the file a page is written to before it is renamed
 
 
 def file_name_part(text: str) -> str:
     """`text` (a session id) as a piece of a file name: every run of characters other than
     letters, digits, `.`, `-` and `_` one `_` (an id `team/a` or `../x` names no
-    folder), at most MAX_NAME_PART characters."""
-    return _NOT_IN_A_NAME.sub("_", text)[:MAX_NAME_PART] or "_"
+    folder), at most MAX_NAME_PART bytes of UTF-8 (a name holds 255)."""
+    part = _NOT_IN_A_NAME.sub("_", text).encode("utf-8", "replace")[:MAX_NAME_PART]
+    return part.decode("utf-8", "ignore") or "_"
 
 
 def report_destination(given: str, default_name: str) -> Path:
     """The file a report is written to, from `--out` as typed (`given`), checked before
     the report is built: its folder there (or to be made: a name ending in `/` whose
-    parent is), and no file there but an HTML page."""
-    if not given.strip():
-        raise ForensicsError("--out names no file",
+    parent is), and nothing there that a report may not replace (`_replaceable`)."""
+    if not given.strip() or given == "-":
+        raise ForensicsError(f"--out {given!r} names no file",
                              hint="give the report's file, or a folder for it")  # fmt: skip
     folder = given.endswith(("/", os.sep))
     out = home_expanded(given)
@@ -58,60 +62,106 @@ def report_destination(given: str, default_name: str) -> Path:
     if out.is_dir():
         raise ForensicsError(f"cannot write {out}: it is a folder",
                              hint="give --out a file name, or a folder for the report")  # fmt: skip
-    if out.exists() and not _an_html_page(out):
+    _replaceable(out)
+    return out
+
+
+def _replaceable(out: Path) -> None:
+    """Refused unless a report may take `out`'s place: nothing there, an empty file or an
+    HTML page this user may write, or what is no regular file (a pipe, a device)."""
+    try:
+        found = out.stat()
+    except OSError:
+        return  # (nothing there, or a link to nowhere: the write says which)
+    if not stat.S_ISREG(found.st_mode) or _special(out):
+        return
+    if not os.access(out, os.W_OK):
+        raise ForensicsError(f"{out} is read-only: a report does not replace it",
+                             hint="give --out another file, or make that one writable")  # fmt: skip
+    if found.st_size == 0:
+        return
+    try:
+        with out.open("rb") as f:
+            head = f.read(512)
+    except OSError as e:
+        raise ForensicsError(f"cannot read {out} to see whether it is a report: "
+                             f"{e.strerror or e}") from e  # fmt: skip
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").lower().startswith(_HTML_STARTS):
         raise ForensicsError(
             f"{out} exists and is not an HTML page: a report does not replace it",
             hint="give --out a new file name (or the folder to write it in), or remove that file",
         )
-    return out
 
 
-def _an_html_page(path: Path) -> bool:
-    try:
-        with path.open("rb") as f:
-            head = f.read(512)
-    except OSError:
-        return False  # (unreadable: the write says why)
-    return head.lstrip(b"\xef\xbb\xbf \t\r\n").lower().startswith(_HTML_STARTS)
+def _special(out: Path) -> bool:
+    """A path of the system's own (/dev/stdout, /proc/self/fd/1): what it leads to is
+    written to as it is, never replaced (a rename would take the page from the reader)."""
+    return str(out.absolute()).startswith(("/dev/", "/proc/"))
 
 
 def write_page(page: str, out: Path | None) -> Path | None:
     """`page` written to `out` (through a link, to its file) whole: to a file beside it,
     then renamed over it; on any failure that file is removed and `out` is as it was.
-    None (`--out -`): to standard output."""
+    What is no regular file (a pipe, a device) is written to directly. None (`--out -`):
+    standard output, as UTF-8 whatever its encoding (the page says it is UTF-8)."""
+    data = page.encode("utf-8")
     if out is None:
-        sys.stdout.write(page)
         sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
         return None
-    target = out.resolve() if out.is_symlink() else out
-    through = f" (a link to {target})" if target != out else ""
+    through = f" (a link to {out.resolve()})" if out.is_symlink() else ""
     try:
-        target.parent.mkdir(exist_ok=True)
-        fd, part = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    except OSError as e:
-        raise ForensicsError(f"cannot write {out}{through}: {e.strerror or e}") from e
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(page)
-        os.chmod(part, _mode_for(target))
-        os.replace(part, target)
-    except BaseException as e:
+        found = out.stat()
+    except OSError:
+        found = None
+    if found is not None and (not stat.S_ISREG(found.st_mode) or _special(out)):
         try:
-            os.unlink(part)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise ForensicsError(f"cannot write {out}{through}: {e.strerror or e} (it was left "
-                                 "as it was)") from e  # fmt: skip
-        raise
+            with out.open("wb") as f:  # a pipe, a device: no file to replace
+                f.write(data)
+        except OSError as e:
+            raise ForensicsError(f"cannot write {out}{through}: {e.strerror or e}") from e
+        return out
+    _replaceable(out)  # again: the page took a while to build
+    try:
+        _replaced(data, out.resolve() if through else out, found, may_make_folder=not through)
+    except OSError as e:
+        raise ForensicsError(f"cannot write {out}{through}: {e.strerror or e} (it was left "
+                             "as it was)") from e  # fmt: skip
     return out
 
 
-def _mode_for(target: Path) -> int:
-    """The replaced file's permissions, or a new file's (0666 less the umask)."""
+def _replaced(
+    data: bytes, target: Path, found: os.stat_result | None, may_make_folder: bool
+) -> None:
+    """`data` in a new file beside `target` (0666 less the umask, or the replaced file's
+    permissions), renamed over it; the file, and a folder made for it, removed on any
+    failure. A folder is made only for a report's own name (`--out newdir/`), never at
+    the end of a link."""
+    made = None
+    if may_make_folder and not target.parent.exists():
+        target.parent.mkdir()
+        made = target.parent
+    for _ in range(100):
+        part = target.parent / _PART.format(secrets.token_hex(6))
+        try:
+            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover (a hundred random names taken)
+        raise FileExistsError(f"no free name for a file beside {target}")
     try:
-        return target.stat().st_mode & 0o7777
-    except OSError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if found is not None:
+            os.chmod(part, found.st_mode & 0o777)
+        os.replace(part, target)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        if made is not None:
+            try:
+                made.rmdir()
+            except OSError:
+                pass
+        raise

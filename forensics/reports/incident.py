@@ -639,8 +639,9 @@ def _charts(
     charts.sort(key=lambda c: c.turn)
     # (an id that starts with '-' would read as an option: after '--', at the end)
     word = shell_word(session_id)
-    command = (f"forensics report incident {word} --turn N" if not session_id.startswith("-")
-               else f"forensics report incident --turn N -- {word}")  # fmt: skip
+    command = (f"forensics report incident {word} --turn N --out FILE"
+               if not session_id.startswith("-")
+               else f"forensics report incident --turn N --out FILE -- {word}")  # fmt: skip
     note = (
         f"The {len(single):,} turns with one model call are charted together, a bar each; "
         f"`{command}` charts any turn alone."

@@ -245,6 +245,15 @@ def build_weekly(
                                                           arms))  # fmt: skip
 
 
+def _default_store() -> Path | None:
+    """The store a command reads with no --db here, resolved; None when FORENSICS_DB
+    names none (the review's store was given: its commands name it)."""
+    try:
+        return api.default_db_path().resolve()
+    except ForensicsError:
+        return None
+
+
 def _incident_command(store: api.Store, row: dict[str, Any], book: api.PriceBook) -> str:
     """The command that writes a session's incident report, as it must be typed to run
     where the review was written: the file to write, the store unless it is the
@@ -258,7 +267,7 @@ def _incident_command(store: api.Store, row: dict[str, Any], book: api.PriceBook
     )[0][0]
     if holders > 1:
         words += ["--app", row["app_name"], "--user", row["user_id"]]
-    if store.path.resolve() != api.default_db_path().resolve():
+    if store.path.resolve() != _default_store():
         words += ["--db", _typed(store.path)]
     overrides = book.overrides
     if overrides is not None and overrides.label == str(overrides.path):  # a file, not kept
