@@ -621,15 +621,15 @@ def _shortened(values: pl.Series) -> pl.Series:
     return frame.select(pl.when(may).then(shown).otherwise(_cut_by_characters(text))).to_series()
 
 
-def _beyond_characters(body: pl.DataFrame) -> dict[str, pl.Series]:
-    """For each column holding text that may take other than a column a character: each
-    cell's terminal columns beyond its characters (output.display_width), asked of its
-    distinct such values once (not in each chunk of lines)."""
-    if not body.height:
+def _beyond_characters(body: pl.DataFrame, asked: Sequence[str]) -> dict[str, pl.Series]:
+    """For each of the `asked` columns holding text that may take other than a column a
+    character: each cell's terminal columns beyond its characters (output.display_width),
+    asked of its distinct such values once (not in each chunk of lines)."""
+    if not body.height or not asked:
         return {}
-    flags = body.select(pl.all().str.contains(_NOT_ONE_COLUMN).any()).row(0)
+    flags = body.select(pl.col(c).str.contains(_NOT_ONE_COLUMN).any() for c in asked).row(0)
     beyond = {}
-    for name, flagged in zip(body.columns, flags, strict=True):
+    for name, flagged in zip(asked, flags, strict=True):
         if not flagged:
             continue
         cells = body[name]
@@ -719,13 +719,12 @@ def write_table(
     probes = [p for f in formatted.values() for p in f.probes]
     answers = iter(frame.select(p.alias(f"p{i}") for i, p in enumerate(probes)).row(0)
                    if probes else ())  # fmt: skip
-    texts = [
-        f.text([bool(next(answers)) for _ in f.probes]).alias(name)
-        for name, f in formatted.items()
-    ]
+    found = {name: [bool(next(answers)) for _ in f.probes] for name, f in formatted.items()}
+    texts = [f.text(found[name]).alias(name) for name, f in formatted.items()]
     body = pl.DataFrame([*frame.select(texts).get_columns(), *cells.values()]).select(columns)
     total = totals_row(frame, columns, totals) if totals and frame.height else None
-    beyond = _beyond_characters(body)
+    # (a column a probe found nothing in is plain ASCII text, a number, a time or a day)
+    beyond = _beyond_characters(body, [c for c in columns if c in cells or any(found[c])])
     lengths = body.select(
         (pl.col(c).str.len_chars() + (pl.lit(beyond[c]) if c in beyond else 0)).max()
         for c in body.columns
