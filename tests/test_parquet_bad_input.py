@@ -22,6 +22,7 @@ from typer.testing import CliRunner, Result
 
 from forensics import api
 from forensics.cli import app
+from forensics.errors import ForensicsError
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_data"
@@ -264,7 +265,7 @@ def test_a_failed_analysis_into_an_empty_folder_leaves_it_empty(export, tmp_path
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(engine, "write_manifest", full_disk)
-    with pytest.raises(OSError):
+    with pytest.raises(ForensicsError, match="cannot write the facts to .*: No space left"):
         api.analyze_export(export, facts)
     assert facts.is_dir() and not any(facts.iterdir())
     monkeypatch.undo()

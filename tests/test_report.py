@@ -522,11 +522,15 @@ def test_a_report_goes_to_a_pipe_an_empty_file_and_not_through_a_link_to_nowhere
     db = str(sample_db)
     os.mkfifo("pipe")
     got: list[bytes] = []
-    reader = threading.Thread(target=lambda: got.append(open("pipe", "rb").read()))  # noqa: SIM115
+    reader = threading.Thread(target=lambda: got.append(open("pipe", "rb").read()),  # noqa: SIM115
+                              daemon=True)  # fmt: skip
     reader.start()
     result = runner.invoke(app, ["report", "incident", "incident", "--db", db, "--out", "pipe"])
     reader.join(timeout=60)
+    if reader.is_alive():  # (the report never opened the pipe: let the reader go)
+        os.close(os.open("pipe", os.O_WRONLY | os.O_NONBLOCK))
     assert result.exit_code == 0 and got and got[0].startswith(b"<!DOCTYPE html>")
+    assert result.stdout.strip() == "pipe"
     (tmp_path / "empty.html").write_text("")
     result = runner.invoke(app, ["report", "weekly", "--db", db, "--out", "empty.html"])
     assert result.exit_code == 0 and (tmp_path / "empty.html").stat().st_size > 20_000
@@ -540,3 +544,47 @@ def test_a_report_goes_to_a_pipe_an_empty_file_and_not_through_a_link_to_nowhere
                             env={**os.environ, "PYTHONIOENCODING": encoding}).stdout
              for encoding in ("latin-1", "utf-8")]  # fmt: skip
     assert pages[0].decode("utf-8").count("·") == pages[1].decode("utf-8").count("·") > 0
+
+
+def test_what_is_no_regular_file_is_a_stream_or_refused(sample_db, tmp_path, monkeypatch):
+    """/dev/stdout is written to as it is and appended (the shell's `>` or `>>` decides,
+    a page's path is not printed into it); a file under /dev or /proc is still a file
+    (it was written over, being 'the system's'); a link that leads to itself is said."""
+    import os
+    import subprocess
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "app.log"
+    log.write_text("kept\n")
+    code = "from forensics.cli import main; main()"
+    with log.open("a") as out:
+        args = ["report", "incident", "incident", "--db", str(sample_db), "--out", "/dev/stdout"]
+        done = subprocess.run([sys.executable, "-c", code, *args], stdout=out,
+                              stderr=subprocess.PIPE, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = log.read_text()
+    assert text.startswith("kept\n<!DOCTYPE html>") and text.rstrip().endswith("</html>")
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        other = Path("/dev/shm") / f"forensics-test-{os.getpid()}.parquet"
+        other.write_bytes(b"PAR1 not a page")
+        try:
+            result = runner.invoke(app, ["report", "weekly", "--db", str(sample_db), "--out",
+                                         str(other)])  # fmt: skip
+            assert result.exit_code == 1 and "is not an HTML page" in result.output
+            assert other.read_bytes() == b"PAR1 not a page"
+        finally:
+            other.unlink()
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    result = runner.invoke(app, ["report", "weekly", "--db", str(sample_db), "--out", "loop"])
+    assert result.exit_code == 1 and "unexpected" not in result.output, result.output
+
+
+def test_a_weekly_review_of_a_store_given_whatever_forensics_db_says(sample_db, tmp_path):
+    """FORENSICS_DB naming a folder (refused as a store) failed `report weekly --db STORE`,
+    which asked it only to compare the store with the default one."""
+    out = tmp_path / "w.html"
+    result = runner.invoke(app, ["report", "weekly", "--db", str(sample_db), "--out", str(out)],
+                           env={"FORENSICS_DB": str(tmp_path) + "/"})  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert f"--db {sample_db}" in out.read_text()

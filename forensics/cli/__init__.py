@@ -188,8 +188,9 @@ def _help_read_in_part(exit: SystemExit) -> bool:
         return False
     args = sys.argv[1:]
     groups = {g.name for g in app.registered_groups}
+    named = _named_command(args)  # (a group alone prints its help)
     return not args or "--help" in args or "--version" in args or (
-        len(args) == 1 and args[0] in groups
+        named in groups and args[-1] == named
     )
 
 

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from ..errors import ForensicsError
-from ..reports.destination import file_name_part, report_destination
+from ..reports.destination import file_name_part, report_destination, standard_stream
 from ..sanitize import shell_word, visible
 from .common import (
     AppPick,
@@ -192,8 +192,9 @@ def _destination(out: str, default_name: str) -> Path | None:
 
 
 def _said(path: Path | None) -> None:
-    """The report's path, the command's one line (none when the page went to stdout)."""
-    if path is not None:
+    """The report's path, the command's one line (none when the page went to standard
+    output: `--out -`, `--out /dev/stdout`)."""
+    if path is not None and not standard_stream(path):
         echo(visible(str(path)))
 
 

@@ -32,10 +32,11 @@ def _no_room(error: BaseException) -> str | None:
 
 
 def _not_written(output_dir: Path, why: str) -> ForensicsError:
+    room = "free some space there, or " if any(words in why for words in _NO_ROOM) else ""
     return ForensicsError(
         f"cannot write the facts to {output_dir}: {why}",
-        hint="free some space there, or give --output a folder on another disk (nothing "
-        "of this run is left there)",
+        hint=f"{room}give --output a folder on another disk (nothing of this run is left "
+        "there)",
     )
 
 
