@@ -339,3 +339,23 @@ def test_times_written_with_a_zone_are_stored_as_the_same_instants(export, tmp_p
         return events + sessions
 
     assert times(db) == times(export.parent / "source.duckdb")
+
+
+def test_an_export_whose_partition_folder_was_renamed_is_refused(export, tmp_path):
+    """A file's app and user are its folders' (app_name=..., user_id=...): a folder of
+    events renamed by hand stored them under an app their session is not of, exit 0. It
+    is a named error now, and nothing is loaded."""
+    folder = _copy(export, tmp_path)
+    events = sorted((folder / "events").iterdir())[0]
+    app_name = events.name.partition("=")[2]
+    events.rename(events.with_name("app_name=renamed"))
+    db = tmp_path / "target.duckdb"
+    out = runner.invoke(app, ["ingest", "parquet", str(folder), "--db", str(db)])
+    assert out.exit_code == 1, out.output
+    assert "of app renamed" in out.output and "belong to no session" in out.output
+    assert "events/app_name=renamed renamed or moved?" in out.output
+    assert not db.exists() or api.sessions(db).height == 0
+    assert app_name  # (the folder was an app's)
+    facts = runner.invoke(app, ["analyze", "--input", str(folder), "--output", str(tmp_path / "f")])
+    assert facts.exit_code == 1 and "belong to no session" in facts.output
+    assert not (tmp_path / "f").exists()
