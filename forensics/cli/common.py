@@ -200,18 +200,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def echo(message: str, *, err: bool = False, nl: bool = True) -> None:
-    """A line for people: text from data in it has its control and bidi characters shown
-    (sanitize.visible), newlines and tabs too, so nothing a session stored or a file's
-    name holds can drive the terminal or print a line of its own (`Error: ...`). Only the
-    newlines before and after the line are the message's own (a blank line around it);
-    lines are echoed one at a time."""
-    line = message.strip("\n")
-    if not line:
-        typer.echo(message, err=err, nl=nl)
-        return
-    before = message[: message.index(line)]
-    after = message[len(before) + len(line) :]
-    typer.echo(before + visible(line) + after, err=err, nl=nl)
+    """One line for people: text from data in it has its control and bidi characters
+    shown (sanitize.visible), newlines and tabs too, so nothing a session stored or a
+    file's name holds can drive the terminal or print a line of its own (`Error: ...`).
+    Lines are echoed one at a time; `echo("")` is a blank one."""
+    typer.echo(visible(message), err=err, nl=nl)
 
 
 _NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device"
@@ -256,11 +249,9 @@ def boundary(command: F) -> F:
             stages.done()
             if state["debug"]:
                 raise
-            # one line each: a newline or tab in them is a path's or a stored name's,
-            # never the message's own (a file name could print a line of its own)
-            echo(f"Error: {visible(str(e))}", err=True)
+            echo(f"Error: {e}", err=True)  # (one line each: echo shows a newline in them)
             if e.hint:
-                echo(f"Hint: {visible(e.hint)}", err=True)
+                echo(f"Hint: {e.hint}", err=True)
             raise typer.Exit(1) from None
         except BrokenPipeError:  # `forensics events x | head`: the reader left, not an error
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -287,18 +278,18 @@ def boundary(command: F) -> F:
             if state["debug"]:
                 raise
             if isinstance(e, OSError) and e.errno in _PATH_ERRORS and e.filename:  # a path refused
-                echo(f"Error: cannot use {visible(str(e.filename))}: {e.strerror}", err=True)
+                echo(f"Error: cannot use {e.filename}: {e.strerror}", err=True)
                 echo(f"Hint: {_PATH_ERRORS[e.errno]}", err=True)
                 raise typer.Exit(1) from None
             if _out_of_memory(e):
-                detail = f"{type(e).__name__}: {visible(str(e))}" if str(e) else type(e).__name__
+                detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
                 echo(f"Error: out of memory ({detail})", err=True)
                 echo("Hint: a store's work is undone or kept as the ingest's ledger says "
                      "(`forensics ingests`); give the command more memory (ulimit -v, a "
                      "container's limit), or fewer processes (--workers 1)", err=True)  # fmt: skip
                 raise typer.Exit(1) from None
             if _too_many_files(e):
-                echo(f"Error: too many open files ({visible(str(e))})", err=True)
+                echo(f"Error: too many open files ({e})", err=True)
                 echo("Hint: raise the limit (`ulimit -n 1024`) and run it again", err=True)
                 raise typer.Exit(1) from None
             if isinstance(e, OSError) and e.errno == errno.ENOSPC and not e.filename:
@@ -310,12 +301,12 @@ def boundary(command: F) -> F:
                      "file, is kept)", err=True)  # fmt: skip
                 raise typer.Exit(1) from None
             if _NO_SPACE in str(e):  # DuckDB's or the system's: the disk is full
-                echo(f"Error: the disk is full: {visible(str(e))}", err=True)
+                echo(f"Error: the disk is full: {e}", err=True)
                 typer.echo("Hint: free some space (or give --db a store on another disk)"
                            " and run it again: what was committed before is kept",
                            err=True)  # fmt: skip
                 raise typer.Exit(1) from None
-            echo(f"Error: unexpected {type(e).__name__}: {visible(str(e))}", err=True)
+            echo(f"Error: unexpected {type(e).__name__}: {e}", err=True)
             typer.echo("Hint: run again with --debug for the traceback, and report it", err=True)
             raise typer.Exit(2) from None
         finally:

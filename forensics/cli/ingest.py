@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..sanitize import visible
 from ..words import counted
 from .common import (
     AppOption,
@@ -47,9 +46,7 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
         _fail_if_nothing_readable(result)
         return
     target = db or default_db_path()
-    # (each piece from data or a path is one line: a newline in a file's name is shown)
-    echo(f"ingest {result.ingest_id}: {result.kind}:{visible(str(result.location))} -> "
-         f"{visible(str(target))}")  # fmt: skip
+    echo(f"ingest {result.ingest_id}: {result.kind}:{result.location} -> {target}")
     noun = _noun(result.kind)
     if result.rows_read == 0:
         echo(f"no {noun}s read (nothing matched) in {result.seconds:.1f} s")
@@ -101,7 +98,7 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
             err=True,
         )
     for note in result.notes.get("not_read") or []:  # type: ignore[attr-defined]
-        echo(f"note: {visible(note)}", err=True)  # an export's column or folder not read
+        echo(f"note: {note}", err=True)  # an export's column or folder not read
     if "events_replaced" in result.notes:
         echo(
             f"{counted(_int(result.notes['events_replaced']), 'event')} stored before "
@@ -115,27 +112,27 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
         )
     if "lines_not_events" in result.notes:
         counts = result.notes["lines_not_events"].items()  # type: ignore[attr-defined]
-        kinds = ", ".join(f"{visible(k)} {v:,}" for k, v in counts)
+        kinds = ", ".join(f"{k} {v:,}" for k, v in counts)
         echo(f"{counted(_int(result.notes['lines']), 'line')} in "
              f"{counted(_int(result.notes['files']), 'file')}; not conversation, counted: "
              f"{kinds}")  # fmt: skip
     if "event_times" in result.notes:
-        echo(f"event times: {visible(str(result.notes['event_times']))}")
+        echo(f"event times: {result.notes['event_times']}")
     if "facts_failed" in result.notes:
-        echo(f"warning: {visible(str(result.notes['facts_failed']))}", err=True)
+        echo(f"warning: {result.notes['facts_failed']}", err=True)
     if "conflicting_events" in result.notes:
-        echo(f"warning: {visible(str(result.notes['conflicting_events']))}", err=True)
+        echo(f"warning: {result.notes['conflicting_events']}", err=True)
     if "keyed_by_store" in result.notes:
-        echo(visible(str(result.notes["keyed_by_store"])))
+        echo(str(result.notes["keyed_by_store"]))
     if "adk_release" in result.notes:
-        echo(f"google-adk release: {visible(str(result.notes['adk_release']))}")
+        echo(f"google-adk release: {result.notes['adk_release']}")
     if "adk_versions" in result.notes:
-        releases = visible(", ".join(map(str, result.notes["adk_versions"])))  # type: ignore[call-overload]
+        releases = ", ".join(map(str, result.notes["adk_versions"]))  # type: ignore[call-overload]
         echo(f"traced by google-adk {releases}")
     for reason, count in result.skip_reasons.items():
-        echo(f"  skipped {count:,}: {visible(reason)}")
+        echo(f"  skipped {count:,}: {reason}")
     for skip in result.skips[:10]:
-        echo(f"    {visible(skip.locator)}: {visible(skip.reason)}")
+        echo(f"    {skip.locator}: {skip.reason}")
     if result.rows_skipped > 10 and Path(target).exists():
         echo(f"    ... `forensics ingests --skips {result.ingest_id}` lists up to 500")
     elif result.rows_skipped > 10:  # a store this run made and kept nothing in is removed

@@ -12,7 +12,7 @@ import typer
 
 from ..errors import ForensicsError
 from ..reports.destination import file_name_part, report_destination, standard_stream
-from ..sanitize import shell_word, visible
+from ..sanitize import shell_word
 from .common import (
     AppPick,
     DbOption,
@@ -195,7 +195,7 @@ def _said(path: Path | None) -> None:
     """The report's path, the command's one line (none when the page went to standard
     output: `--out -`, `--out /dev/stdout`)."""
     if path is not None and not standard_stream(path):
-        echo(visible(str(path)))
+        echo(str(path))
 
 
 @app.command()
@@ -263,7 +263,8 @@ def demo(
     report_out = report_out or target.parent / "incident.html"
     beside = report_out.parent
     result = api.ingest_sqlite(target, samples / "adk_v1.db")
-    echo(f"Loaded {result.rows_loaded:,} events from {samples / 'adk_v1.db'} into {target}\n")
+    echo(f"Loaded {result.rows_loaded:,} events from {samples / 'adk_v1.db'} into {target}")
+    echo("")
     emit(api.sessions(target), Format.table, SESSIONS)
     # the sample's scripted model is priced as the model it imitates (sample_data/prices.toml)
     prices = samples / "prices.toml"
@@ -273,12 +274,12 @@ def demo(
     # the same run as production would have indexed it: spans, app logs, LiteLLM payloads
     logged = sorted((samples / "opensearch").glob("*.ndjson"))
     loaded = api.ingest_opensearch_files(target, logged)
-    echo(
-        f"\nLoaded {loaded.rows_loaded:,} logged records (spans, logs, LiteLLM payloads) "
-        f"from {samples / 'opensearch'}; the context failures they and the sessions show:\n"
+    _heading(
+        f"Loaded {loaded.rows_loaded:,} logged records (spans, logs, LiteLLM payloads) "
+        f"from {samples / 'opensearch'}; the context failures they and the sessions show:"
     )
     emit(api.context_failures(target), Format.table, FAILURES)
-    echo("\nThe founding document's guard, a 16,000-token cap, replayed on the incident:\n")
+    _heading("The founding document's guard, a 16,000-token cap, replayed on the incident:")
     whatif = api.whatif(target, "incident", token_cap=16_000, prices=prices)
     emit(whatif, Format.table, WHATIF_TURNS,
          f"guard: {whatif['guard'][0]}; {WHATIF_TURNS.footnote}")  # fmt: skip
@@ -289,9 +290,9 @@ def demo(
     # the sample's second app: 12 tasks under two arms, and their outcomes
     tasks = api.ingest_sqlite(target, samples / "tasks.db")
     outcomes = api.load_outcomes(target, [samples / "outcomes.csv"])
-    echo(
-        f"\nLoaded {tasks.rows_loaded:,} events of 12 tasks run under two arms from "
-        f"{samples / 'tasks.db'}, and their {outcomes.rows_loaded} outcomes:\n"
+    _heading(
+        f"Loaded {tasks.rows_loaded:,} events of 12 tasks run under two arms from "
+        f"{samples / 'tasks.db'}, and their {outcomes.rows_loaded} outcomes:"
     )
     emit(api.tasks(target, by="arm", prices=prices), Format.table, TASK_ARMS)
     review = write_weekly(
@@ -301,15 +302,15 @@ def demo(
     # a coding agent's transcripts: Claude Code's, the same questions asked of them
     claude = api.ingest_claude_code(target, [samples / "claude_code"])
     coding = api.Selection(family="claude-code")
-    echo(
-        f"\nLoaded {claude.rows_loaded:,} events of Claude Code transcripts from "
-        f"{samples / 'claude_code'}; the tool results that grew their windows most:\n"
+    _heading(
+        f"Loaded {claude.rows_loaded:,} events of Claude Code transcripts from "
+        f"{samples / 'claude_code'}; the tool results that grew their windows most:"
     )
     emit(api.growth(target, coding, top=3), Format.table, GROWTH)
-    echo("\nWhat they cost, as the provider bills it (every figure in the transcripts):\n")
+    _heading("What they cost, as the provider bills it (every figure in the transcripts):")
     emit(api.cost(target, coding, by="day"), Format.table, cost_spec("day"),
          f"USD, priced with {api.price_book(None).sources}")  # fmt: skip
-    echo("\nWhat their prompt cache saved, and where its prefix broke (`forensics cache`):\n")
+    _heading("What their prompt cache saved, and where its prefix broke (`forensics cache`):")
     emit(api.cache(target, coding, by="session"), Format.table, cache_spec("session"),
          "USD, priced as above; breaks inferred from each thread's previous call "
          "(docs/cache.md)")  # fmt: skip
@@ -318,12 +319,20 @@ def demo(
     if failed.height:
         session = failed["session_id"][0]
         claude_report = _write_incident(target, session, beside / "claude-code-incident.html")
-    echo(f"\nIncident report: {visible(str(report))}")
-    echo(f"Weekly review: {visible(str(review))}")
+    echo("")
+    echo(f"Incident report: {report}")
+    echo(f"Weekly review: {review}")
     if claude_report is not None:
-        echo(f"Claude Code incident report: {visible(str(claude_report))}")
+        echo(f"Claude Code incident report: {claude_report}")
     words = [*_typed_forensics(), "turns", "incident", "--db", str(target)]
     echo(f"Next: {' '.join(map(shell_word, words))}")
+
+
+def _heading(line: str) -> None:
+    """A line of the demo's with a blank line before and after it."""
+    echo("")
+    echo(line)
+    echo("")
 
 
 def _typed_forensics() -> list[str]:
