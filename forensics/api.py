@@ -54,9 +54,9 @@ from .sources.sqlite.adk import AdkSqliteSource
 from .store import WATERMARK_OVERLAP_S, IngestResult, Store, default_db_path
 from .store.facts import failure, failures
 from .store.ledger import is_interrupt as is_interrupt  # the CLI's: Ctrl-C however it surfaced
+from .store.lookup import check_session_named, resolve_session, result_preview, stored_keys
 from .store.prices import forget as forget_kept_prices
 from .store.prices import keep as keep_kept_prices
-from .store.reads import check_session_named, resolve_session, result_preview, stored_keys
 from .straight import cost_ccusage_transcripts as cost_ccusage_transcripts  # (no store)
 from .whatif.guard import Guard
 from .whatif.replay import Replay

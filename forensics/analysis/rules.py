@@ -15,6 +15,7 @@ FACTS_VERSION = 1  # the facts' own definition; the rules' source is hashed in b
 # The code that decides what a window held, by its path in the package: the window and
 # release rules, the records and how stored rows become them, the facts' rows. A change
 # to any of it makes every stored session's facts stale, whatever FACTS_VERSION says.
+# (What a command says of a session it cannot find is in store/lookup.py, not here.)
 RULES_SOURCES = (
     "families/adk/windows.py",
     "families/claude_code/windows.py",
