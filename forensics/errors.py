@@ -56,9 +56,10 @@ ledger then says the run was terminated, not interrupted."""
 
 
 class FactsInterrupted(KeyboardInterrupt):
-    """Ctrl-C while the facts were being built after an ingest that was committed: what
-    was loaded stays, and the facts not built are built by the next command. `message`
-    says what was kept; the caller says how it was stopped (Ctrl-C or SIGTERM)."""
+    """Ctrl-C after part or all of an ingest was committed: while the facts were being
+    built after it, or between the batches of a run that commits each. What was loaded
+    stays (the facts not built are built by the next command). `message` says what was
+    kept; the caller says how it was stopped (Ctrl-C or SIGTERM)."""
 
     def __init__(self, message: str):
         super().__init__(message)
@@ -70,6 +71,15 @@ class FactsInterrupted(KeyboardInterrupt):
         return cls(
             f"the ingest was committed ({events:,} events loaded); the facts not built yet"
             " are built by `forensics analyze` or the next command."
+        )
+
+    @classmethod
+    def batches_kept(cls, records: int) -> FactsInterrupted:
+        """The stop of a run that commits batch by batch, some committed (its ledger row
+        says the same)."""
+        return cls(
+            f"the {records:,} records loaded before it are kept; the same ingest again loads"
+            " the rest."
         )
 
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from forensics import api
 from forensics.cli import app
+from forensics.errors import FactsInterrupted
 from forensics.store import Store
 from tests.opensearch_server import LoopbackOpenSearch
 
@@ -165,12 +166,16 @@ def test_ctrl_c_mid_scan_releases_the_pit_and_keeps_what_it_loaded(
             raise KeyboardInterrupt
 
     with LoopbackOpenSearch(_indices(), mappings=MAPPINGS) as server:
-        with api.connect_opensearch(server.url) as cluster, pytest.raises(KeyboardInterrupt):
+        with (api.connect_opensearch(server.url) as cluster,
+              pytest.raises(FactsInterrupted) as stopped):  # fmt: skip
             api.ingest_opensearch(db, cluster, SPANS, page_size=10, pages=interrupt)
         assert server.open_pits() == []
     assert pages == [10, 20]
     with Store.open(db, read_only=True) as store:
         kept = store.run("SELECT count(*) FROM logged")[0][0]
+        # what the command then says (it said "nothing from this run was committed")
+        assert stopped.value.message == (f"the {kept:,} records loaded before it are kept; "
+                                         "the same ingest again loads the rest.")  # fmt: skip
         assert store.run("SELECT status, error, rows_loaded FROM ingests")[0] == (
             "interrupted",
             f"interrupted (Ctrl-C); the {kept:,} records loaded before it are kept; the same "

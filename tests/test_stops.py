@@ -754,3 +754,50 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+@pytest.mark.parametrize("terminated", [False, True])
+def test_a_stopped_claude_code_ingest_says_what_it_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, terminated: bool
+) -> None:
+    """A run that commits batch by batch and is stopped after some were committed says
+    how many records it kept, as its ledger row does (it said "nothing from this run was
+    committed" while the store held them); stopped before any, it says nothing was."""
+    from typer.testing import CliRunner
+
+    from forensics.cli import app
+    from forensics.cli.common import state
+    from forensics.ingest import pipeline
+    from forensics.sources.files import claude_code
+
+    _transcripts(tmp_path / "in", sessions=12, turns=10)
+    monkeypatch.setattr(claude_code, "BATCH_CHARS", 20_000)  # a batch or more per session
+    insert = pipeline._Run.insert
+    for stop_at, db in ((3, tmp_path / "some.duckdb"), (1, tmp_path / "none.duckdb")):
+        calls = [0]
+
+        def stopping(run: pipeline._Run, batch: object, stop_at: int = stop_at,
+                     calls: list[int] = calls) -> None:  # fmt: skip
+            calls[0] += 1
+            if calls[0] == stop_at:
+                state["terminated"] = terminated  # (what the SIGTERM handler sets)
+                raise KeyboardInterrupt
+            insert(run, batch)
+
+        monkeypatch.setattr(pipeline._Run, "insert", stopping)
+        try:
+            out = CliRunner().invoke(app, ["ingest", "claude-code", str(tmp_path / "in"),
+                                           "--db", str(db)])  # fmt: skip
+        finally:
+            state["terminated"] = False
+        assert out.exit_code == (143 if terminated else 130), out.output
+        how = "Terminated" if terminated else "Interrupted"
+        last = out.stderr.strip().splitlines()[-1]
+        kept = int(api.ingests(db)["rows_loaded"][0])
+        if stop_at == 1:
+            assert kept == 0 and api.sessions(db).is_empty()
+            assert last == f"{how}: nothing from this run was committed.", last
+        else:
+            assert kept == api.sessions(db)["events"].sum() > 0
+            assert last == (f"{how}: the {kept:,} records loaded before it are kept; the same "
+                            "ingest again loads the rest."), last  # fmt: skip

@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..errors import FactsInterrupted
 from ..families.documents import read
 from ..families.mapping import Mapping
 from ..model import LoggedRecord, Skip, logged_table
@@ -109,6 +110,8 @@ def ingest_documents(
     except BaseException as e:
         result.seconds = time.monotonic() - clock
         ledger.write_stopped(store, result, started, ledger.now(), e, committed=True)
+        if ledger.is_interrupt(e) and result.rows_loaded:  # (said: not "nothing committed")
+            raise FactsInterrupted.batches_kept(result.rows_loaded) from None
         raise
     return result
 

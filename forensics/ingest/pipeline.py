@@ -110,8 +110,11 @@ def ingest(
                     _undo(store, result.ingest_id)
                 ledger.write_stopped(store, result, run.started, ledger.now(), e,
                                      commit_each_batch)  # fmt: skip
-                if ledger.is_interrupt(e) and not isinstance(e, KeyboardInterrupt):
-                    raise KeyboardInterrupt from None
+                if ledger.is_interrupt(e):
+                    if commit_each_batch and result.rows_loaded:  # (said: not "nothing")
+                        raise FactsInterrupted.batches_kept(result.rows_loaded) from None
+                    if not isinstance(e, KeyboardInterrupt):
+                        raise KeyboardInterrupt from None
                 raise
     except BaseException as e:
         # stopped after the run was committed (while the memory cap was set back): the
