@@ -801,3 +801,56 @@ def test_a_stopped_claude_code_ingest_says_what_it_kept(
             assert kept == api.sessions(db)["events"].sum() > 0
             assert last == (f"{how}: the {kept:,} records loaded before it are kept; the same "
                             "ingest again loads the rest."), last  # fmt: skip
+
+
+def test_a_killed_ingest_is_listed_with_what_it_kept_and_a_rerun_completes_it(
+    tmp_path: Path,
+) -> None:
+    """A process killed outright (SIGKILL, here its own, once two batches are committed)
+    writes no ledger row but keeps the batches it committed: `ingests` lists the run as
+    `unrecorded` with the records it stored (the ledger showed nothing, and the next
+    run's id skipped its number), and the same ingest again completes the store, saying
+    why it read those sessions again (it said their files had changed)."""
+    _transcripts(tmp_path / "in", sessions=12, turns=10)
+    fresh = tmp_path / "fresh.duckdb"
+    api.ingest_claude_code(fresh, [tmp_path / "in"])
+    db = tmp_path / "killed.duckdb"
+    script = (
+        "import os, signal\n"
+        "from forensics.ingest import pipeline\n"
+        "from forensics.sources.files import claude_code\n"
+        "claude_code.BATCH_CHARS = 20_000\n"
+        "insert, done = pipeline._Run.insert, []\n"
+        "def killing(run, batch):\n"
+        "    insert(run, batch)\n"
+        "    done.append(1)\n"
+        "    if len(done) == 2:\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "pipeline._Run.insert = killing\n"
+        "from forensics.cli import main\nmain()"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, "ingest", "claude-code", str(tmp_path / "in"),
+         "--db", str(db)],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "FORENSICS_WORKERS": "1"},
+    )  # fmt: skip
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    ledger = api.ingests(db)
+    kept = api.sessions(db)["events"].sum()
+    assert 0 < kept < api.sessions(fresh)["events"].sum()
+    assert ledger.select("ingest_id", "status", "rows_loaded").rows() == [(1, "unrecorded", kept)]
+    assert ledger["error"][0] == (
+        "stopped with no ledger row (its process killed, or the machine stopped): the "
+        f"{kept:,} records it committed are kept; the same ingest again completes it"
+    )
+    rerun = subprocess.run(
+        [*COMMAND, "ingest", "claude-code", str(tmp_path / "in"), "--db", str(db)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr
+    assert "stored before replaced: their sessions were read whole again (a file changed " \
+        "since, or the run that stored them did not finish)" in rerun.stdout, rerun.stdout
+    whole = api.sessions(fresh).select("session_id", "events").sort("session_id")
+    assert api.sessions(db).select("session_id", "events").sort("session_id").equals(whole)
+    assert api.ingests(db)["status"].to_list() == ["ok"]  # its events all stored again
