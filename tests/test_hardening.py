@@ -523,10 +523,29 @@ def test_a_locked_store_says_who_holds_it(sample_db, tmp_path, monkeypatch):
         assert out.exit_code == 1
         assert f"the store {locked} is in use by another process (PID {holder.pid}" in out.output
         assert "waited 0.5 s" in out.output
+        # not a forensics command: no ingest is named (a running ingest was, whatever held it)
+        assert "Hint: another program holds it (one writer, or readers only): wait for it, " \
+            "or set FORENSICS_LOCK_WAIT to wait longer" in out.output, out.output
     finally:
         holder.kill()
         holder.wait()
     assert runner.invoke(app, ["sessions", "--db", str(locked)]).exit_code == 0
+    # a forensics command holds it: named by its command words, never its arguments
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys, time; import forensics.cli; "
+         "c = duckdb.connect(sys.argv[4]); print('READY', flush=True); time.sleep(60)",
+         "ingest", "adk-postgres", "postgresql://u:s3cret@db/x", str(locked)],
+        stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "READY"
+        out = runner.invoke(app, ["sessions", "--db", str(locked)])
+        assert out.exit_code == 1
+        assert "Hint: `forensics ingest adk-postgres` holds it until it ends: wait for it, or " \
+            "set FORENSICS_LOCK_WAIT to wait longer" in out.output, out.output
+        assert "s3cret" not in out.output
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_help_shows_no_type_after_a_flag():

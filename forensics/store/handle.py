@@ -97,11 +97,13 @@ def _open_waiting(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
                 time.sleep(0.2)
                 continue
             if holder:
+                command = _holder_command(int(holder["pid"]))
+                who = (f"`{command}` holds it until it ends" if command
+                       else "another program holds it (one writer, or readers only)")  # fmt: skip
                 raise StoreError(
                     f"the store {path} is in use by another process (PID "
                     f"{holder['pid']}, {holder['program']}); waited {wait:g} s",
-                    hint="a running ingest holds the store until it commits: wait for it, "
-                    "or set FORENSICS_LOCK_WAIT to wait longer",
+                    hint=f"{who}: wait for it, or set FORENSICS_LOCK_WAIT to wait longer",
                 ) from e
             if "Could not read enough bytes" in str(e) or "Corrupt" in str(e):
                 raise StoreError(
@@ -115,6 +117,30 @@ def _open_waiting(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
                     hint="create the folder first, or give --db a path in an existing one",
                 ) from e
             raise StoreError(f"cannot open store {path}: {e}") from e
+
+
+_WORD = re.compile(r"[a-z][a-z0-9-]*")
+
+
+def _holder_command(pid: int) -> str | None:
+    """The forensics command a process holding the store runs (`forensics ingest
+    claude-code`): its command words only, never its arguments (a DSN may hold a
+    password); None for another program, or where the system does not say (no /proc, a
+    process of another container)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    for at, arg in enumerate(argv):  # the program (`forensics`), or `-c` code running it
+        if arg.rsplit(b"/", 1)[-1] == b"forensics" or b"forensics.cli" in arg:
+            words = []
+            for word in argv[at + 1 : at + 3]:
+                text = word.decode("ascii", "replace")
+                if not _WORD.fullmatch(text):
+                    break
+                words.append(text)
+            return " ".join(["forensics", *words])
+    return None
 
 
 def _check_file(path: Path) -> None:
