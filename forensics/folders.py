@@ -25,6 +25,13 @@ def written_whole(folder: Path, never: str) -> Iterator[None]:
         raise ForensicsError(f"{folder} is a file, not a folder: {never}",
                              hint="give a new folder (it is created), or an empty one")  # fmt: skip
     if folder.is_dir() and any(folder.iterdir()):
+        if not (folder / "manifest.json").exists() and any(folder.rglob("*.parquet")):
+            # a write whose process was killed: nothing here could empty it (`made` below)
+            raise ForensicsError(
+                f"{folder} holds Parquet files and no manifest.json: a write into it was "
+                f"stopped before it finished (its process killed?), and {never}",
+                hint="remove the folder (or empty it) and run the command again",
+            )
         raise ForensicsError(
             f"{folder} is not an empty folder: {never}",
             hint="give a new folder (it is created), or empty this one",

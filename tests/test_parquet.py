@@ -165,6 +165,16 @@ def test_exports_and_imports_refuse_what_is_not_theirs(source, tmp_path):
     (busy / "notes.txt").write_text("mine")
     out = runner.invoke(app, ["export", "parquet", str(busy), "--db", str(source)])
     assert out.exit_code == 1 and "is not an empty folder" in out.output
+    # what an export killed mid-way leaves (nothing could empty it): said as such
+    cut = tmp_path / "cut"
+    api.export_parquet(source, cut)
+    (cut / "manifest.json").unlink()
+    out = runner.invoke(app, ["export", "parquet", str(cut), "--db", str(source)])
+    assert out.exit_code == 1, out.output
+    assert f"Error: {cut} holds Parquet files and no manifest.json: a write into it was " \
+        "stopped before it finished (its process killed?), and an export never mixes with " \
+        "other files" in out.output, out.output
+    assert "Hint: remove the folder (or empty it) and run the command again" in out.output
     out = runner.invoke(app, ["ingest", "parquet", str(busy), "--db", str(tmp_path / "t.duckdb")])
     assert out.exit_code == 1 and "not a forensics Parquet export: no manifest.json" in out.output
     newer = tmp_path / "newer"
