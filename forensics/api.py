@@ -204,7 +204,10 @@ def _loading(store: StoreLike) -> Iterator[Store]:
                 leftover.unlink(missing_ok=True)
 
 
-_HOLDING = ("sessions", "events", "logged", "traced_calls", "outcomes", "transcript_files")
+_HOLDING = ("sessions", "events", "logged", "traced_calls", "outcomes",
+            # the files a run read whole (an empty transcript), kept only where that run
+            # succeeded: a failed one's are never taken as read (store/transcript_files.sql)
+            "transcript_files JOIN ingests USING (ingest_id) WHERE status = 'ok'")  # fmt: skip
 
 
 def _loaded_any(store: Store) -> bool:

@@ -124,6 +124,12 @@ def test_a_failed_first_ingest_leaves_no_store_behind(tmp_path, store):
         "Error: nothing loaded: every event read was skipped (1; reasons above)")
     result = runner.invoke(app, ["sessions", "--db", str(db)])
     assert result.stderr.splitlines()[0] == f"Error: no store at {db}"
+    # Claude Code transcripts of no readable line: the file's row a run keeps is no load
+    # (it was, and the store stayed, holding that row and the failed run only)
+    (tmp_path / "cc" / "projects" / "p").mkdir(parents=True)
+    (tmp_path / "cc" / "projects" / "p" / "s1.jsonl").write_text("{not json\n")
+    result = runner.invoke(app, ["ingest", "claude-code", str(tmp_path / "cc"), "--db", str(db)])
+    assert result.exit_code == 1 and not db.exists(), result.output
     # the same into a store that exists: kept, and the ledger does not call the run ok
     result = runner.invoke(app, ["ingest", "adk-json", str(tmp_path / "mistyped.json"),
                                  "--db", str(store)])  # fmt: skip
