@@ -1342,3 +1342,28 @@ def test_a_session_with_a_value_only_json_reads_is_written_by_json(
     assert any('"rows":[NaN]' in e for e in nan) and not any("[null]" in e for e in nan)
     # (the response, written once its result was read, by json too)
     assert any('"limit":1e-07' in e for e in nan)
+
+
+def test_a_session_read_whole_again_from_other_files_takes_their_source(
+    tmp_path: Path,
+) -> None:
+    """Two config folders holding the same session (a copy of a project): the second
+    ingest reads it whole again and replaces its events, so the session's source is the
+    second's file, whichever is read first (it stayed the first's, so two orders of the
+    same ingests gave different `sessions` and `calls`)."""
+    for name in ("a", "b"):
+        t = Transcript("s-1")
+        t.prompt("question")
+        t.response("m1", [{"type": "text", "text": "answer"}], usage(3, 0, 100, 5))
+        t.write(tmp_path / name)
+    for first, second in (("a", "b"), ("b", "a")):
+        db = tmp_path / f"{first}{second}.duckdb"
+        api.ingest_claude_code(db, [tmp_path / first])
+        again = api.ingest_claude_code(db, [tmp_path / second])
+        assert again.notes["events_replaced"] == again.rows_loaded > 0
+        (source,) = api.sessions(db)["source"].to_list()
+        file = tmp_path / second / "projects" / "-home-dev-p" / "s-1.jsonl"
+        assert source == f"claude-code:{file}"
+    ab, ba = (api.calls(tmp_path / f"{o}.duckdb").drop("source", strict=False)
+              for o in ("ab", "ba"))  # fmt: skip
+    assert ab.equals(ba)

@@ -175,6 +175,7 @@ class _Run:
         # per session, what its events' keys say of its ADK release, the batches merged
         self.keys: dict[tuple[str, str, str], dict[str, object]] = {}
         self.replaced = 0  # stored events of sessions read whole again
+        self.replaced_keys: set[tuple[str, str, str]] = set()  # and those sessions
         self.appending = True  # until a batch holds an event stored already (insert)
         self.started = ledger.now()
         self.clock = time.monotonic()
@@ -235,6 +236,7 @@ class _Run:
         of sessions it replaced, the events it loaded, the conflicts it found."""
         store, ingest_id = self.store, self.result.ingest_id
         replaced = replace_sessions(store, batch.replaces) if batch.replaces else 0
+        self.replaced_keys.update(batch.replaces)
         conflicts: list[tuple[str, str, str, str]] = []
         loaded = 0
         if batch.events.num_rows or batch.sessions.num_rows:  # (normalize._nothing's)
@@ -257,8 +259,8 @@ class _Run:
         return replaced, loaded, conflicts
 
     def _sources(self, only: set[tuple[str, str, str]] | None = None) -> None:
-        """The sessions this run created take the file(s) their events came from as source
-        (the UPDATE touches only this run's sessions). After a batch, those of its own
+        """The sessions this run created or read whole again take the file(s) their events
+        came from as source (the UPDATE touches only those). After a batch, those of its own
         sessions (`only`): a session's row exists once its first batch is stored, and
         the whole map each batch was a pass over the run's sessions per batch (1.2 s of
         a 2 GB Claude Code ingest, growing with the run); at the end, the whole map."""
@@ -268,7 +270,7 @@ class _Run:
         found = sources()
         if only is not None:
             found = {key: where for key, where in found.items() if key in only}
-        set_session_sources(self.store, found, self.result.ingest_id)
+        set_session_sources(self.store, found, self.result.ingest_id, self.replaced_keys)
 
     def finish(self) -> None:
         store, source, result = self.store, self.source, self.result

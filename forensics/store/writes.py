@@ -57,7 +57,8 @@ def _statement(name: str, appending: bool) -> str:
 _RELEASES = pa.schema([(n, pa.string()) for n in (
     "app_name", "user_id", "session_id", "basis", "version", "since_version", "until_version",
     "detail")])  # fmt: skip
-_SOURCES = pa.schema([(n, pa.string()) for n in ("app_name", "user_id", "session_id", "source")])
+_SOURCES = pa.schema([*((n, pa.string()) for n in ("app_name", "user_id", "session_id", "source")),
+                      ("replaced", pa.bool_())])  # fmt: skip
 
 # the families' side tables a batch may carry, the query that stores each, and whether
 # an appending batch appends it (Query.appending: not a file's row, which an ingest
@@ -216,11 +217,13 @@ def insert_releases(
 
 
 def set_session_sources(
-    store: Store, sources: dict[tuple[str, str, str], str], ingest_id: int
-) -> None:
-    """The sessions this ingest created get the file(s) their own events came from as
-    their source, not the whole run's list of files (a path's bytes that no encoding
-    decodes written as escapes: sanitize.storable)."""
+    store: Store, sources: dict[tuple[str, str, str], str], ingest_id: int,
+    replaced: set[tuple[str, str, str]] | frozenset[tuple[str, str, str]] = frozenset(),
+) -> None:  # fmt: skip
+    """The sessions this ingest created, and those it read whole again (`replaced`: a
+    session another ingest created, all of whose events now came from these files), get
+    the file(s) their own events came from as their source, not the whole run's list of
+    files (a path's bytes that no encoding decodes written as escapes: sanitize.storable)."""
     if not sources:
         return
     keys = list(sources)
@@ -230,6 +233,7 @@ def set_session_sources(
             "user_id": [storable(k[1]) for k in keys],
             "session_id": [storable(k[2]) for k in keys],
             "source": [storable(sources[k]) for k in keys],
+            "replaced": [k in replaced for k in keys],
         },
         _SOURCES,
     )
