@@ -854,3 +854,44 @@ def test_a_killed_ingest_is_listed_with_what_it_kept_and_a_rerun_completes_it(
     whole = api.sessions(fresh).select("session_id", "events").sort("session_id")
     assert api.sessions(db).select("session_id", "events").sort("session_id").equals(whole)
     assert api.ingests(db)["status"].to_list() == ["ok"]  # its events all stored again
+
+
+@pytest.mark.parametrize("stop_at", [2, 3, 5])
+def test_a_full_claude_code_ingest_stopped_mid_session_is_completed_by_a_plain_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop_at: int
+) -> None:
+    """`--full` reads every session whole again, replacing what is stored of it, with
+    sessions cut between batches. Stopped after a batch that replaced a session's events
+    and stored only their first part, a plain ingest must read that session again: its
+    files were still recorded as read by the earlier run, so it was passed over as
+    unchanged and kept its first part only, for good (found by a kill-and-resume sweep:
+    a session left with 3 of its 10 events, the day's cost cut by half)."""
+    from forensics.ingest import pipeline
+    from forensics.sources.files import claude_code
+
+    _transcripts(tmp_path / "in", sessions=12, turns=10)
+    monkeypatch.setattr(claude_code, "BATCH_CHARS", 20_000)  # a batch or more per session
+    fresh = tmp_path / "fresh.duckdb"
+    api.ingest_claude_code(fresh, [tmp_path / "in"])
+    whole = api.sessions(fresh).select("session_id", "events").sort("session_id")
+    db = tmp_path / "s.duckdb"
+    api.ingest_claude_code(db, [tmp_path / "in"])
+    insert, calls = pipeline._Run.insert, [0]
+
+    def stopping(run: pipeline._Run, batch: object) -> None:
+        calls[0] += 1
+        if calls[0] == stop_at:
+            raise KeyboardInterrupt
+        insert(run, batch)
+
+    monkeypatch.setattr(pipeline._Run, "insert", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        api.ingest_claude_code(db, [tmp_path / "in"], full=True)
+    monkeypatch.setattr(pipeline._Run, "insert", insert)
+    cut = api.sessions(db).select("session_id", "events").sort("session_id")
+    assert not cut.equals(whole)  # the stop left a session in part (what is tested)
+    api.ingest_claude_code(db, [tmp_path / "in"])
+    assert api.sessions(db).select("session_id", "events").sort("session_id").equals(whole)
+    assert api.cost(db, by="day").drop("source", strict=False).equals(
+        api.cost(fresh, by="day").drop("source", strict=False))
+    assert api.ingest_claude_code(db, [tmp_path / "in"]).rows_read == 0  # and then it is

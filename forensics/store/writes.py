@@ -60,7 +60,8 @@ _RELEASES = pa.schema([(n, pa.string()) for n in (
 _SOURCES = pa.schema([*((n, pa.string()) for n in ("app_name", "user_id", "session_id", "source")),
                       ("replaced", pa.bool_())])  # fmt: skip
 
-# the families' side tables a batch may carry, the query that stores each, and whether
+# the families' side tables a batch may carry, the query that stores each (or, of the
+# files whose sessions a run reads whole again, deletes their earlier rows), and whether
 # an appending batch appends it (Query.appending: not a file's row, which an ingest
 # replaces; a searched session's passes over one stored already, as insert_sessions)
 SIDE_TABLES = {
@@ -68,6 +69,7 @@ SIDE_TABLES = {
     "transcript_files": ("store/insert_transcript_files", False),
     "anchors": ("store/insert_anchors", True),
     "anchor_sessions": ("store/insert_anchor_sessions", True),
+    "forgotten_files": ("store/forget_transcript_files", False),
 }
 
 

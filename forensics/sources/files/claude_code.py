@@ -111,6 +111,9 @@ ANCHOR_SCHEMA = pa.schema(
 SEARCHED_SCHEMA = pa.schema(
     [("app_name", pa.string()), ("user_id", pa.string()), ("session_id", pa.string())]
 )
+# the files of the sessions a batch reads whole again, their earlier ingest's rows deleted
+# with the session's first events (store/forget_transcript_files.sql)
+FORGOTTEN_SCHEMA = pa.schema([("path", pa.string()), ("user_id", pa.string())])
 
 
 def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
@@ -166,6 +169,7 @@ class _Sink:
         self.anchors: list[dict[str, Any]] = []
         self.searched: list[tuple[str, str, str]] = []  # sessions whose files were all read
         self.replaces: list[tuple[str, str, str]] = []
+        self.forgotten: list[dict[str, str]] = []  # the files of `replaces`' sessions
 
     def event(self, row: dict[str, Any]) -> None:
         self.batcher.rows_read += 1
@@ -193,6 +197,9 @@ class _Sink:
         )
         self.details, self.anchors, self.searched = [], [], []
         batch.replaces, self.replaces = self.replaces, []
+        if self.forgotten:
+            batch.side["forgotten_files"] = _table(self.forgotten, FORGOTTEN_SCHEMA)
+            self.forgotten = []
         return batch
 
 
@@ -465,6 +472,11 @@ class ClaudeCodeSource:
             # been read while Claude Code was still writing: a response's first lines, a
             # boundary before its summary)
             sink.replaces.append((entry.app, self.user, entry.session_id))
+            # and its files are no longer as read, until this run records them at its end:
+            # a run stopped in between (a session cut between two batches) leaves the
+            # session to be read again, not passed over as unchanged (a --full run
+            # stopped so, then a plain one, had left a session with 3 of its 10 events)
+            sink.forgotten += [{"path": str(p), "user_id": self.user} for p, _ in entry.files]
             own = next((p for p, f in entry.files if f.role == "main"), entry.files[0][0])
             self._sources[(entry.app, self.user, entry.session_id)] = storable(f"{self.kind}:{own}")
             # a session too large for a worker: read by a process of its own while this
