@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -223,9 +225,30 @@ def _signals_blocked(numbers: tuple[signal.Signals, ...]) -> Iterator[None]:
 def ignore_stops() -> None:
     """A worker process's initializer: Ctrl-C and SIGTERM (sent to the whole process
     group by a terminal or a supervisor) are the process's that started it, which stops
-    its pool; a worker that raised them too printed its own traceback."""
+    its pool; a worker that raised them too printed its own traceback. And it ends when
+    that process is gone (`_ends_with_parent`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _ends_with_parent()
+
+
+PARENT_CHECK_S = 0.5  # how often a worker looks whether the process that started it lives
+
+
+def _ends_with_parent() -> None:
+    """A thread that ends this worker once the process that forked it is gone (killed
+    outright: SIGKILL, out of memory). Its pool's workers each hold the pipes' other
+    ends, so none sees them close: they waited for ever, blocked on a full result pipe
+    or an empty task one, holding the command's stdout and stderr (a `$(...)` or a pipe
+    into `tee` then never ended) and the store's files open."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="forensics-parent", daemon=True).start()
 
 
 def cancelled(futures: Iterable[Future[Any] | None]) -> None:

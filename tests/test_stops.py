@@ -895,3 +895,47 @@ def test_a_full_claude_code_ingest_stopped_mid_session_is_completed_by_a_plain_o
     assert api.cost(db, by="day").drop("source", strict=False).equals(
         api.cost(fresh, by="day").drop("source", strict=False))
     assert api.ingest_claude_code(db, [tmp_path / "in"]).rows_read == 0  # and then it is
+
+
+def test_a_killed_claude_code_ingest_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """Killed outright (SIGKILL, here its own at its first batch, while its workers read
+    sessions ahead), the ingest's worker processes end within a second or two: they
+    stayed for ever, blocked on their pipes, holding the command's stdout and stderr
+    (whatever read its output waited for ever) and the store's files open."""
+    _transcripts(tmp_path / "in", sessions=80, turns=40)
+    script = (
+        "import os, signal\n"
+        "from forensics.ingest import pipeline\n"
+        "from forensics.sources.files import claude_code\n"
+        "claude_code.WORKER_MIN_BYTES = 0\n"
+        "claude_code.BATCH_CHARS = 20_000\n"
+        "def killing(run, batch):\n"
+        "    me = os.getpid()\n"
+        "    kids = set()\n"
+        "    for task in os.listdir(f'/proc/{me}/task'):\n"
+        "        with open(f'/proc/{me}/task/{task}/children') as f:\n"
+        "            kids.update(f.read().split())\n"
+        "    print(' '.join(sorted(kids)), flush=True)\n"
+        "    os.kill(me, signal.SIGKILL)\n"
+        "pipeline._Run.insert = killing\n"
+        "from forensics.cli import main\nmain()"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, "ingest", "claude-code", str(tmp_path / "in"),
+         "--db", str(tmp_path / "k.duckdb")],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "FORENSICS_WORKERS": "2"},
+    )  # fmt: skip
+    assert proc.stdout is not None
+    kids = [int(pid) for pid in proc.stdout.readline().split()]
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert kids, "no worker was running at the kill: nothing tested"
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in kids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in kids if Path(f"/proc/{pid}").exists()]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"workers {left} outlived the killed ingest"
+    assert proc.stdout.read() == ""  # (its end of the output closed: no worker holds it)
