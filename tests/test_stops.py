@@ -939,3 +939,40 @@ def test_a_killed_claude_code_ingest_leaves_no_worker_behind(tmp_path: Path) -> 
         os.kill(pid, signal.SIGKILL)
     assert not left, f"workers {left} outlived the killed ingest"
     assert proc.stdout.read() == ""  # (its end of the output closed: no worker holds it)
+
+
+def test_a_stop_just_after_a_batch_commits_still_counts_the_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C that lands just after a batch's COMMIT, before the run counted it: the
+    ledger and the stop's message count every committed batch (they were one batch short:
+    5,152 records said, 5,838 stored, in a kill-and-resume sweep)."""
+    from typer.testing import CliRunner
+
+    from forensics.cli import app
+    from forensics.sources.files import claude_code
+    from forensics.store import handle
+
+    _transcripts(tmp_path / "in", sessions=12, turns=10)
+    monkeypatch.setattr(claude_code, "BATCH_CHARS", 20_000)
+    run, commits = handle.Store.run, [0]
+
+    def interrupted(store: handle.Store, statement: str, params: object = None) -> object:
+        found = run(store, statement, params)
+        if statement == "COMMIT":
+            commits[0] += 1
+            if commits[0] == 3:  # (the first commits: the migrations, then a batch)
+                os.kill(os.getpid(), signal.SIGINT)
+        return found
+
+    monkeypatch.setattr(handle.Store, "run", interrupted)
+    db = tmp_path / "s.duckdb"
+    out = CliRunner().invoke(app, ["ingest", "claude-code", str(tmp_path / "in"), "--db", str(db)])
+    monkeypatch.setattr(handle.Store, "run", run)
+    assert out.exit_code == 130, out.output
+    stored = api.sessions(db)["events"].sum()
+    assert stored > 0
+    assert api.ingests(db)["rows_loaded"].to_list() == [stored]
+    assert out.stderr.strip().splitlines()[-1] == (
+        f"Interrupted: the {stored:,} records loaded before it are kept; the same ingest "
+        "again loads the rest.")  # fmt: skip

@@ -192,23 +192,34 @@ class _Run:
         is undone; the checked statements need more than the commit, so they meet it
         first, and the batch is stored again with the cap doubled. Half is wide: a
         batch of 773 Claude Code events, 23 MiB held, committed and checkpointed with
-        0.25 MiB over what DuckDB held; under a cap of 3 MB a commit needed more.)"""
+        0.25 MiB over what DuckDB held; under a cap of 3 MB a commit needed more.)
+        A stop (Ctrl-C, SIGTERM) is held from the COMMIT to the count: one between them
+        left a committed batch out of the ledger's count and the stop's message."""
+        store = self.store
         while True:
+            store.run("BEGIN")
             try:
-                with self.store.transaction():
-                    replaced, loaded, conflicts = self._write(batch)
-                    if self.appending and self._crowded():
-                        raise _Crowded
-                break
-            except (duckdb.ConstraintException, _Crowded):  # (rolled back)
-                if not self.appending:
-                    raise
-                self.appending = False
-            except duckdb.OutOfMemoryException:  # (in a statement: the transaction is
-                # rolled back. A COMMIT that runs out fails otherwise, and DuckDB then
-                # refuses the database: that stops the run as any error does)
-                if not self.store.raise_memory_limit():
-                    raise
+                replaced, loaded, conflicts = self._write(batch)
+                if self.appending and self._crowded():
+                    raise _Crowded
+            except BaseException as e:
+                store.quietly("ROLLBACK")  # (as Store.transaction: the first error stands)
+                if isinstance(e, duckdb.ConstraintException | _Crowded) and self.appending:
+                    self.appending = False
+                    continue
+                # (in a statement: undone. A COMMIT that runs out fails otherwise, and
+                # DuckDB then refuses the database: that stops the run as any error does)
+                if isinstance(e, duckdb.OutOfMemoryException) and store.raise_memory_limit():
+                    continue
+                raise
+            break
+        with stops_held(second_now=True):  # (a second stop is not held)
+            store.run("COMMIT")
+            self._count(batch, replaced, loaded, conflicts)
+
+    def _count(self, batch: Normalized, replaced: int, loaded: int,
+               conflicts: list[tuple[str, str, str, str]]) -> None:  # fmt: skip
+        """A committed batch in the run's result (and its progress told)."""
         result = self.result
         if self.release is not None:
             self.seen |= _keys(batch.events)
