@@ -63,6 +63,14 @@ def test_sigterm_stops_an_adk_ingest_as_ctrl_c_does(tmp_path: Path) -> None:
     assert stopped >= 1
 
 
+def _patched_ingest(patch: str, folder: Path, db: Path) -> list[str]:
+    """`forensics ingest claude-code FOLDER --db DB` in a process of its own, run after
+    the lines of `patch` (what they replace in the package, to stop it at a chosen
+    point)."""
+    code = patch + "from forensics.cli import main\nmain()"
+    return [sys.executable, "-c", code, "ingest", "claude-code", str(folder), "--db", str(db)]
+
+
 def _transcripts(folder: Path, sessions: int = 80, turns: int = 40) -> None:
     for s in range(sessions):
         t = Transcript(f"s-{s:03d}")
@@ -118,7 +126,7 @@ def test_a_claude_code_ingest_stopped_while_a_session_streams_ends_its_reader(
     api.ingest_claude_code(fresh, [tmp_path / "in"])
     pids = tmp_path / "pids"
     db = tmp_path / "stopped.duckdb"
-    code = (
+    patch = (
         "import os, time\n"
         "from forensics.sources.files import claude_code as c\n"
         "c.SESSION_WORKER_BYTES = 0\n"
@@ -128,14 +136,10 @@ def test_a_claude_code_ingest_stopped_while_a_session_streams_ends_its_reader(
         "    time.sleep(120)\n"
         "    stream(task, conn)\n"
         "c._stream_session = slow\n"
-        "from forensics.cli import main\nmain()"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, "ingest", "claude-code", str(tmp_path / "in"),
-         "--db", str(db)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "FORENSICS_WORKERS": "2"},
-    )  # fmt: skip
+    proc = subprocess.Popen(_patched_ingest(patch, tmp_path / "in", db),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "FORENSICS_WORKERS": "2"})  # fmt: skip
     deadline = time.monotonic() + 60
     while not pids.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -815,7 +819,7 @@ def test_a_killed_ingest_is_listed_with_what_it_kept_and_a_rerun_completes_it(
     fresh = tmp_path / "fresh.duckdb"
     api.ingest_claude_code(fresh, [tmp_path / "in"])
     db = tmp_path / "killed.duckdb"
-    script = (
+    patch = (
         "import os, signal\n"
         "from forensics.ingest import pipeline\n"
         "from forensics.sources.files import claude_code\n"
@@ -827,14 +831,9 @@ def test_a_killed_ingest_is_listed_with_what_it_kept_and_a_rerun_completes_it(
         "    if len(done) == 2:\n"
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
         "pipeline._Run.insert = killing\n"
-        "from forensics.cli import main\nmain()"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", script, "ingest", "claude-code", str(tmp_path / "in"),
-         "--db", str(db)],
-        capture_output=True, text=True, timeout=120,
-        env={**os.environ, "FORENSICS_WORKERS": "1"},
-    )  # fmt: skip
+    proc = subprocess.run(_patched_ingest(patch, tmp_path / "in", db), capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "FORENSICS_WORKERS": "1"})
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     ledger = api.ingests(db)
     kept = api.sessions(db)["events"].sum()
@@ -903,7 +902,7 @@ def test_a_killed_claude_code_ingest_leaves_no_worker_behind(tmp_path: Path) -> 
     stayed for ever, blocked on their pipes, holding the command's stdout and stderr
     (whatever read its output waited for ever) and the store's files open."""
     _transcripts(tmp_path / "in", sessions=80, turns=40)
-    script = (
+    patch = (
         "import os, signal\n"
         "from forensics.ingest import pipeline\n"
         "from forensics.sources.files import claude_code\n"
@@ -918,14 +917,10 @@ def test_a_killed_claude_code_ingest_leaves_no_worker_behind(tmp_path: Path) -> 
         "    print(' '.join(sorted(kids)), flush=True)\n"
         "    os.kill(me, signal.SIGKILL)\n"
         "pipeline._Run.insert = killing\n"
-        "from forensics.cli import main\nmain()"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", script, "ingest", "claude-code", str(tmp_path / "in"),
-         "--db", str(tmp_path / "k.duckdb")],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env={**os.environ, "FORENSICS_WORKERS": "2"},
-    )  # fmt: skip
+    proc = subprocess.Popen(_patched_ingest(patch, tmp_path / "in", tmp_path / "k.duckdb"),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "FORENSICS_WORKERS": "2"})  # fmt: skip
     assert proc.stdout is not None
     kids = [int(pid) for pid in proc.stdout.readline().split()]
     proc.wait(timeout=60)
