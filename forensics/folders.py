@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,20 +17,23 @@ __all__ = ["written_whole"]
 
 
 @contextmanager
-def written_whole(folder: Path, never: str) -> Iterator[None]:
+def written_whole(folder: Path, never: str, layout: Collection[str] = ()) -> Iterator[None]:
     """The block writes into `folder`, new (made here) or empty; `never` says what the
-    folder is never mixed with, for the refusal. When the block raises, what it wrote is
-    removed (the folder too when this made it), and the error goes on."""
+    folder is never mixed with, for the refusal; `layout`: the folders such a write
+    makes in it (its tables), to tell one a killed write left. When the block raises,
+    what it wrote is removed (the folder too when this made it), and the error goes on."""
     if folder.exists() and not folder.is_dir():
         raise ForensicsError(f"{folder} is a file, not a folder: {never}",
                              hint="give a new folder (it is created), or an empty one")  # fmt: skip
     if folder.is_dir() and any(folder.iterdir()):
-        if not (folder / "manifest.json").exists() and any(folder.rglob("*.parquet")):
+        if _cut_short(folder, layout):
             # a write whose process was killed: nothing here could empty it (`made` below)
             raise ForensicsError(
-                f"{folder} holds Parquet files and no manifest.json: a write into it was "
-                f"stopped before it finished (its process killed?), and {never}",
-                hint="remove the folder (or empty it) and run the command again",
+                f"{folder} holds only the folders such a write makes, and no manifest.json: "
+                f"a write into it was stopped before it finished (its process killed?), and "
+                f"{never}",
+                hint="if a stopped run of this command made the folder, remove it and run "
+                "the command again; else give a new folder",
             )
         raise ForensicsError(
             f"{folder} is not an empty folder: {never}",
@@ -50,6 +53,13 @@ def written_whole(folder: Path, never: str) -> Iterator[None]:
                 else:
                     written.unlink(missing_ok=True)
         raise
+
+
+def _cut_short(folder: Path, layout: Collection[str]) -> bool:
+    """`folder` holds folders of `layout` only, and no manifest (the last file a write
+    makes): what a write killed before its end leaves."""
+    entries = list(folder.iterdir())
+    return bool(layout) and all(e.is_dir() and e.name in layout for e in entries)
 
 
 def _made(folder: Path) -> None:

@@ -548,6 +548,52 @@ def test_a_locked_store_says_who_holds_it(sample_db, tmp_path, monkeypatch):
         holder.wait()
 
 
+def test_a_store_holder_is_named_by_the_command_line_s_own_commands():
+    """handle.COMMANDS and SUBCOMMANDS (the words a holder of the store is named by, and
+    only those: an argument is never shown) are the command line's."""
+    from forensics.store import handle
+
+    def named(command) -> str:
+        return (command.name or command.callback.__name__).replace("_", "-")
+
+    groups = {g.name: {named(c) for c in g.typer_instance.registered_commands}
+              for g in app.registered_groups}  # fmt: skip
+    assert handle.COMMANDS == {named(c) for c in app.registered_commands} | set(groups)
+    assert handle.SUBCOMMANDS == groups
+
+
+@pytest.mark.parametrize("args,named", [
+    (["events", "s-001"], "forensics events"),  # a session id is an argument
+    (["ingest", "adk-postgres", "postgresql://u:pw@h/db"], "forensics ingest adk-postgres"),
+    (["--label", "forensics", "hunter2"], "forensics"),  # never a word after an option
+    (["report", "hunter2"], "forensics report"),
+])
+def test_a_store_holder_is_named_by_command_words_only(args, named):
+    import subprocess
+    import sys
+    import time
+
+    from forensics.store.handle import _holder_command
+
+    code = "import time; time.sleep(30)  # as forensics.cli runs"
+    proc = subprocess.Popen([sys.executable, "-c", code, *args])
+    try:
+        deadline = time.monotonic() + 10
+        while _holder_command(proc.pid) != named and time.monotonic() < deadline:
+            time.sleep(0.05)  # (until the interpreter has its arguments)
+        assert _holder_command(proc.pid) == named
+    finally:
+        proc.kill()
+        proc.wait()
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", *args])
+    try:
+        time.sleep(0.2)
+        assert _holder_command(other.pid) is None  # not ours: not named
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_help_shows_no_type_after_a_flag():
     out = runner.invoke(app, ["ingest", "adk-sqlite", "--help"], env={"COLUMNS": "120"})
     assert out.exit_code == 0

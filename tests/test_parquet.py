@@ -4,6 +4,7 @@ answers after a round trip, safe partition paths, a manifest that is checked."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -171,10 +172,16 @@ def test_exports_and_imports_refuse_what_is_not_theirs(source, tmp_path):
     (cut / "manifest.json").unlink()
     out = runner.invoke(app, ["export", "parquet", str(cut), "--db", str(source)])
     assert out.exit_code == 1, out.output
-    assert f"Error: {cut} holds Parquet files and no manifest.json: a write into it was " \
-        "stopped before it finished (its process killed?), and an export never mixes with " \
-        "other files" in out.output, out.output
-    assert "Hint: remove the folder (or empty it) and run the command again" in out.output
+    assert f"Error: {cut} holds only the folders such a write makes, and no manifest.json: " \
+        "a write into it was stopped before it finished (its process killed?), and an " \
+        "export never mixes with other files" in out.output, out.output
+    assert "Hint: if a stopped run of this command made the folder, remove it" in out.output
+    # Parquet files of another kind are not taken for one (the user's data, not ours)
+    lake = tmp_path / "lake" / "2024" / "sales"
+    lake.mkdir(parents=True)
+    shutil.copy(next(cut.rglob("*.parquet")), lake / "part-0.parquet")
+    out = runner.invoke(app, ["export", "parquet", str(tmp_path / "lake"), "--db", str(source)])
+    assert out.exit_code == 1 and "is not an empty folder" in out.output, out.output
     out = runner.invoke(app, ["ingest", "parquet", str(busy), "--db", str(tmp_path / "t.duckdb")])
     assert out.exit_code == 1 and "not a forensics Parquet export: no manifest.json" in out.output
     newer = tmp_path / "newer"

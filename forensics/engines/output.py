@@ -41,7 +41,8 @@ def output_folder(folder: Path) -> Iterator[None]:
     analysis leaves nothing that looks like facts behind."""
     require_utf8_name(folder, "write the facts to {}", "DuckDB or Spark writes a file",
                       "give a folder whose path is named in UTF-8")
-    with written_whole(folder, "the facts are never written over other files"):
+    with written_whole(folder, "the facts are never written over other files",
+                       {*FACT_SCHEMAS, *SUMMARIES}):  # fmt: skip
         yield
 
 

@@ -119,28 +119,53 @@ def _open_waiting(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
             raise StoreError(f"cannot open store {path}: {e}") from e
 
 
-_WORD = re.compile(r"[a-z][a-z0-9-]*")
+# the command line's commands, and the subcommands of its groups, by which a holder is
+# named (tests/test_hardening.py holds them equal to the CLI's)
+COMMANDS = frozenset({
+    "analyze", "breakeven", "cache", "calls", "compaction", "compare", "cost", "demo",
+    "events", "export", "failures", "fidelity", "growth", "guards", "ingest", "ingests",
+    "outcomes", "plan", "prices", "report", "sessions", "tasks", "turns", "whatif", "window",
+})  # fmt: skip
+SUBCOMMANDS = {
+    "ingest": frozenset({"adk-postgres", "adk-sqlite", "adk-json", "adk-trace", "parquet",
+                         "claude-code", "opensearch", "opensearch-file"}),
+    "export": frozenset({"parquet"}),
+    "report": frozenset({"incident", "weekly"}),
+    "outcomes": frozenset({"load"}),
+}  # fmt: skip
+_PYTHON = re.compile(rb"python[0-9.]*")
 
 
 def _holder_command(pid: int) -> str | None:
     """The forensics command a process holding the store runs (`forensics ingest
-    claude-code`): its command words only, never its arguments (a DSN may hold a
+    claude-code`): the program run as `forensics`, `python .../forensics`, `python -m
+    forensics.cli` or `python -c` code that imports forensics.cli, and of what follows
+    it only a command's name and its subcommand's, never an argument (a DSN may hold a
     password); None for another program, or where the system does not say (no /proc, a
     process of another container)."""
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return None
-    for at, arg in enumerate(argv):  # the program (`forensics`), or `-c` code running it
-        if arg.rsplit(b"/", 1)[-1] == b"forensics" or b"forensics.cli" in arg:
-            words = []
-            for word in argv[at + 1 : at + 3]:
-                text = word.decode("ascii", "replace")
-                if not _WORD.fullmatch(text):
-                    break
-                words.append(text)
-            return " ".join(["forensics", *words])
-    return None
+    name = [a.rsplit(b"/", 1)[-1] for a in argv]
+    if name and name[0] == b"forensics":
+        rest = argv[1:]
+    elif len(argv) > 2 and _PYTHON.fullmatch(name[0]):
+        if name[1] == b"forensics":
+            rest = argv[2:]
+        elif argv[1] in (b"-m", b"-c") and b"forensics" in argv[2]:
+            rest = argv[3:]
+        else:
+            return None
+    else:
+        return None
+    words = ["forensics"]
+    if rest and (first := rest[0].decode("ascii", "replace")) in COMMANDS:
+        words.append(first)
+        if len(rest) > 1 and (second := rest[1].decode("ascii", "replace")) in SUBCOMMANDS.get(
+                first, ()):  # fmt: skip
+            words.append(second)
+    return " ".join(words)
 
 
 def _check_file(path: Path) -> None:

@@ -95,7 +95,7 @@ def export(store: Store, folder: Path, selection: Selection | None = None) -> Ex
                 f"of a Parquet export (over {NAME_MAX} bytes once URI-encoded)",
                 hint="export the other apps with --app NAME",
             )
-    with written_whole(folder, "an export never mixes with other files"):
+    with written_whole(folder, "an export never mixes with other files", {*TABLES, *FACTS}):
         try:
             return _written(store, folder, chosen, selection)
         except OSError as e:  # (Arrow's own say no file: this names the export)
