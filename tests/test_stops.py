@@ -971,3 +971,33 @@ def test_a_stop_just_after_a_batch_commits_still_counts_the_batch(
     assert out.stderr.strip().splitlines()[-1] == (
         f"Interrupted: the {stored:,} records loaded before it are kept; the same ingest "
         "again loads the rest.")  # fmt: skip
+
+
+def test_a_stop_before_a_batch_commits_undoes_it_and_the_run_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop that lands after a batch's statements, just before its COMMIT (here: as the
+    hold around the COMMIT begins): the batch is undone and the run's ledger row written
+    (the transaction was left open, the ledger's own then failed, and the run showed as
+    killed). The committed batch before it is counted."""
+    from forensics.ingest import pipeline
+    from forensics.sources.files import claude_code
+
+    _transcripts(tmp_path / "in", sessions=12, turns=10)
+    monkeypatch.setattr(claude_code, "BATCH_CHARS", 20_000)
+    held, entered = pipeline.stops_held, [0]
+
+    def stopping(**kwargs: bool) -> object:
+        if kwargs.get("second_now"):  # (the COMMIT's; prefetch's waits hold stops too)
+            entered[0] += 1
+            if entered[0] == 2:
+                raise KeyboardInterrupt
+        return held(**kwargs)
+
+    monkeypatch.setattr(pipeline, "stops_held", stopping)
+    db = tmp_path / "s.duckdb"
+    with pytest.raises(KeyboardInterrupt):
+        api.ingest_claude_code(db, [tmp_path / "in"])
+    stored = api.sessions(db)["events"].sum()
+    assert entered[0] == 2
+    assert api.ingests(db).select("status", "rows_loaded").rows() == [("interrupted", stored)]

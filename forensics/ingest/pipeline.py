@@ -197,12 +197,20 @@ class _Run:
         left a committed batch out of the ledger's count and the stop's message."""
         store = self.store
         while True:
+            committed = False
             store.run("BEGIN")
             try:
                 replaced, loaded, conflicts = self._write(batch)
                 if self.appending and self._crowded():
                     raise _Crowded
+                with stops_held(second_now=True):  # (a second stop is not held)
+                    store.run("COMMIT")
+                    committed = True
+                    self._count(batch, replaced, loaded, conflicts)
+                return
             except BaseException as e:
+                if committed:  # (a held stop, or the progress callback's error: stored)
+                    raise
                 store.quietly("ROLLBACK")  # (as Store.transaction: the first error stands)
                 if isinstance(e, duckdb.ConstraintException | _Crowded) and self.appending:
                     self.appending = False
@@ -212,10 +220,6 @@ class _Run:
                 if isinstance(e, duckdb.OutOfMemoryException) and store.raise_memory_limit():
                     continue
                 raise
-            break
-        with stops_held(second_now=True):  # (a second stop is not held)
-            store.run("COMMIT")
-            self._count(batch, replaced, loaded, conflicts)
 
     def _count(self, batch: Normalized, replaced: int, loaded: int,
                conflicts: list[tuple[str, str, str, str]]) -> None:  # fmt: skip
