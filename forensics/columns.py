@@ -139,7 +139,12 @@ INGESTS = Spec(
         Column("filters", S),
         Column("started_at", NAIVE),
         Column("finished_at", NAIVE),
-        Column("status", S),
+        Column(
+            "status",
+            S,
+            help="ok, failed, interrupted (Ctrl-C, SIGTERM), or unrecorded: a run whose "
+            "process was killed before it wrote its row, listed from what it stored",
+        ),
         Column(
             "rows_read",
             I64,

@@ -222,33 +222,37 @@ def _signals_blocked(numbers: tuple[signal.Signals, ...]) -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def ignore_stops() -> None:
+def ignore_stops(parent: int | None = None) -> None:
     """A worker process's initializer: Ctrl-C and SIGTERM (sent to the whole process
     group by a terminal or a supervisor) are the process's that started it, which stops
     its pool; a worker that raised them too printed its own traceback. And it ends when
-    that process is gone (`_ends_with_parent`)."""
+    that process (`parent`, its id given by it: read here, it may be gone already) is
+    gone (`_ends_with_parent`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _ends_with_parent()
+    _ends_with_parent(os.getppid() if parent is None else parent)
 
 
 PARENT_CHECK_S = 0.5  # how often a worker looks whether the process that started it lives
 
 
-def _ends_with_parent() -> None:
-    """A thread that ends this worker once the process that forked it is gone (killed
-    outright: SIGKILL, out of memory). Its pool's workers each hold the pipes' other
-    ends, so none sees them close: they waited for ever, blocked on a full result pipe
-    or an empty task one, holding the command's stdout and stderr (a `$(...)` or a pipe
-    into `tee` then never ended) and the store's files open."""
-    parent = os.getppid()
+def _ends_with_parent(parent: int) -> None:
+    """A thread that ends this worker once `parent`, the process that forked it, is gone
+    (killed outright: SIGKILL, out of memory). Its pool's workers each hold the pipes'
+    other ends, so none sees them close: they waited for ever, blocked on a full result
+    pipe or an empty task one, holding the command's stdout and stderr (a `$(...)` or a
+    pipe into `tee` then never ended) and the store's files open. A worker that cannot
+    start a thread (a process's thread limit) works on without it."""
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(PARENT_CHECK_S)
         os._exit(1)
 
-    threading.Thread(target=watch, name="forensics-parent", daemon=True).start()
+    try:
+        threading.Thread(target=watch, name="forensics-parent", daemon=True).start()
+    except RuntimeError:  # ("can't start new thread")
+        pass
 
 
 def cancelled(futures: Iterable[Future[Any] | None]) -> None:

@@ -840,16 +840,17 @@ def test_a_killed_ingest_is_listed_with_what_it_kept_and_a_rerun_completes_it(
     assert 0 < kept < api.sessions(fresh)["events"].sum()
     assert ledger.select("ingest_id", "status", "rows_loaded").rows() == [(1, "unrecorded", kept)]
     assert ledger["error"][0] == (
-        "stopped with no ledger row (its process killed, or the machine stopped): the "
-        f"{kept:,} records it committed are kept; the same ingest again completes it"
+        "stopped with no ledger row (its process killed, or the machine stopped): the store "
+        f"holds {kept:,} records it committed; the same ingest run again loads what it did not"
     )
+    assert api.ingest_skips(db, 1).is_empty()  # listed, so its skips can be asked for
     rerun = subprocess.run(
         [*COMMAND, "ingest", "claude-code", str(tmp_path / "in"), "--db", str(db)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert rerun.returncode == 0, rerun.stderr
-    assert "stored before replaced: their sessions were read whole again (a file changed " \
-        "since, or the run that stored them did not finish)" in rerun.stdout, rerun.stdout
+    assert "stored before replaced: their sessions were read whole again (--full, a file " \
+        "changed since, or the run that stored them did not finish)" in rerun.stdout, rerun.stdout
     whole = api.sessions(fresh).select("session_id", "events").sort("session_id")
     assert api.sessions(db).select("session_id", "events").sort("session_id").equals(whole)
     assert api.ingests(db)["status"].to_list() == ["ok"]  # its events all stored again
@@ -926,10 +927,16 @@ def test_a_killed_claude_code_ingest_leaves_no_worker_behind(tmp_path: Path) -> 
     proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL
     assert kids, "no worker was running at the kill: nothing tested"
+    def alive(pid: int) -> bool:  # (a zombie an init that does not reap keeps is ended)
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
     deadline = time.monotonic() + 10
-    while any(Path(f"/proc/{pid}").exists() for pid in kids) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in kids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    left = [pid for pid in kids if Path(f"/proc/{pid}").exists()]
+    left = [pid for pid in kids if alive(pid)]
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert not left, f"workers {left} outlived the killed ingest"

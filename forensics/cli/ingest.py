@@ -102,8 +102,8 @@ def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
     if "events_replaced" in result.notes:
         echo(
             f"{counted(_int(result.notes['events_replaced']), 'event')} stored before "
-            "replaced: their sessions were read whole again (a file changed since, or the run "
-            "that stored them did not finish)"
+            "replaced: their sessions were read whole again (--full, a file changed since, or "
+            "the run that stored them did not finish)"
         )
     if "sessions_unchanged" in result.notes:
         echo(

@@ -316,7 +316,8 @@ def _built(runs: Iterator[Run], count: int) -> Iterator[Built]:
     # fork where there is one: a worker runs Python and Arrow only, never DuckDB (whose
     # threads the parent holds), and a spawned one would run the caller's __main__ again
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with ProcessPoolExecutor(count, mp_context=context, initializer=ignore_stops) as pool:
+    with ProcessPoolExecutor(count, mp_context=context, initializer=ignore_stops,
+                             initargs=(os.getpid(),)) as pool:  # fmt: skip
         pending: deque[Future[Built]] = deque()
         try:
             for run in runs:

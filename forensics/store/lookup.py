@@ -78,7 +78,6 @@ def result_preview(store: Store, key: tuple[str, str, str], function_call_id: st
     return rows[0][0] if rows else None
 
 
-
 def stored_keys(
     store: Store, session_id: str, event_ids: list[str]
 ) -> tuple[list[tuple[str, str, str]], bool]:

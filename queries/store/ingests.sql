@@ -24,9 +24,9 @@ UNION ALL
 SELECT
     ingest_id, NULL, NULL, NULL, NULL, NULL, 'unrecorded',
     NULL, stored, NULL, NULL, NULL, NULL,
-    'stopped with no ledger row (its process killed, or the machine stopped): the '
-        || format('{:,}', stored) || ' records it committed are kept; the same ingest again '
-        || 'completes it',
+    'stopped with no ledger row (its process killed, or the machine stopped): the store '
+        || 'holds ' || format('{:,}', stored) || ' records it committed; the same ingest run '
+        || 'again loads what it did not',
     NULL
 FROM unrecorded
 ORDER BY ingest_id DESC;

@@ -576,7 +576,8 @@ class ClaudeCodeSource:
         # this process holds); a spawned one would run the caller's __main__ again
         context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
         with ProcessPoolExecutor(self.workers, mp_context=context,
-                                 initializer=ignore_stops) as pool:  # fmt: skip
+                                 initializer=ignore_stops,
+                                 initargs=(os.getpid(),)) as pool:  # fmt: skip
             ahead: deque[tuple[Future[_SessionCalls] | None, int]] = deque()
             at = held = 0  # held: bytes of the sessions in `ahead` a worker reads
             try:

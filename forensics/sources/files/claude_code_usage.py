@@ -381,7 +381,8 @@ class Reading:
             # a worker runs msgspec and re only. A spawned one would run __main__ again.
             context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
             self._pool = ProcessPoolExecutor(workers, mp_context=context,
-                                             initializer=ignore_stops)  # fmt: skip
+                                             initializer=ignore_stops,
+                                             initargs=(os.getpid(),))  # fmt: skip
         with stops_held():  # (a stop raised inside submit hung the pool's shutdown)
             return [self._pool.submit(_read_batch, batch) for batch in batches]
 
