@@ -222,15 +222,15 @@ def _signals_blocked(numbers: tuple[signal.Signals, ...]) -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def ignore_stops(parent: int | None = None) -> None:
-    """A worker process's initializer: Ctrl-C and SIGTERM (sent to the whole process
-    group by a terminal or a supervisor) are the process's that started it, which stops
-    its pool; a worker that raised them too printed its own traceback. And it ends when
-    that process (`parent`, its id given by it: read here, it may be gone already) is
-    gone (`_ends_with_parent`)."""
+def ignore_stops(parent: int) -> None:
+    """A worker process's initializer (`initargs=(os.getpid(),)`): Ctrl-C and SIGTERM
+    (sent to the whole process group by a terminal or a supervisor) are the process's
+    that started it, which stops its pool; a worker that raised them too printed its own
+    traceback. And it ends when that process, `parent`, is gone (`_ends_with_parent`;
+    its id given by it: read in the worker, it may be gone already)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _ends_with_parent(os.getppid() if parent is None else parent)
+    _ends_with_parent(parent)
 
 
 PARENT_CHECK_S = 0.5  # how often a worker looks whether the process that started it lives
