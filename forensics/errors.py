@@ -10,7 +10,11 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing.context import ForkContext, SpawnContext
 
 T = TypeVar("T")
 
@@ -222,8 +226,28 @@ def _signals_blocked(numbers: tuple[signal.Signals, ...]) -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+def fork_context() -> ForkContext | SpawnContext:
+    """Worker processes forked where the system can: a worker runs Python (json, msgspec,
+    Arrow) only, never DuckDB or polars, whose threads the process that forks it holds;
+    a spawned one (elsewhere) runs the caller's __main__ again."""
+    import multiprocessing
+
+    if hasattr(os, "fork"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of `workers` processes (`fork_context`) that leave stops to this process
+    and end when it is gone (`ignore_stops`)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(workers, mp_context=fork_context(), initializer=ignore_stops,
+                               initargs=(os.getpid(),))  # fmt: skip
+
+
 def ignore_stops(parent: int) -> None:
-    """A worker process's initializer (`initargs=(os.getpid(),)`): Ctrl-C and SIGTERM
+    """A worker process's initializer (`worker_pool`'s): Ctrl-C and SIGTERM
     (sent to the whole process group by a terminal or a supervisor) are the process's
     that started it, which stops its pool; a worker that raised them too printed its own
     traceback. And it ends when that process, `parent`, is gone (`_ends_with_parent`;

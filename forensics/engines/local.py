@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import ctypes
 import multiprocessing
-import os
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -48,9 +47,9 @@ from ..errors import (
     ForensicsError,
     StoreError,
     cancelled,
-    ignore_stops,
     stops_held,
     waited,
+    worker_pool,
 )
 from ..model import Release
 from ..settings import workers  # (--workers, FORENSICS_WORKERS)
@@ -313,11 +312,7 @@ def _built(runs: Iterator[Run], count: int) -> Iterator[Built]:
     if count == 1:
         yield from map(build_run, runs)
         return
-    # fork where there is one: a worker runs Python and Arrow only, never DuckDB (whose
-    # threads the parent holds), and a spawned one would run the caller's __main__ again
-    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with ProcessPoolExecutor(count, mp_context=context, initializer=ignore_stops,
-                             initargs=(os.getpid(),)) as pool:  # fmt: skip
+    with worker_pool(count) as pool:  # (forked: a worker runs Python and Arrow only)
         pending: deque[Future[Built]] = deque()
         try:
             for run in runs:

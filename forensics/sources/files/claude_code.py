@@ -19,12 +19,10 @@ that is not UTF-8 or not JSON is skipped with its file and line, the rest is rea
 from __future__ import annotations
 
 import gc
-import multiprocessing
-import os
 import signal
 from collections import Counter, deque
 from collections.abc import Callable, Generator, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -32,7 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ...errors import ForensicsError, cancelled, ignore_stops, stops_held, waited
+from ...errors import ForensicsError, cancelled, fork_context, stops_held, waited, worker_pool
 from ...families.claude_code.files import TranscriptFile
 from ...families.claude_code.transcript import FAMILY, SessionReader
 from ...model import Batch
@@ -379,10 +377,7 @@ class _Stream:
     largest sessions are read on another core while this one stores them."""
 
     def __init__(self, task: _Task):
-        # fork: the process runs the reader only (never polars or DuckDB, whose threads
-        # this process holds), as the pool's workers do
-        context = (multiprocessing.get_context("fork") if hasattr(os, "fork")
-                   else multiprocessing.get_context("spawn"))  # fmt: skip
+        context = fork_context()  # (the process runs the reader only, as a worker does)
         self.conn, sending = context.Pipe(duplex=False)
         self.process = context.Process(target=_streaming, args=(task, sending, self.conn),
                                        daemon=True)  # fmt: skip
@@ -572,12 +567,7 @@ class ClaudeCodeSource:
             for entry, stats in todo:
                 yield entry, stats, None
             return
-        # fork: a worker runs Python's json only (never polars or DuckDB, whose threads
-        # this process holds); a spawned one would run the caller's __main__ again
-        context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-        with ProcessPoolExecutor(self.workers, mp_context=context,
-                                 initializer=ignore_stops,
-                                 initargs=(os.getpid(),)) as pool:  # fmt: skip
+        with worker_pool(self.workers) as pool:
             ahead: deque[tuple[Future[_SessionCalls] | None, int]] = deque()
             at = held = 0  # held: bytes of the sessions in `ahead` a worker reads
             try:

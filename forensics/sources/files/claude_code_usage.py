@@ -19,7 +19,6 @@ read:
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
 from collections import Counter
@@ -33,7 +32,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ...errors import ignore_stops, stops_held, waited
+from ...errors import stops_held, waited, worker_pool
 from ...families.claude_code.transcript import (
     call_detail,
     failure_detail,
@@ -377,12 +376,8 @@ class Reading:
     def _hand_out(self, workers: int, batches: list[list[_Task]]) -> list[Future[_BatchRead]]:
         """`batches` handed to the workers, started at the first."""
         if self._pool is None:
-            # fork before anything starts a thread here (polars, DuckDB: imported after);
-            # a worker runs msgspec and re only. A spawned one would run __main__ again.
-            context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-            self._pool = ProcessPoolExecutor(workers, mp_context=context,
-                                             initializer=ignore_stops,
-                                             initargs=(os.getpid(),))  # fmt: skip
+            # forked before anything starts a thread here (polars, DuckDB: imported after)
+            self._pool = worker_pool(workers)  # (a worker runs msgspec and re only)
         with stops_held():  # (a stop raised inside submit hung the pool's shutdown)
             return [self._pool.submit(_read_batch, batch) for batch in batches]
 
