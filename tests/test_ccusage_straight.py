@@ -248,14 +248,15 @@ def test_a_part_that_cannot_be_read_leaves_its_file_unread_once(
     assert read.rows.num_rows > 0 and str(failing).endswith("h-1.jsonl")
 
 
-@pytest.mark.parametrize("batch", [1, 97, 1 << 30])
+@pytest.mark.parametrize("batch", [7, 97, 1 << 30])
 def test_workers_read_what_one_process_reads(
     stored, tmp_path: Path, monkeypatch, batch: int
 ) -> None:
-    """Read by two forked workers all files at a time, or files in parts (of a byte:
-    a line each at most; of 97 bytes: lines across parts): the same rows in the same
-    order, skips (their line numbers), counts, and one response of two roots' files of
-    the same name."""
+    """Read by two forked workers all files at a time, or files in parts (of 7 bytes,
+    shorter than any line: a line each at most; of 97 bytes: lines across parts): the
+    same rows in the same order, skips (their line numbers), counts, and one response of
+    two roots' files of the same name. (Parts of a byte each took 45 s of the suite;
+    every place a part can end is test_a_file_cut_anywhere_reads_each_line_once's.)"""
     import shutil
 
     from forensics.sources.files import claude_code_usage
@@ -286,6 +287,21 @@ def test_workers_read_what_one_process_reads(
     # as they are (in parts, each file's parts merged by key)
     forked = claude_code_usage.read_usage(roots[:1], workers=2)
     assert forked.rows.equals(one.rows) and (forked.skips, forked.files) == (one.skips, one.files)
+
+
+def test_a_file_cut_anywhere_reads_each_line_once(stored) -> None:
+    """A file's usage lines read in two parts cut at any byte (the workers' parts: each
+    reads the lines that start in it) are the lines read whole, each once."""
+    from forensics.sources.files import claude_code_usage
+
+    path = stored[0] / "projects" / "-home-dev-p" / "h-1.jsonl"
+    lines = claude_code_usage._usage_lines
+    with path.open("rb") as handle:
+        whole = list(lines(handle))
+        size = path.stat().st_size
+        assert len(whole) > 10 and size > 2_000
+        for cut in range(1, size):
+            assert [*lines(handle, 0, cut), *lines(handle, cut)] == whole, cut
 
 
 def test_a_store_named_that_is_not_there_is_an_error_not_the_transcripts(
@@ -495,7 +511,7 @@ def test_workers_read_a_project_as_soon_as_its_folder_is_walked(
     monkeypatch.setattr(claude_code_layout, "_walked", walking)
     monkeypatch.setattr(claude_code_usage.Reading, "_hand_out", handing)
     monkeypatch.setattr(claude_code_usage, "WORKER_BYTES", 0)
-    monkeypatch.setattr(claude_code_usage, "BATCH_BYTES", 1)  # a batch a byte
+    monkeypatch.setattr(claude_code_usage, "BATCH_BYTES", 64)  # each file in parts
     forked = claude_code_usage.read_usage([root], workers=2)
     assert forked.rows.equals(alone.rows) and alone.rows.num_rows > 10
     assert (forked.skips, forked.kinds, forked.files, forked.bytes_read, forked.passed_over) == (

@@ -326,6 +326,9 @@ def test_ctrl_c_during_an_ingest_commits_nothing_and_a_rerun_loads_all(tmp_path)
 
 # tests/test_adk_postgres.py, test_plan.py; the loopback OpenSearch: test_opensearch_ingest.py
 NEEDS_A_SERVER = ("ingest adk-postgres", "plan ", "ingest opensearch ")
+# run through the command line by tests/test_facts.py on an export of every family (its
+# facts compared with the local engine's): Spark's start and jobs took 35-50 s here
+SPARK = "forensics analyze --engine spark "
 
 
 def _readme_commands() -> list[str]:
@@ -354,6 +357,10 @@ def test_every_readme_command_runs_in_order(tmp_path, monkeypatch):
     ran = []
     for line in _readme_commands():
         if any(line.startswith(f"forensics {s}") for s in NEEDS_A_SERVER):
+            continue
+        if line.startswith(SPARK):  # the options test_facts.py gives it, and no other
+            assert [w for w in shlex.split(line)[1:] if not w.startswith(("exports/", "facts/"))
+                    ] == ["analyze", "--engine", "spark", "--input", "--output"], line
             continue
         line = re.sub(r"\s*\[[^]]*\]", "", line)  # optional arguments left out
         call_id = None
