@@ -1008,3 +1008,34 @@ def test_a_stop_before_a_batch_commits_undoes_it_and_the_run_is_recorded(
     stored = api.sessions(db)["events"].sum()
     assert entered[0] == 2
     assert api.ingests(db).select("status", "rows_loaded").rows() == [("interrupted", stored)]
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_while_the_process_tears_down_leaves_the_commands_exit_code(
+    tmp_path: Path, how: signal.Signals
+) -> None:
+    """Python puts the system's own stop handlers back after its exit handlers, while it
+    frees the modules; a stop landing then ended a command that had done its work with
+    -2 or -15 and no word. Here the teardown is made long on purpose: an object of the
+    script's own, freed with its module, says so and sleeps, and the stop lands then."""
+    ready = tmp_path / "tearing-down"
+    script = (
+        "import pathlib, time\n"
+        "class Slow:\n"
+        "    def __del__(self):\n"
+        f"        pathlib.Path({str(ready)!r}).touch()\n"
+        "        time.sleep(1.5)\n"
+        "slow = Slow()\n"
+        "from forensics.cli import main\n"
+        "main()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script, "--version"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ready.exists(), proc.communicate(timeout=60)
+    proc.send_signal(how)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err  # the command's: it printed its version
+    assert out.startswith("agent-forensics ") and not err, (out, err)
