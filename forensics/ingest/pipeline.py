@@ -322,7 +322,10 @@ def _undo(store: Store, ingest_id: int) -> None:
     except (duckdb.Error, KeyboardInterrupt):
         pass
     finally:
-        store.unregister("undone_ingest")
+        try:
+            store.unregister("undone_ingest")
+        except KeyboardInterrupt:  # (a second stop: the first is said, and the ledger too)
+            pass
 
 
 def _keys(rows: pa.Table) -> set[tuple[str, str, str]]:

@@ -295,26 +295,49 @@ class Store:
         self.run("COMMIT")
 
     def quietly(self, statement: str) -> None:
-        """Clean-up that must not hide the error it cleans up after (an aborted
-        transaction refuses more work; an interrupt may land inside it)."""
-        try:
-            self.con.execute(statement).fetchall()
-        except (duckdb.Error, KeyboardInterrupt):
-            pass
-        except RuntimeError as e:  # DuckDB's "Query interrupted": a Ctrl-C in the clean-up
-            if not _interrupted(e):
-                raise
+        """Clean-up (a ROLLBACK, a DROP ... IF EXISTS: a statement that can run twice)
+        that must not hide the error it cleans up after: its own failure is passed over
+        (an aborted transaction refuses more work). A stop landing inside it is raised
+        once the statement ran: it was lost otherwise, and the work went on after the
+        Ctrl-C. The statement runs again first (a ROLLBACK left undone leaves the
+        transaction aborted, and every later statement refused; a second ROLLBACK is
+        refused, and passed over)."""
+        stopped = False
+        for _ in range(2):  # (a stop may land before the call, in it or after it)
+            try:
+                self.con.execute(statement).fetchall()
+                break
+            except KeyboardInterrupt:
+                stopped = True
+            except (duckdb.Error, RuntimeError) as e:
+                if not _interrupted(e):
+                    if isinstance(e, RuntimeError):
+                        raise
+                    break
+                stopped = True
+        if stopped:
+            raise KeyboardInterrupt
 
     def unregister(self, *names: str) -> None:
-        """Drop registered views in clean-up, never raising over the real error."""
+        """Drop registered views in clean-up, never raising over the real error but a
+        stop: one landing inside it is raised once every name is dropped (passed over,
+        it was lost: an ingest went on after the Ctrl-C)."""
+        stopped = False
         for name in names:
-            try:
-                self.con.unregister(name)
-            except (duckdb.Error, KeyboardInterrupt):
-                pass
-            except RuntimeError as e:
-                if not _interrupted(e):
-                    raise
+            for _ in range(2):  # (a stop may land before the call: once more, at most)
+                try:
+                    self.con.unregister(name)  # (a name not registered: no error)
+                    break
+                except KeyboardInterrupt:
+                    stopped = True
+                except (duckdb.Error, RuntimeError) as e:
+                    if not _interrupted(e):
+                        if isinstance(e, RuntimeError):
+                            raise
+                        break
+                    stopped = True
+        if stopped:
+            raise KeyboardInterrupt
 
     def raise_memory_limit(self, most_mib: int = MAX_MEMORY_MIB) -> bool:
         """Double DuckDB's buffer limit (inside a `memory_limit` block: set back at its
