@@ -523,3 +523,36 @@ def test_a_stop_landing_in_a_clean_up_is_raised_once_it_is_done(tmp_path: Path) 
         assert store.run("SELECT count(*) FROM duckdb_tables() WHERE table_name = 't'") == [(0,)]
         store.run("BEGIN")  # (refused inside a transaction left open)
         store.run("COMMIT")
+
+
+def test_a_stop_at_a_commit_is_raised_after_it_committed(tmp_path: Path) -> None:
+    """A Ctrl-C landing at a transaction's COMMIT (a real signal, sent as the COMMIT is
+    asked for) is held over it: the rows are committed, then the stop is raised. Before,
+    it stopped the COMMIT, which then had committed or not, the caller not knowing."""
+
+    class SignalAtCommit:
+        def __init__(self, con: duckdb.DuckDBPyConnection):
+            self.con = con
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.con, name)
+
+        def execute(self, statement: str, *args: object) -> object:
+            if statement == "COMMIT":
+                signal.raise_signal(signal.SIGINT)
+            return self.con.execute(statement, *args)
+
+    path = tmp_path / "s.duckdb"
+    with Store.open(path) as store:
+        real = store.con
+        store.run("CREATE TABLE t (x INTEGER)")
+        with pytest.raises(KeyboardInterrupt):
+            with store.transaction():
+                store.run("INSERT INTO t VALUES (1)")
+                store.con = SignalAtCommit(real)  # type: ignore[assignment]
+        store.con = real
+        assert store.run("SELECT count(*) FROM t") == [(1,)]
+        store.run("BEGIN")  # (no transaction left open)
+        store.run("ROLLBACK")
+    with Store.open(path, read_only=True) as store:
+        assert store.run("SELECT count(*) FROM t") == [(1,)]
