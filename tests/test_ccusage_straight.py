@@ -290,8 +290,9 @@ def test_workers_read_what_one_process_reads(
 
 
 def test_a_file_cut_anywhere_reads_each_line_once(stored) -> None:
-    """A file's usage lines read in two parts cut at any byte (the workers' parts: each
-    reads the lines that start in it) are the lines read whole, each once."""
+    """A file's usage lines read in two parts cut at any byte, or in parts of a byte (the
+    workers' parts: each reads the lines that start in it), are the lines read whole,
+    each once."""
     from forensics.sources.files import claude_code_usage
 
     path = stored[0] / "projects" / "-home-dev-p" / "h-1.jsonl"
@@ -302,6 +303,8 @@ def test_a_file_cut_anywhere_reads_each_line_once(stored) -> None:
         assert len(whole) > 10 and size > 2_000
         for cut in range(1, size):
             assert [*lines(handle, 0, cut), *lines(handle, cut)] == whole, cut
+        # and in parts of a byte: each line read by the part it starts in
+        assert [line for at in range(size) for line in lines(handle, at, at + 1)] == whole
 
 
 def test_a_store_named_that_is_not_there_is_an_error_not_the_transcripts(

@@ -1017,7 +1017,8 @@ def test_a_stop_while_the_process_tears_down_leaves_the_commands_exit_code(
     """Python puts the system's own stop handlers back after its exit handlers, while it
     frees the modules; a stop landing then ended a command that had done its work with
     -2 or -15 and no word. Here the teardown is made long on purpose: an object of the
-    script's own, freed with its module, says so and sleeps, and the stop lands then."""
+    script's own, freed with its module, says so and sleeps, and the stop lands then,
+    with another thread running (a stop the main thread blocks goes to that one)."""
     ready = tmp_path / "tearing-down"
     script = (
         "import pathlib, time\n"
@@ -1026,6 +1027,10 @@ def test_a_stop_while_the_process_tears_down_leaves_the_commands_exit_code(
         f"        pathlib.Path({str(ready)!r}).touch()\n"
         "        time.sleep(1.5)\n"
         "slow = Slow()\n"
+        # a second thread, as a command has DuckDB's and polars': one gets a stop the
+        # main thread blocks
+        "import threading\n"
+        "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
         "from forensics.cli import main\n"
         "main()\n"
     )

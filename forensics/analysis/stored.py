@@ -297,10 +297,19 @@ class Facts:
                 self.store.run(f"CREATE OR REPLACE TEMP {kind} {view} AS {statement}")  # noqa: S608
             yield
         finally:
+            stopped = False  # (a stop in one drop: the rest dropped, then it is raised)
             for view in reversed(made):
-                self.store.quietly(f"DROP VIEW IF EXISTS {view}")
-                self.store.quietly(f"DROP TABLE IF EXISTS {view}")
-            self.store.unregister(*registered)
+                for kind in ("VIEW", "TABLE"):
+                    try:
+                        self.store.quietly(f"DROP {kind} IF EXISTS {view}")
+                    except KeyboardInterrupt:
+                        stopped = True
+            try:
+                self.store.unregister(*registered)
+            except KeyboardInterrupt:
+                stopped = True
+            if stopped:
+                raise KeyboardInterrupt
 
     def _frame(self, name: str, spec: Spec, **params: Any) -> pl.DataFrame:
         return spec.from_query(self.query(name, **params))

@@ -271,17 +271,22 @@ class _Batch:
             self.held.append((key, events, calls, error))
 
     def flush(self, store: Store, built: set[Key]) -> None:
-        if self.stamps:
-            tables = {t: pa.concat_tables(frames) for t, frames in self.tables.items() if frames}
-            stored.write(store, tables, self.stamps, FACT_SCHEMAS, built)
-            self.done.update(self.stamps)
-            for key, events, calls, error in self.held:
-                if error is not None:
-                    self.failed.append((key, error))
-                    continue
-                self.events += events
-                self.calls += calls
-        self.drop()
+        """Write what is held, and count it. A stop is held over both (a second is not):
+        raised at the write's COMMIT or its clean-up, it left a batch that was written
+        out of the sessions said built and kept."""
+        with stops_held(second_now=True):
+            if self.stamps:
+                tables = {t: pa.concat_tables(frames)
+                          for t, frames in self.tables.items() if frames}  # fmt: skip
+                stored.write(store, tables, self.stamps, FACT_SCHEMAS, built)
+                self.done.update(self.stamps)
+                for key, events, calls, error in self.held:
+                    if error is not None:
+                        self.failed.append((key, error))
+                        continue
+                    self.events += events
+                    self.calls += calls
+            self.drop()
 
     def drop(self) -> None:
         """Forget what is not written (it is built again)."""

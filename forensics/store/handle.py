@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -57,6 +58,28 @@ def raise_if_interrupted(error: BaseException) -> None:
     """Ctrl-C inside DuckDB (`_interrupted`) is a KeyboardInterrupt."""
     if _interrupted(error):
         raise KeyboardInterrupt from None
+
+
+def _despite_stops(step: Callable[[], object], stopped: bool = False) -> bool:
+    """Whether a stop landed in `step` (clean-up that can run twice), run once more
+    where one did: before the call, or inside DuckDB. Its own failure is passed over,
+    but a RuntimeError that is no DuckDB interrupt (raised, or the stop raised over it
+    where one landed: `stopped` too, a stop before)."""
+    for _ in range(2):
+        try:
+            step()
+            break
+        except KeyboardInterrupt:
+            stopped = True
+        except (duckdb.Error, RuntimeError) as e:
+            if not _interrupted(e):
+                if isinstance(e, RuntimeError):
+                    if stopped:  # (the stop wins)
+                        raise KeyboardInterrupt from e
+                    raise
+                break
+            stopped = True
+    return stopped
 
 
 MAX_MEMORY_MIB = 16_384  # Store.raise_memory_limit doubles a cap up to this
@@ -302,25 +325,11 @@ class Store:
     def quietly(self, statement: str) -> None:
         """Clean-up (a ROLLBACK, a DROP ... IF EXISTS: a statement that can run twice)
         that must not hide the error it cleans up after: its own failure is passed over
-        (an aborted transaction refuses more work). A stop landing inside it is raised
-        once the statement ran: it was lost otherwise, and the work went on after the
-        Ctrl-C. The statement runs again first (a ROLLBACK left undone leaves the
-        transaction aborted, and every later statement refused; a second ROLLBACK is
-        refused, and passed over)."""
-        stopped = False
-        for _ in range(2):  # (a stop may land before the call, in it or after it)
-            try:
-                self.con.execute(statement).fetchall()
-                break
-            except KeyboardInterrupt:
-                stopped = True
-            except (duckdb.Error, RuntimeError) as e:
-                if not _interrupted(e):
-                    if isinstance(e, RuntimeError):
-                        raise
-                    break
-                stopped = True
-        if stopped:
+        (an aborted transaction refuses more work). A stop landing in it is raised once
+        the statement ran (`_despite_stops`): it was lost otherwise, and the work went
+        on after the Ctrl-C; a ROLLBACK a stop skipped left the transaction aborted, and
+        every later statement refused."""
+        if _despite_stops(lambda: self.con.execute(statement).fetchall()):
             raise KeyboardInterrupt
 
     def unregister(self, *names: str) -> None:
@@ -328,19 +337,8 @@ class Store:
         stop: one landing inside it is raised once every name is dropped (passed over,
         it was lost: an ingest went on after the Ctrl-C)."""
         stopped = False
-        for name in names:
-            for _ in range(2):  # (a stop may land before the call: once more, at most)
-                try:
-                    self.con.unregister(name)  # (a name not registered: no error)
-                    break
-                except KeyboardInterrupt:
-                    stopped = True
-                except (duckdb.Error, RuntimeError) as e:
-                    if not _interrupted(e):
-                        if isinstance(e, RuntimeError):
-                            raise
-                        break
-                    stopped = True
+        for name in names:  # (a name not registered: no error)
+            stopped = _despite_stops(functools.partial(self.con.unregister, name), stopped)
         if stopped:
             raise KeyboardInterrupt
 
