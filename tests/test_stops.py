@@ -1044,3 +1044,40 @@ def test_a_stop_while_the_process_tears_down_leaves_the_commands_exit_code(
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err  # the command's: it printed its version
     assert out.startswith("agent-forensics ") and not err, (out, err)
+
+
+def test_a_second_stop_while_a_reading_thread_is_waited_for_is_raised_after_it_ended() -> None:
+    """A stop closes the ingest's reading thread and waits for it (it may be inside
+    DuckDB's normaliser). A second stop raised inside that wait left the thread running
+    as the interpreter exited, where a thread inside DuckDB aborts the process (SIGABRT,
+    seen once in 180 double stops). Now the second stop is raised once the thread ended.
+    (Real signals; the batch the thread works on is a sleep. Whether the thread ended is
+    what it did last, not `is_alive()`: Python 3.11 takes a wait a signal interrupted
+    for the thread's end.)"""
+    import threading
+
+    from forensics.ingest.pipeline import prefetch
+
+    busy, ended = threading.Event(), threading.Event()
+
+    def batches():
+        try:
+            yield 1
+            busy.set()
+            time.sleep(1.0)  # (the next batch being normalised)
+            yield 2
+        finally:
+            ended.set()  # (the thread closes what it reads, last)
+
+    read = prefetch(batches())
+    assert next(read) == 1
+    assert busy.wait(10)
+    second = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    second.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            read.throw(KeyboardInterrupt)  # the first stop, where the ingest consumes
+        assert ended.is_set()
+    finally:
+        second.join()
+        ended.wait(10)

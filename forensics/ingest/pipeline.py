@@ -443,6 +443,9 @@ def _normalized(source: Source, since: float | None) -> Iterator[Normalized]:
         normalizer.close()
 
 
+READER_JOIN_S = 5.0  # how long a closed prefetch waits for its thread to end
+
+
 def prefetch(batches: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
     """Run `batches` in a thread of its own, `depth` items ahead of the consumer.
 
@@ -504,4 +507,9 @@ def prefetch(batches: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
             yield item  # type: ignore[misc]  # anything else the reader put is a T
     finally:
         stop.set()
-        thread.join(timeout=5)
+        # a stop is held over the wait (raised after it): a second Ctrl-C raised inside
+        # it left the thread inside DuckDB's normaliser as the interpreter exited, and a
+        # thread there as it ends aborts the process ("FATAL: exception not rethrown",
+        # SIGABRT: once in 180 double stops)
+        with stops_held():
+            thread.join(timeout=READER_JOIN_S)
