@@ -585,3 +585,31 @@ def test_a_stop_at_the_commit_of_the_facts_counts_what_it_wrote(tmp_path: Path) 
         written = store.run("SELECT count(*) FROM fact_sessions")[0][0]
     assert written == 3
     assert "the facts of 3 of 3 sessions were built and kept" in stopped.value.message
+
+
+def test_a_stop_just_after_begin_leaves_no_transaction_open(tmp_path: Path) -> None:
+    """A stop landing as BEGIN returns (before the block that rolls back) left the
+    transaction open: every later BEGIN was refused, a stopped run's ledger row too."""
+
+    class StopAfterBegin:
+        def __init__(self, con: duckdb.DuckDBPyConnection):
+            self.con = con
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.con, name)
+
+        def execute(self, statement: str, *args: object) -> object:
+            done = self.con.execute(statement, *args)
+            if statement == "BEGIN":
+                raise KeyboardInterrupt  # (what Python's handler raises as the call returns)
+            return done
+
+    with Store.open(tmp_path / "s.duckdb") as store:
+        real = store.con
+        store.con = StopAfterBegin(real)  # type: ignore[assignment]
+        with pytest.raises(KeyboardInterrupt):
+            with store.transaction():
+                pass
+        store.con = real
+        store.run("BEGIN")  # (refused inside a transaction left open)
+        store.run("ROLLBACK")

@@ -198,8 +198,8 @@ class _Run:
         store = self.store
         while True:
             committed = False
-            store.run("BEGIN")
             try:
+                store.run("BEGIN")  # (in the block that rolls back: a stop may land after it)
                 replaced, loaded, conflicts = self._write(batch)
                 if self.appending and self._crowded():
                     raise _Crowded

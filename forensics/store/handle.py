@@ -312,9 +312,10 @@ class Store:
         (Ctrl-C, SIGTERM) is held over the COMMIT and raised after it: one landing at the
         COMMIT left it committed or not (in a stress of stops, 1,223 of 1,354 committed,
         the rest left the transaction open), where the caller takes the error for "not
-        committed" and goes on. A second stop is not held."""
-        self.run("BEGIN")
+        committed" and goes on. A second stop is not held. (BEGIN inside the block that
+        rolls back: a stop landing just after it left the transaction open.)"""
         try:
+            self.run("BEGIN")
             yield
         except BaseException:
             self.quietly("ROLLBACK")  # the first error is the one to report
