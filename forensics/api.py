@@ -292,8 +292,10 @@ def _refreshed(store: Store, result: IngestResult) -> IngestResult:
     """`result`, once the facts of the sessions it changed are rebuilt."""
     try:
         done = refresh(store, PROGRESS.get())
-    except KeyboardInterrupt:
-        raise FactsInterrupted.after_commit(result.rows_loaded) from None
+    except BaseException as e:  # (a stop DuckDB names as its own error, too)
+        if is_interrupt(e):
+            raise FactsInterrupted.after_commit(result.rows_loaded) from None
+        raise
     if done.failed:
         n = len(done.failed)
         result.notes["facts_failed"] = (

@@ -1081,3 +1081,22 @@ def test_a_second_stop_while_a_reading_thread_is_waited_for_is_raised_after_it_e
     finally:
         second.join()
         ended.wait(10)
+
+
+def test_work_after_a_stop_finishes_and_keeps_its_answer_when_another_lands() -> None:
+    """What an ingest does after a stop (ask the ledger whether the run ended, write its
+    row) runs to its end when a second stop lands in it (a real SIGINT, here), and keeps
+    its answer: the second stop is passed over, the first being said. Raised inside it,
+    the row was lost (the run listed `unrecorded`) with the stop's message."""
+    from forensics.ingest.pipeline import _quietly_held
+
+    steps: list[str] = []
+
+    def step(answer: int) -> int:
+        steps.append("began")
+        signal.raise_signal(signal.SIGINT)
+        steps.append("ended")
+        return answer
+
+    assert _quietly_held(step, 7) == 7
+    assert steps == ["began", "ended"]

@@ -613,3 +613,26 @@ def test_a_stop_just_after_begin_leaves_no_transaction_open(tmp_path: Path) -> N
         store.con = real
         store.run("BEGIN")  # (refused inside a transaction left open)
         store.run("ROLLBACK")
+
+
+def test_a_stop_duckdb_names_as_its_own_error_is_a_stop(tmp_path: Path) -> None:
+    """A Ctrl-C that stops a Python object DuckDB reads as Arrow data comes back as
+    DuckDB's InvalidInputException naming the KeyboardInterrupt; a store's statement
+    raises it as the stop (an `except duckdb.Error` passed it over: the stop was lost,
+    or a stop after an ingest's commit said that nothing was committed)."""
+
+    import pyarrow as pa
+
+    class Stopped:  # (its rows' export is where the stop landed)
+        def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+            raise KeyboardInterrupt
+
+        def __arrow_c_schema__(self) -> object:
+            return pa.schema([("x", pa.int64())]).__arrow_c_schema__()
+
+    with Store.open(tmp_path / "s.duckdb") as store:
+        store.con.register("stopped", Stopped())
+        with pytest.raises(KeyboardInterrupt):
+            store.run("SELECT count(*) FROM stopped")
+        store.unregister("stopped")
+        assert store.run("SELECT 1") == [(1,)]  # (the connection serves on)

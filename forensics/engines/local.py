@@ -57,6 +57,7 @@ from ..store import Store
 from ..store import facts as stored
 from ..store.arrow import columns_table
 from ..store.facts import Key
+from ..store.ledger import is_interrupt
 from ..store.reads import session_of, session_release_evidence, session_tables, traced_windows
 from ..whatif import kept as guard_kept
 
@@ -143,7 +144,9 @@ def _keep_guards(store: Store) -> None:
     for kept in (guard_kept, kept_growth):
         try:
             kept.keep(store)
-        except duckdb.Error:
+        except duckdb.Error as e:
+            if is_interrupt(e):  # (a stop DuckDB named as its own error: not passed over)
+                raise KeyboardInterrupt from None
             continue
 
 

@@ -7,7 +7,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -40,6 +40,7 @@ INGEST_MEMORY_LIMIT = "256MB"
 
 Progress = Callable[[IngestResult], None]
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def ingest(
@@ -95,23 +96,27 @@ def ingest(
     try:
         with store.memory_limit(INGEST_MEMORY_LIMIT):
             try:
-                for batch in prefetch(_normalized(source, since)):
-                    run.insert(batch)
+                batches = prefetch(_normalized(source, since))
+                try:
+                    for batch in batches:
+                        run.insert(batch)
+                finally:  # (here: a stop its wait raises, raised when it was collected,
+                    batches.close()  # was printed as "Exception ignored in", and lost)
                 with store.transaction():
                     run.finish()
                 finished = True
             except BaseException as e:
-                if ledger.finished_ok(store, result.ingest_id):  # it landed after the
-                    finished = True  # run's COMMIT: nothing to undo (the ledger says ok)
+                if _quietly_held(ledger.finished_ok, store, result.ingest_id):  # it landed
+                    finished = True  # after the run's COMMIT: nothing to undo (ledger: ok)
                     raise
                 result.seconds = time.monotonic() - run.clock
                 result.notes = dict(getattr(source, "notes", {}))
-                if not commit_each_batch:
-                    _undo(store, result.ingest_id)
-                ledger.write_stopped(store, result, run.started, ledger.now(), e,
-                                     commit_each_batch)  # fmt: skip
+                # a second stop may cut the undo short: what it left is then said kept
+                kept = commit_each_batch or not _undo(store, result.ingest_id)
+                _quietly_held(ledger.write_stopped, store, result, run.started, ledger.now(),
+                              e, kept)  # fmt: skip
                 if ledger.is_interrupt(e):
-                    if commit_each_batch and result.rows_loaded:  # (said: not "nothing")
+                    if kept and result.rows_loaded:  # (said: not "nothing committed")
                         raise FactsInterrupted.batches_kept(result.rows_loaded) from None
                     if not isinstance(e, KeyboardInterrupt):
                         raise KeyboardInterrupt from None
@@ -312,15 +317,30 @@ class _Crowded(Exception):
     """An appending batch undone before its commit: DuckDB holds too much (_Run.insert)."""
 
 
-def _undo(store: Store, ingest_id: int) -> None:
-    """Delete what a stopped run stored (it never raises over the error that stopped it:
-    a second Ctrl-C leaves the committed batches, which the same run again completes)."""
+def _quietly_held(step: Callable[..., R], *args: Any) -> R | None:
+    """`step(*args)`, work after a stop, with further stops held over it and passed over
+    (the first is being said): a second Ctrl-C raised inside the ledger's row lost the
+    row (an ingest listed `unrecorded`) and the stop's message."""
+    done = None
+    try:
+        with stops_held():
+            done = step(*args)
+    except KeyboardInterrupt:  # (the held one, delivered after the step)
+        pass
+    return done
+
+
+def _undo(store: Store, ingest_id: int) -> bool:
+    """Delete what a stopped run stored; whether it did (it never raises over the error
+    that stopped it: a second Ctrl-C leaves the committed batches, which the same run
+    again completes)."""
     try:
         store.con.register("undone_ingest", pa.table({"ingest_id": [ingest_id]}))
         with store.transaction():
             store.run(sql.load("store/undo_ingest").sql)
+        return True
     except (duckdb.Error, KeyboardInterrupt):
-        pass
+        return False
     finally:
         try:
             store.unregister("undone_ingest")

@@ -48,10 +48,12 @@ def connect(
 
 def _interrupted(error: BaseException) -> bool:
     """Ctrl-C inside DuckDB: its InterruptException, or, in a scan of Arrow data or a
-    clean-up, a bare RuntimeError('Query interrupted')."""
+    clean-up, a bare RuntimeError('Query interrupted'), or the InvalidInputException
+    naming the KeyboardInterrupt that stopped a Python object DuckDB was reading as
+    Arrow data (`... registered as 'cost_window' failed: KeyboardInterrupt`)."""
     return isinstance(error, duckdb.InterruptException) or (
         isinstance(error, RuntimeError) and "Query interrupted" in str(error)
-    )
+    ) or (isinstance(error, duckdb.InvalidInputException) and "KeyboardInterrupt" in str(error))
 
 
 def raise_if_interrupted(error: BaseException) -> None:
@@ -281,7 +283,7 @@ class Store:
         Ctrl-C inside DuckDB (its InterruptException) is a KeyboardInterrupt here."""
         try:
             return self.con.execute(statement, params).fetchall()
-        except (duckdb.InterruptException, RuntimeError) as e:
+        except (duckdb.InterruptException, duckdb.InvalidInputException, RuntimeError) as e:
             raise_if_interrupted(e)
             raise
 
@@ -295,7 +297,7 @@ class Store:
         try:
             relation = self.con.sql(query.sql, params={k: params.get(k) for k in query.params})
             return relation.to_arrow_table()
-        except (duckdb.InterruptException, RuntimeError) as e:
+        except (duckdb.InterruptException, duckdb.InvalidInputException, RuntimeError) as e:
             raise_if_interrupted(e)
             raise
 
