@@ -1100,3 +1100,25 @@ def test_work_after_a_stop_finishes_and_keeps_its_answer_when_another_lands() ->
 
     assert _quietly_held(step, 7) == 7
     assert steps == ["began", "ended"]
+
+
+def test_a_second_stop_keeps_the_first_ones_account_of_what_was_kept() -> None:
+    """A second stop raised while the first one's account (the ingest was committed,
+    its facts not built) was on its way out replaced it, and the command said that
+    nothing was committed (3 of 61 double stops of committed ingests). The account is
+    found in what the second one replaced."""
+    from forensics.cli.common import _kept_account
+    from forensics.errors import FactsInterrupted
+
+    try:
+        try:
+            raise FactsInterrupted.after_commit(6_400)
+        except FactsInterrupted:
+            try:
+                raise RuntimeError("a memory cap set back")  # (any clean-up on the way)
+            except RuntimeError:
+                raise KeyboardInterrupt from None  # (the second stop; `from None` too)
+    except KeyboardInterrupt as second:
+        found = _kept_account(second)
+    assert found is not None and "the ingest was committed (6,400 events loaded)" in found.message
+    assert _kept_account(KeyboardInterrupt()) is None
