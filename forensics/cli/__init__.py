@@ -201,9 +201,10 @@ def _stops_ignored_at_teardown() -> None:
     back after its exit handlers (those it set itself: an ignored stop stays ignored),
     and a stop landing then (freeing the modules: tens of milliseconds, more on a busy
     machine) killed the process after the command had done its work and said so: exit
-    -2 or -15, no word, where a script waits for the command's own code (seen twice in
-    about 100 stops). Ignored, not blocked: a blocked signal goes to another thread (DuckDB's,
-    polars'), which it kills. A stop before this is `_stopped_at_exit`'s."""
+    -2 or -15, no word, where a script waits for the command's own code (36 of 142
+    trials of a sweep of stops). Ignored, not blocked: a signal the main thread blocks
+    goes to another thread (DuckDB's, polars'), which it kills. A stop before this is
+    `_stopped_at_exit`'s."""
     for number in STOPS:
         signal.signal(number, signal.SIG_IGN)
 
