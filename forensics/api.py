@@ -187,16 +187,22 @@ def _loading(store: StoreLike) -> Iterator[Store]:
     except OSError:  # a path the system refuses: Store.open says so, nothing is removed
         created = False
     loaded = True
+    ended = False  # the ingest, and its facts, returned
     try:
         with using(store, read_only=False) as target:
             try:
                 yield target
+                ended = True
             except KeyboardInterrupt:  # kept: its ledger says the run was interrupted
                 created = False
                 raise
             finally:
                 if created:
                     loaded = _loaded_any(target)
+    except KeyboardInterrupt:
+        if ended:  # (as the store was closed: what was committed stays, and is said to)
+            raise FactsInterrupted.as_it_ended() from None
+        raise
     finally:
         if created and not loaded and path is not None and given is not None:
             for leftover in (path, path.with_name(path.name + ".wal"),

@@ -80,6 +80,13 @@ class FactsInterrupted(KeyboardInterrupt):
         )
 
     @classmethod
+    def as_it_ended(cls, records: int | None = None) -> FactsInterrupted:
+        """The stop of a run that had committed and returned (the store being closed, its
+        summary printed): nothing of it is undone."""
+        loaded = "" if records is None else f" ({records:,} records loaded)"
+        return cls(f"the ingest was committed{loaded}: the stop came as it ended.")
+
+    @classmethod
     def batches_kept(cls, records: int) -> FactsInterrupted:
         """The stop of a run that commits batch by batch, some committed (its ledger row
         says the same)."""

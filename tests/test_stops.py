@@ -1122,3 +1122,37 @@ def test_a_second_stop_keeps_the_first_ones_account_of_what_was_kept() -> None:
         found = _kept_account(second)
     assert found is not None and "the ingest was committed (6,400 events loaded)" in found.message
     assert _kept_account(KeyboardInterrupt()) is None
+
+
+def test_a_stop_as_an_ingest_ends_says_it_was_committed(tmp_path: Path, monkeypatch) -> None:
+    """A stop landing after an ingest and its facts returned (the store being closed, a
+    checkpoint; the summary being printed) was said as 'nothing from this run was
+    committed' (2 of 60 trials of a sweep of stops): the run is committed, and said so.
+    (The stop is raised as the store's close returns: where a signal during it lands.)"""
+    from forensics.cli.ingest import report_ingest
+    from forensics.cli.common import Format
+    from forensics.errors import FactsInterrupted
+    from forensics.store import Store
+
+    db = tmp_path / "s.duckdb"
+    close = Store.close
+
+    def closed_then_stopped(self: Store) -> None:
+        close(self)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Store, "close", closed_then_stopped)
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "adk_v1.db"
+    with pytest.raises(FactsInterrupted, match="the ingest was committed: the stop came"):
+        api.ingest_sqlite(db, sample)
+    monkeypatch.setattr(Store, "close", close)
+    assert api.ingests(db)["status"].to_list() == ["ok"]
+    assert api.sessions(db).height == 3
+    result = api.ingest_sqlite(db, sample)  # (nothing new: its summary, stopped)
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("forensics.cli.ingest.echo", stopped)
+    with pytest.raises(FactsInterrupted, match=r"committed \(0 records loaded\): the stop"):
+        report_ingest(result, Format.table, db)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..errors import FactsInterrupted
 from ..words import counted
 from .common import (
     AppOption,
@@ -35,6 +36,15 @@ if TYPE_CHECKING:
 
 
 def report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
+    """The run's summary; a stop while it is printed is said as a stop of a run that
+    was committed (it was said to have committed nothing)."""
+    try:
+        _report_ingest(result, fmt, db)
+    except KeyboardInterrupt:
+        raise FactsInterrupted.as_it_ended(result.rows_loaded) from None
+
+
+def _report_ingest(result: IngestResult, fmt: Format, db: Path | None) -> None:
     # (each import where it is needed: an ingest that found nothing new imports no
     # frame library for its table; quick.py)
     from ..quick import default_db_path
