@@ -1129,8 +1129,8 @@ def test_a_stop_as_an_ingest_ends_says_it_was_committed(tmp_path: Path, monkeypa
     checkpoint; the summary being printed) was said as 'nothing from this run was
     committed' (2 of 60 trials of a sweep of stops): the run is committed, and said so.
     (The stop is raised as the store's close returns: where a signal during it lands.)"""
-    from forensics.cli.ingest import report_ingest
     from forensics.cli.common import Format
+    from forensics.cli.ingest import report_ingest
     from forensics.errors import FactsInterrupted
     from forensics.store import Store
 
