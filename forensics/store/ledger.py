@@ -13,7 +13,7 @@ import duckdb
 from ..errors import TERMINATED
 from ..model import Skip
 from ..sanitize import storable
-from .handle import Store
+from .handle import Store, _interrupted
 
 MAX_SKIPS_KEPT = 500  # per ingest: enough to name bad rows without bloating the ledger
 WATERMARK_OVERLAP_S = 600.0
@@ -157,12 +157,10 @@ def finished_ok(store: Store, ingest_id: int) -> bool:
 
 
 def is_interrupt(error: BaseException) -> bool:
-    """Ctrl-C, however it surfaced (Python's, DuckDB's InterruptException, DuckDB's bare
-    RuntimeError from inside an Arrow scan, or its InvalidInputException naming the
-    KeyboardInterrupt that stopped a Python object it was reading as Arrow data)."""
-    return isinstance(error, KeyboardInterrupt | duckdb.InterruptException) or (
-        isinstance(error, RuntimeError) and "Query interrupted" in str(error)
-    ) or (isinstance(error, duckdb.InvalidInputException) and "KeyboardInterrupt" in str(error))
+    """Ctrl-C, however it surfaced: Python's, or DuckDB's own forms of it (handle's
+    `_interrupted`: its InterruptException, a bare RuntimeError from inside an Arrow
+    scan, its InvalidInputException naming the KeyboardInterrupt)."""
+    return isinstance(error, KeyboardInterrupt) or _interrupted(error)
 
 
 def write_stopped(
