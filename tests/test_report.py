@@ -152,17 +152,13 @@ def test_hostile_content_renders_as_text(tmp_path):
     assert "lookup<script>" in text
 
 
-def test_cli_writes_the_report_and_demo_prints_its_path(sample_db, tmp_path):
+def test_cli_writes_the_report_and_prints_its_path(sample_db, tmp_path):
     out = tmp_path / "r.html"
     result = runner.invoke(app, ["report", "incident", "incident", "--out", str(out),
                                  "--db", str(sample_db)])
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == str(out)
-    assert out.stat().st_size > 20_000
-    result = runner.invoke(app, ["demo", "--db", str(tmp_path / "d.duckdb")])
-    assert result.exit_code == 0, result.output
-    report = re.search(r"Incident report: (\S+)", result.stdout).group(1)
-    assert Path(report).read_text().count("<svg") == 2
+    assert out.stat().st_size > 20_000  # (demo's paths: the test below)
 
 
 def test_no_content_unless_asked(sample_db):
@@ -483,6 +479,9 @@ def test_demo_checks_where_its_reports_go_before_it_loads(tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in (tmp_path / "all").iterdir()) == [
         "claude-code-incident.html", "incident.html", "review.html"]
+    report = re.search(r"Incident report: (\S+)", result.stdout).group(1)  # the path printed
+    assert Path(report).resolve() == tmp_path / "all" / "incident.html"
+    assert Path(report).read_text().count("<svg") == 2
     result = runner.invoke(app, ["demo", "--db", "e.duckdb", "--out", "new/"])  # made
     assert result.exit_code == 0, result.output
     assert len(list((tmp_path / "new").iterdir())) == 3
