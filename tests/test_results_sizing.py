@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from forensics.families.adk import normalize, results
 from forensics.model import RAW_EVENT_SCHEMA, Batch
+from tests.examples import examples
 
 text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12) | \
     st.sampled_from(["a|b", "||", 'q"uote', "back\\slash", "\n\t\x01", "é", "😀", "a:b,c",
@@ -96,7 +97,7 @@ def _part_rows(raw: list[str], decline_all: bool) -> list[dict]:
     return found.to_pylist()
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(responses(), min_size=1, max_size=8))
 def test_read_from_the_bytes_as_the_sql_defines(raw):
     assert _part_rows(raw, False) == _part_rows(raw, True)

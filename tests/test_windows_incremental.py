@@ -17,6 +17,7 @@ from forensics.analysis.facts import _compactions, _kind, _stored, session_calls
 from forensics.families.adk.windows import calls, sent, window, windows
 from forensics.families.windows import rules_of
 from forensics.model import ROLES, CompactionRange, Event, Part, Release, Session
+from tests.examples import examples
 
 RELEASES = (None, "1.5.0", "1.10.0", "1.14.0", "1.16.0", "1.22.0", "1.25.0", "2.7.0",
             "2.8.0", "2.13.0")  # fmt: skip
@@ -90,7 +91,7 @@ def _sums(found) -> tuple[dict[str, int], list[str], list[str]]:
     return by_role, own, relayed
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(session=sessions())
 def test_each_call_is_its_window_as_defined(session):
     for call in calls(session):
@@ -102,14 +103,14 @@ def test_each_call_is_its_window_as_defined(session):
             by_role, own, relayed), call.index  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(session=sessions())
 def test_windows_in_one_pass_are_window_of_each_index(session):
     every = range(len(session.events))
     assert windows(session, every) == {i: window(session, i) for i in every}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(session=sessions())
 def test_what_a_window_sent_is_what_window_holds(session):
     found = sent(session, range(len(session.events)))
@@ -169,7 +170,7 @@ def _compaction_rows_by_definition(session: Session) -> list[dict]:
     return rows
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(session=sessions(repeat_ids=True))
 def test_each_compactions_row_is_its_definition(session):
     """The compaction facts (ranges of sorted arrays, windows asked once per next call)

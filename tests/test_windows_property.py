@@ -10,6 +10,7 @@ from forensics.analysis.facts import session_calls
 from forensics.analysis.stored import facts_of
 from forensics.families.adk.windows import calls, window
 from forensics.model import CompactionRange, Event, Part, Session
+from tests.examples import examples
 
 AGENTS = ("root", "helper")
 
@@ -63,7 +64,7 @@ def _event(n, invocation, author, epoch, parts, prompt=None) -> Event:
                  None, prompt, None, None, frozenset(), "m" if prompt else None, parts)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(session=sessions())
 def test_windows_hold_only_earlier_events_and_turns_add_up(session):
     position = {e.event_id: i for i, e in enumerate(session.events)}

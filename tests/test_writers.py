@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from forensics.cli import writers
 from forensics.cli.output import to_csv, to_json, to_table
 from forensics.sanitize import BIDI_CONTROLS
+from tests.examples import examples
 
 # what a hostile or unlucky value holds: controls, bidi and invisible characters,
 # quotes, separators, formula starts, non-ASCII digits, astral characters
@@ -153,7 +154,7 @@ def _runs(frame: pl.DataFrame, cuts: list[int]) -> list[pl.DataFrame]:
 CUTS = st.lists(st.integers(0, 7), max_size=3)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(drawn=frames(KINDS), extra=EXTRAS, cuts=CUTS)
 def test_json_is_the_definitions(drawn, extra, cuts):
     frame, json_columns = drawn
@@ -168,7 +169,7 @@ def test_json_is_the_definitions(drawn, extra, cuts):
     assert _written(writers.write_json, runs, json_columns, extra) == expected
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(drawn=frames({**KINDS, **CSV_ONLY}), cuts=CUTS)
 def test_csv_is_the_definitions(drawn, cuts):
     frame, json_columns = drawn
@@ -189,7 +190,7 @@ TABLE_KINDS = {**KINDS, **CSV_ONLY, "old": (pl.Datetime("us"), st.datetimes(date
                    lambda us: datetime(2026, 10, 22, 9, 0, 1, us)))}  # fmt: skip
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(drawn=frames(TABLE_KINDS), data=st.data())
 def test_tables_are_the_definitions(drawn, data):
     frame, json_columns = drawn
